@@ -1,0 +1,294 @@
+#include "signature_fit.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "../common/stats.hpp"
+
+namespace logpb::analysis {
+
+Param Param::invalid(std::string why, double raw) {
+  Param p;
+  p.valid = false;
+  p.value = p.ci95 = std::nan("");
+  p.note = std::move(why);
+  p.raw = raw;
+  return p;
+}
+
+void to_json(nlohmann::json& j, const Param& p) {
+  auto num = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); };
+  if (p.valid) {
+    j = {{"value_ns", num(p.value)}, {"ci95_ns", num(p.ci95)}};
+    if (!p.note.empty()) j["note"] = p.note;
+  } else {
+    j = {{"value_ns", nullptr}, {"ci95_ns", nullptr}, {"error", p.note}};
+    if (std::isfinite(p.raw)) j["raw_value_ns"] = p.raw;
+  }
+}
+
+void to_json(nlohmann::json& j, const Check& c) { j = {{"name", c.name}, {"ok", c.ok}, {"detail", c.detail}}; }
+
+namespace {
+// A point whose interval is zero or unknown would get infinite weight; floor it at 0.1% of its value.
+double safe_ci(double ci, double v) {
+  const double floor = std::fabs(v) * 1e-3 + 1e-3;
+  return std::isfinite(ci) && ci > floor ? ci : floor;
+}
+}  // namespace
+
+SendOnly send_only_cost(const Curve& c, double tolerance) {
+  SendOnly r;
+  const std::size_t n = c.M.size();
+  if (n == 0) {
+    r.o_s = Param::invalid("the Delta = 0 curve has no points");
+    return r;
+  }
+  // The send-only plateau: the cheapest of the first few points, and every leading point within
+  // `tolerance` of it. Points before the cheapest that cost more (a cold first message) are skipped.
+  const std::size_t head = std::min<std::size_t>(n, 4);
+  const auto best = static_cast<std::size_t>(std::min_element(c.cost_ns.begin(), c.cost_ns.begin() + head) - c.cost_ns.begin());
+  const double m = c.cost_ns[best];
+  double sum = 0, var = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const bool within = c.cost_ns[i] <= m * (1 + tolerance);
+    if (!within) {
+      if (i > best) break;
+      continue;
+    }
+    r.used_M.push_back(c.M[i]);
+    sum += c.cost_ns[i];
+    const double ci = safe_ci(c.ci95_ns[i], c.cost_ns[i]);
+    var += ci * ci;
+  }
+  const double k = static_cast<double>(r.used_M.size());
+  r.o_s.value = sum / k;
+  r.o_s.ci95 = std::sqrt(var) / k;
+  r.o_s.valid = r.o_s.value > 0;
+  r.o_s.raw = r.o_s.value;
+  if (!r.o_s.valid) r.o_s = Param::invalid("the send-only cost is not positive: timer or clock problem", r.o_s.value);
+  return r;
+}
+
+Steady steady_state_cost(const Curve& c) {
+  Steady r;
+  const std::size_t n = c.M.size();
+  if (n < 2) {
+    r.cost = Param::invalid("fewer than two points: no steady state");
+    return r;
+  }
+  // The tail: the points with M >= M_max / 4, at least three.
+  const double mmax = c.M.back();
+  std::size_t first = n;
+  while (first > 0 && c.M[first - 1] >= mmax / 4) --first;
+  first = std::min(first, n >= 3 ? n - 3 : 0);
+  std::vector<double> x, y, w;
+  for (std::size_t i = first; i < n; ++i) {
+    const double ci = safe_ci(c.ci95_ns[i], c.cost_ns[i]) * c.M[i];
+    const double sd = ci / 1.96;
+    x.push_back(c.M[i]);
+    y.push_back(c.M[i] * c.cost_ns[i]);
+    w.push_back(1 / (sd * sd));
+    r.used_M.push_back(c.M[i]);
+  }
+  const LineFit f = fit_line(x, y, w);
+  if (!f.ok) {
+    r.cost = Param::invalid("the steady-state fit failed");
+    return r;
+  }
+  r.cost.value = f.slope;
+  r.cost.ci95 = 1.96 * f.slope_se;
+  r.cost.raw = f.slope;
+  r.cost.valid = f.slope > 0;
+  if (!r.cost.valid) r.cost = Param::invalid("the issue time does not grow with M: no steady state", f.slope);
+  // In the steady state the average cost approaches the slope; if the last point is still far off the
+  // curve was still in its transition.
+  r.reached = std::fabs(c.cost_ns.back() - f.slope) <= 0.15 * f.slope;
+  return r;
+}
+
+std::vector<double> auto_deltas(double g_ns, const std::vector<double>& factors) {
+  std::vector<double> d;
+  for (double f : factors) {
+    const double v = std::max(10.0, std::round(f * g_ns / 10) * 10);
+    if (d.empty() || v > d.back()) d.push_back(v);
+  }
+  return d;
+}
+
+SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, double raise_threshold) {
+  SignatureFit fit;
+  fit.rtt = rtt;
+  if (curves.empty() || curves.front().delta_ns != 0) {
+    fit.o_s = fit.g = fit.o_r = fit.L = Param::invalid("no Delta = 0 curve");
+    fit.checks.push_back({"Delta = 0 curve measured", false, "the signature needs a Delta = 0 curve"});
+    return fit;
+  }
+  const SendOnly so = send_only_cost(curves.front());
+  fit.o_s = so.o_s;
+  fit.o_s.note = fit.o_s.valid ? "mean send-only cost of the Delta = 0 curve" : fit.o_s.note;
+  fit.send_only_M = so.used_M;
+  const Steady st = steady_state_cost(curves.front());
+  fit.g = st.cost;
+  if (fit.g.valid) fit.g.note = "steady-state slope of the Delta = 0 curve";
+  fit.steady_M = st.used_M;
+  fit.checks.push_back({"steady state reached at Delta = 0", st.reached,
+                        st.reached ? "the largest M costs what the steady-state slope says"
+                                   : "the largest M still differs from the slope by > 15%: raise --max-burst"});
+  fit.checks.push_back({"send-only regime seen", so.used_M.size() >= 2,
+                        so.used_M.size() >= 2 ? "" : "only one point in the send-only plateau: o_s rests on it alone"});
+
+  // o_r from every Delta that raised the steady state clearly above g.
+  double sum = 0, var_g = 0;
+  int k = 0;
+  for (std::size_t i = 1; i < curves.size(); ++i) {
+    DeltaFit df;
+    df.delta_ns = curves[i].delta_ns;
+    df.steady = steady_state_cost(curves[i]).cost;
+    df.raised = fit.g.valid && df.steady.valid && df.steady.value >= raise_threshold * fit.g.value;
+    if (df.raised && fit.o_s.valid) {
+      const double v = df.steady.value - df.delta_ns - fit.o_s.value;
+      df.o_r.value = df.o_r.raw = v;
+      df.o_r.ci95 = std::sqrt(df.steady.ci95 * df.steady.ci95 + fit.o_s.ci95 * fit.o_s.ci95);
+      df.o_r.valid = true;
+      sum += v;
+      var_g += df.steady.ci95 * df.steady.ci95;
+      ++k;
+    } else {
+      df.o_r = Param::invalid(df.raised ? "o_s unknown" : "Delta <= Idle: the steady state stayed at g");
+    }
+    fit.per_delta.push_back(df);
+  }
+  if (k == 0) {
+    fit.o_r = Param::invalid("no Delta raised the steady state above " + std::to_string(raise_threshold) +
+                             " g: add larger Deltas (--deltas)");
+    fit.checks.push_back({"a Delta raised the steady state", false, fit.o_r.note});
+  } else {
+    const double v = sum / k;
+    // o_s is shared by every estimate, the steady states are independent.
+    const double ci = std::sqrt(fit.o_s.ci95 * fit.o_s.ci95 + var_g / (k * k));
+    if (v > 0) {
+      fit.o_r.value = fit.o_r.raw = v;
+      fit.o_r.ci95 = ci;
+      fit.o_r.valid = true;
+      fit.o_r.note = "g' - Delta - o_s, mean over " + std::to_string(k) + " raised Delta curve(s)";
+    } else {
+      fit.o_r = Param::invalid("g' - Delta - o_s is not positive: the Delta curves and o_s disagree", v);
+    }
+    fit.checks.push_back({"a Delta raised the steady state", true, std::to_string(k) + " curve(s)"});
+    // Each raised Delta is an independent estimate of o_r; on a machine LogP describes they agree.
+    double lo = INFINITY, hi = -INFINITY, ci_max = 0;
+    for (const auto& d : fit.per_delta)
+      if (d.o_r.valid) {
+        lo = std::min(lo, d.o_r.value);
+        hi = std::max(hi, d.o_r.value);
+        ci_max = std::max(ci_max, d.o_r.ci95);
+      }
+    const bool agree = k < 2 || hi - lo <= std::max(0.2 * v, 2 * ci_max);
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "o_r from the raised Deltas ranges %.1f..%.1f ns%s", lo, hi,
+                  agree ? "" : ": the per-reply cost depends on Delta, so LogP's o_r is not one number here");
+    fit.checks.push_back({"o_r agrees across Deltas", agree, buf});
+  }
+
+  if (fit.rtt.valid && fit.o_s.valid && fit.o_r.valid) {
+    const double v = fit.rtt.value / 2 - fit.o_s.value - fit.o_r.value;
+    const double ci = std::sqrt(fit.rtt.ci95 * fit.rtt.ci95 / 4 + fit.o_s.ci95 * fit.o_s.ci95 + fit.o_r.ci95 * fit.o_r.ci95);
+    if (v >= 0) {
+      fit.L.value = fit.L.raw = v;
+      fit.L.ci95 = ci;
+      fit.L.valid = true;
+      fit.L.note = "RTT/2 - o_s - o_r";
+    } else {
+      fit.L = Param::invalid("RTT/2 - o_s - o_r is negative: the overheads exceed half the round trip", v);
+    }
+  } else {
+    fit.L = Param::invalid("needs RTT, o_s and o_r");
+  }
+  fit.checks.push_back({"L >= 0", fit.L.valid || !std::isfinite(fit.L.raw), fit.L.valid ? "" : fit.L.note});
+
+  auto ge = [&](const char* name, const Param& a, const Param& b, const char* why) {
+    if (!a.valid || !b.valid) return;
+    // Allow for the intervals: only a difference the data can resolve counts as a violation.
+    const bool ok = a.value + a.ci95 + b.ci95 >= b.value;
+    fit.checks.push_back({name, ok, ok ? "" : why});
+  };
+  ge("g >= o_s", fit.g, fit.o_s, "the steady-state gap is below the send overhead: LogP cannot describe this");
+  ge("g >= o_r", fit.g, fit.o_r, "the steady-state gap is below the receive overhead: LogP cannot describe this");
+  return fit;
+}
+
+void to_json(nlohmann::json& j, const SignatureFit& f) {
+  nlohmann::json pd = nlohmann::json::array();
+  for (const auto& d : f.per_delta)
+    pd.push_back({{"delta_ns", d.delta_ns}, {"steady_ns", d.steady}, {"raised", d.raised}, {"o_r", d.o_r}});
+  j = {{"o_s", f.o_s},         {"o_r", f.o_r},     {"g", f.g},          {"L", f.L},
+       {"rtt", f.rtt},         {"send_only_M", f.send_only_M},         {"steady_M", f.steady_M},
+       {"per_delta", pd},      {"checks", f.checks}};
+}
+
+}  // namespace logpb::analysis
+
+namespace logpb::analysis {
+
+Combined combine_runs(const std::vector<Param>& per_run) {
+  Combined c;
+  std::vector<double> v;
+  double within = 0;
+  std::string why;
+  for (const auto& p : per_run) {
+    c.runs.push_back(p.valid ? p.value : std::nan(""));
+    if (p.valid) {
+      v.push_back(p.value);
+      within += p.ci95 * p.ci95;
+    } else if (why.empty()) {
+      why = p.note;
+    }
+  }
+  if (v.empty()) {
+    c.param = Param::invalid(why.empty() ? "no run produced this parameter" : why);
+    c.min = c.max = std::nan("");
+    return c;
+  }
+  const double n = static_cast<double>(v.size());
+  double mean = 0;
+  for (double x : v) mean += x;
+  mean /= n;
+  double ss = 0;
+  for (double x : v) ss += (x - mean) * (x - mean);
+  c.min = *std::min_element(v.begin(), v.end());
+  c.max = *std::max_element(v.begin(), v.end());
+  const double within_ci = std::sqrt(within) / n;
+  double ci = within_ci;
+  c.ci_method = "propagated within the run";
+  if (v.size() >= 2) {
+    const double between = t975(n - 1) * std::sqrt(ss / (n - 1)) / std::sqrt(n);
+    if (between > ci) {
+      ci = between;
+      c.ci_method = "Student-t over " + std::to_string(v.size()) + " runs";
+    } else {
+      c.ci_method = "propagated within runs (exceeds the between-run interval)";
+    }
+  }
+  c.param.value = c.param.raw = mean;
+  c.param.ci95 = ci;
+  c.param.valid = true;
+  if (v.size() < per_run.size())
+    c.param.note = std::to_string(per_run.size() - v.size()) + " of " + std::to_string(per_run.size()) +
+                   " runs gave no value: " + why;
+  return c;
+}
+
+void to_json(nlohmann::json& j, const Combined& c) {
+  to_json(j, c.param);
+  if (!c.param.valid) return;
+  nlohmann::json runs = nlohmann::json::array();
+  for (double x : c.runs) runs.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr));
+  j["runs_ns"] = runs;
+  j["spread_ns"] = {{"min", c.min}, {"max", c.max}};
+  j["ci_method"] = c.ci_method;
+}
+
+}  // namespace logpb::analysis

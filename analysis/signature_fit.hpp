@@ -1,0 +1,91 @@
+// Reading LogP parameters off a signature (Culler et al. section 3.2-3.3), written against plain
+// curves so it can be tested on synthetic ones:
+//   o_s  the average message cost of the send-only regime (the first points of the Delta = 0 curve);
+//   g    the steady-state cost of the Delta = 0 curve: the slope of the issue time T(M) = M cost(M)
+//        over its largest M (the asymptote of the curve, not biased by the send-only start);
+//   o_r  from a Delta that raises the steady state: g' = o_s + o_r + Delta, so o_r = g' - Delta - o_s;
+//   L    = RTT/2 - o_s - o_r.
+// Each comes with a 95% half-width propagated from the points' own intervals, and a list of checks
+// that say in words what looks wrong (negative or impossible values are never reported bare).
+#pragma once
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace logpb::analysis {
+
+struct Param {
+  double value = 0, ci95 = 0;
+  bool valid = false;
+  std::string note;  // why it is invalid, or how it was obtained
+  static Param invalid(std::string why, double raw = std::nan(""));
+  double raw = std::nan("");  // the computed number even when invalid, for the record
+};
+void to_json(nlohmann::json& j, const Param& p);
+
+struct Check {
+  std::string name;
+  bool ok = true;
+  std::string detail;
+};
+void to_json(nlohmann::json& j, const Check& c);
+
+struct Curve {
+  double delta_ns = 0;  // the achieved compute delay
+  std::vector<double> M, cost_ns, ci95_ns;
+};
+
+struct SendOnly {
+  Param o_s;
+  std::vector<double> used_M;
+};
+SendOnly send_only_cost(const Curve& c, double tolerance = 0.10);
+
+struct Steady {
+  Param cost;  // per-message steady-state cost (g for Delta = 0, g' otherwise)
+  std::vector<double> used_M;
+  bool reached = false;  // the curve's last point agrees with the slope
+};
+Steady steady_state_cost(const Curve& c);
+
+struct DeltaFit {
+  double delta_ns = 0;
+  Param steady;
+  bool raised = false;  // Delta > Idle: the steady state rose above g
+  Param o_r;
+};
+
+struct SignatureFit {
+  Param o_s, o_r, g, L, rtt;
+  std::vector<double> send_only_M, steady_M;
+  std::vector<DeltaFit> per_delta;
+  std::vector<Check> checks;
+};
+void to_json(nlohmann::json& j, const SignatureFit& f);
+
+// curves[0] must be the Delta = 0 curve. rtt is the round-trip estimate with its interval.
+SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, double raise_threshold = 1.2);
+
+// The automatic Delta grid: factors x g, rounded to 10 ns.
+std::vector<double> auto_deltas(double g_ns, const std::vector<double>& factors);
+
+}  // namespace logpb::analysis
+
+namespace logpb::analysis {
+
+// One parameter over repeated runs: the mean of the valid runs, a 95% interval that is the larger of
+// the between-run Student-t interval and the within-run one, and the spread, so a figure that moves
+// between runs is never reported with a falsely tight interval.
+struct Combined {
+  Param param;
+  std::vector<double> runs;  // NaN where a run could not produce the parameter
+  double min = 0, max = 0;
+  std::string ci_method;
+};
+Combined combine_runs(const std::vector<Param>& per_run);
+void to_json(nlohmann::json& j, const Combined& c);
+
+}  // namespace logpb::analysis

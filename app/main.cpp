@@ -1,0 +1,106 @@
+// logpbench: what a network interface costs the host, in LogP terms.
+#include <signal.h>
+
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
+#include "app/modes.hpp"
+#include "app/options.hpp"
+#include "app/report.hpp"
+#include "common/errors.hpp"
+#include "common/results.hpp"
+
+namespace {
+
+void on_signal(int sig) { logpb::interrupt_signal().store(sig); }
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: blocking calls return so the flag is seen
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace logpb;
+  app::Options o;
+  try {
+    if (!app::parse_options(argc, argv, o)) return 0;
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "logpbench: %s\n(see logpbench --help)\n", e.what());
+    return 2;
+  }
+  install_signal_handlers();
+
+  app::ResultsDoc doc;
+  doc.path = o.json_path;
+  doc.j["schema"] = "logpbench/1";
+  doc.j["status"] = "running";
+  int code = 0;
+  try {
+    const Clock clock(Clock::Options{100, o.allow_variant_tsc});
+    if (clock.calibration_spread() > 0.01)
+      std::fprintf(stderr, "logpbench: warning: TSC calibration windows disagree by %.2f%%: the clock or VM is unstable\n",
+                   clock.calibration_spread() * 100);
+    doc.j["meta"] = host_meta(clock);
+    doc.j["meta"]["mode"] = o.mode;
+    doc.j["meta"]["flags"] = o.flags;
+    doc.j["meta"]["stop_rule"] = o.rule;
+    doc.j["meta"]["emulation"] = o.emulation;
+    doc.j["meta"]["delta_calibration"] = nlohmann::json::array();
+    {
+      const BusyDelay d(clock);
+      for (double req : {100.0, 1000.0, 10000.0}) {
+        const double got = d.achieved_ns(req, 500);
+        doc.j["meta"]["delta_calibration"].push_back({{"requested_ns", req}, {"achieved_ns", got}});
+      }
+    }
+    app::Progress progress(o.quiet);
+    if (o.transport == "shm") {
+      app::run_shm(o, clock, doc, progress);
+    } else {
+      throw UsageError("--transport " + o.transport + " is not built into this logpbench yet (available: shm)");
+    }
+    progress.done();
+    if (o.mode != "server") {
+      doc.j["status"] = "complete";
+      doc.save();
+      app::print_table(stdout, doc.j);
+      if (!o.json_path.empty()) std::printf("results: %s\n", o.json_path.c_str());
+    }
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "\nlogpbench: %s\n", e.what());
+    doc.j["status"] = "failed";
+    doc.j["error"] = e.what();
+    code = 2;
+  } catch (const Interrupted& e) {
+    std::fprintf(stderr, "\nlogpbench: interrupted; results so far are kept\n");
+    doc.j["status"] = "interrupted";
+    code = 130;
+  } catch (const PeerError& e) {
+    std::fprintf(stderr, "\nlogpbench: peer lost: %s\n", e.what());
+    doc.j["status"] = "failed";
+    doc.j["error"] = std::string("peer lost: ") + e.what();
+    code = 3;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "\nlogpbench: error: %s\n", e.what());
+    doc.j["status"] = "failed";
+    doc.j["error"] = e.what();
+    code = 1;
+  }
+  if (code != 0 && o.mode != "server") {
+    try {
+      doc.save();
+      if (!o.json_path.empty()) std::fprintf(stderr, "logpbench: partial results in %s\n", o.json_path.c_str());
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "logpbench: could not save results: %s\n", e.what());
+    }
+  }
+  return code;
+}

@@ -1,0 +1,16 @@
+// The run modes of each transport. Each returns the process exit code and fills the results document.
+#pragma once
+
+#include "app/bench_runner.hpp"
+#include "app/options.hpp"
+#include "app/progress.hpp"
+#include "common/clock.hpp"
+
+namespace logpb::app {
+
+void run_shm(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress);
+
+// Pins the calling thread to `cpu`; throws UsageError naming the cores that exist.
+void pin_to_cpu(int cpu, const char* what);
+
+}  // namespace logpb::app

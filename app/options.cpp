@@ -1,0 +1,179 @@
+#include "options.hpp"
+
+#include <iostream>
+#include <sstream>
+
+#include <boost/program_options.hpp>
+
+#include "common/errors.hpp"
+#include "common/results.hpp"
+
+namespace po = boost::program_options;
+
+namespace logpb::app {
+namespace {
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+std::vector<int> parse_int_list(const std::string& what, const std::string& s) {
+  std::vector<int> v;
+  for (const auto& x : split(s)) {
+    std::size_t used = 0;
+    int n = 0;
+    try {
+      n = std::stoi(x, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != x.size() || n < 1) throw UsageError(what + ": '" + x + "' is not a positive integer");
+    if (!v.empty() && n <= v.back()) throw UsageError(what + ": values must be ascending");
+    v.push_back(n);
+  }
+  if (v.empty()) throw UsageError(what + ": empty list");
+  return v;
+}
+
+}  // namespace
+
+bool parse_options(int argc, const char* const* argv, Options& o) {
+  po::options_description general("Run");
+  std::string bursts, deltas, factors, estimator = "median";
+  general.add_options()
+      ("help,h", "this text")
+      ("version", "print the version")
+      ("transport", po::value(&o.transport)->default_value(o.transport), "shm | verbs | dpdk | mpi")
+      ("bench", po::value(&o.bench)->default_value(o.bench), "pingpong | signature")
+      ("emulate", po::value(&o.emulate_spec), "shm only: emulated NI, e.g. \"os=1.4us,or=2.2us,g=7.6us,L=6.3us,C=32\"")
+      ("json", po::value(&o.json_path), "write results to this file (atomically; checkpointed during the run)")
+      ("raw", po::bool_switch(&o.raw), "also store every raw sample in the JSON")
+      ("runs", po::value(&o.runs)->default_value(o.runs), "repeat the whole measurement; parameters get run-to-run spread")
+      ("quiet,q", po::bool_switch(&o.quiet), "no progress line");
+  po::options_description place("Placement and connection");
+  place.add_options()
+      ("cpu", po::value(&o.cpu)->default_value(o.cpu), "core of this process (local: the client)")
+      ("peer-cpu", po::value(&o.peer_cpu)->default_value(o.peer_cpu), "local: core of the forked peer")
+      ("port,p", po::value(&o.port)->default_value(o.port), "TCP port of the out-of-band bootstrap")
+      ("timeout", po::value(&o.timeout_s)->default_value(o.timeout_s), "seconds without progress before the peer is declared lost")
+      ("connect-timeout", po::value(&o.connect_timeout_s)->default_value(o.connect_timeout_s), "seconds to wait for the peer to connect")
+      ("allow-variant-tsc", po::bool_switch(&o.allow_variant_tsc), "measure even without an invariant TSC");
+  po::options_description method("Methods");
+  method.add_options()
+      ("iters,n", po::value(&o.iterations)->default_value(o.iterations), "ping-pong iterations (timed)")
+      ("warmup", po::value(&o.warmup)->default_value(o.warmup), "ping-pong iterations before timing")
+      ("max-burst", po::value(&o.max_burst)->default_value(o.max_burst), "signature: largest M")
+      ("bursts", po::value(&bursts), "signature: explicit M list, e.g. 1,2,4,8")
+      ("deltas", po::value(&deltas), "signature: Delta list with units, e.g. 0,2us,8us (default: automatic)")
+      ("delta-factors", po::value(&factors), "signature: automatic Deltas as multiples of g (default 0.5,1,2,4)")
+      ("window", po::value(&o.window)->default_value(o.window), "AM outstanding window: the network capacity (an emulation's C overrides)")
+      ("ring", po::value(&o.ring)->default_value(o.ring), "shm: slots per direction (power of two)")
+      ("ci", po::value(&o.rule.rel_precision)->default_value(o.rule.rel_precision), "stop rule: relative 95% half-width to reach")
+      ("batch", po::value(&o.rule.batch)->default_value(o.rule.batch), "stop rule: samples per batch")
+      ("min-samples", po::value(&o.rule.min_samples)->default_value(o.rule.min_samples), "stop rule: fewest samples per point")
+      ("max-samples", po::value(&o.rule.max_samples)->default_value(o.rule.max_samples), "stop rule: cap per point")
+      ("max-point-seconds", po::value(&o.rule.max_seconds)->default_value(o.rule.max_seconds), "stop rule: time cap per point")
+      ("estimator", po::value(&estimator)->default_value(estimator), "point estimate: median | mean");
+  po::options_description hidden;
+  hidden.add_options()("mode", po::value(&o.mode))("host", po::value(&o.host));
+  po::positional_options_description pos;
+  pos.add("mode", 1).add("host", 1);
+  po::options_description all;
+  all.add(general).add(place).add(method).add(hidden);
+
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+  if (vm.count("help")) {
+    std::cout << "usage: logpbench [local | server | client HOST] [options]\n"
+                 "With no arguments: local --transport shm --bench signature (the embedded default).\n\n"
+              << general << '\n' << place << '\n' << method;
+    return false;
+  }
+  if (vm.count("version")) {
+    std::cout << "logpbench " << version_string() << '\n';
+    return false;
+  }
+
+  if (o.mode != "local" && o.mode != "server" && o.mode != "client")
+    throw UsageError("mode must be local, server or client, not '" + o.mode + "'");
+  if (o.mode == "client" && o.host.empty()) throw UsageError("client needs the server's address: logpbench client HOST");
+  if (o.mode != "client" && !o.host.empty()) throw UsageError("unexpected argument '" + o.host + "' (only client takes a HOST)");
+  if (o.transport != "shm" && o.transport != "verbs" && o.transport != "dpdk" && o.transport != "mpi")
+    throw UsageError("--transport must be shm, verbs, dpdk or mpi, not '" + o.transport + "'");
+  if (o.bench != "pingpong" && o.bench != "signature")
+    throw UsageError("--bench must be pingpong or signature, not '" + o.bench + "'");
+  if (!o.emulate_spec.empty()) {
+    if (o.transport != "shm") throw UsageError("--emulate works only with --transport shm");
+    if (o.mode == "server") throw UsageError("--emulate is given to the client; the server takes it from there");
+    o.emulation = parse_emulation(o.emulate_spec);
+    if (o.emulation.capacity > 0) o.window = o.emulation.capacity;
+  }
+  o.rule.estimator = parse_estimator(estimator);
+  if (!bursts.empty()) o.bursts = parse_int_list("--bursts", bursts);
+  if (!deltas.empty() && deltas != "auto") {
+    double last = -1;
+    for (const auto& x : split(deltas)) {
+      const double d = parse_duration_ns(x);
+      if (d < 0 || d <= last) throw UsageError("--deltas must be ascending non-negative durations");
+      o.deltas_ns.push_back(d);
+      last = d;
+    }
+  }
+  if (!factors.empty()) {
+    o.delta_factors.clear();
+    for (const auto& x : split(factors)) {
+      double f = 0;
+      try {
+        f = std::stod(x);
+      } catch (const std::exception&) {
+        f = -1;
+      }
+      if (!(f > 0)) throw UsageError("--delta-factors: '" + x + "' is not a positive number");
+      o.delta_factors.push_back(f);
+    }
+  }
+  auto positive = [](const char* name, double v, double lo, double hi) {
+    if (!(v >= lo && v <= hi))
+      throw UsageError(std::string("--") + name + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  };
+  positive("iters", o.iterations, 1, 1e8);
+  positive("warmup", o.warmup, 0, 1e8);
+  positive("max-burst", o.max_burst, 1, 1 << 20);
+  positive("window", o.window, 1, 1 << 16);
+  positive("runs", o.runs, 1, 1000);
+  positive("timeout", o.timeout_s, 0.1, 1e6);
+  positive("connect-timeout", o.connect_timeout_s, 0.1, 1e6);
+  positive("ci", o.rule.rel_precision, 1e-4, 1);
+  positive("batch", o.rule.batch, 2, 1e6);
+  positive("min-samples", o.rule.min_samples, 2, 1e8);
+  positive("max-samples", o.rule.max_samples, o.rule.min_samples, 1e8);
+  positive("max-point-seconds", o.rule.max_seconds, 0.001, 1e6);
+  positive("cpu", o.cpu, 0, 4095);
+  positive("peer-cpu", o.peer_cpu, 0, 4095);
+  if (o.mode == "local" && o.cpu == o.peer_cpu)
+    throw UsageError("--cpu and --peer-cpu are the same core: two busy-polling endpoints need two cores");
+  if (o.transport == "shm" && o.window * 2 > o.ring)
+    throw UsageError("--ring must be at least twice --window so replies always find a free slot");
+
+  for (const auto& [name, v] : vm) {
+    const auto& a = v.value();
+    if (a.type() == typeid(std::string)) o.flags[name] = v.as<std::string>();
+    else if (a.type() == typeid(int)) o.flags[name] = v.as<int>();
+    else if (a.type() == typeid(double)) o.flags[name] = v.as<double>();
+    else if (a.type() == typeid(bool)) o.flags[name] = v.as<bool>();
+    else if (a.type() == typeid(std::uint16_t)) o.flags[name] = v.as<std::uint16_t>();
+  }
+  o.flags["window_effective"] = o.window;
+  return true;
+}
+
+}  // namespace logpb::app

@@ -1,0 +1,48 @@
+// Command line of `logpbench` (Boost.Program_options). Every option that can change a figure is copied
+// into the results' meta.flags.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/emulation.hpp"
+#include "common/stats.hpp"
+
+namespace logpb::app {
+
+struct Options {
+  std::string mode = "local";  // local | server | client
+  std::string host;            // client: the server's address
+  std::string transport = "shm";
+  std::string bench = "signature";
+  std::string emulate_spec;
+  Emulation emulation;
+  std::string json_path;
+  int cpu = 0;       // this process's core (local: the client)
+  int peer_cpu = 1;  // local: the forked peer's core
+  std::uint16_t port = 18515;
+  int iterations = 10000, warmup = 1000;
+  int max_burst = 512;
+  std::vector<int> bursts;
+  std::vector<double> deltas_ns;  // empty: automatic
+  std::vector<double> delta_factors{0.5, 1, 2, 4};
+  int window = 32;
+  int ring = 256;
+  std::uint32_t segment_bytes = 1 << 20;
+  StopRule rule;
+  int runs = 3;
+  double timeout_s = 10;
+  double connect_timeout_s = 30;
+  bool allow_variant_tsc = false;
+  bool quiet = false;
+  bool raw = false;
+  nlohmann::json flags;  // every option as given or defaulted
+};
+
+// Throws UsageError with a message fit for the user. Returns false when --help/--version was handled.
+bool parse_options(int argc, const char* const* argv, Options& out);
+
+}  // namespace logpb::app

@@ -1,0 +1,161 @@
+// --transport shm: `local` forks the peer onto --peer-cpu; `server`/`client` meet over the TCP bootstrap
+// and share a named region in /dev/shm (so both must run on one host).
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <random>
+
+#include "app/modes.hpp"
+#include "common/am.hpp"
+#include "common/bootstrap.hpp"
+#include "common/methods/protocol.hpp"
+#include "common/shm_transport.hpp"
+
+namespace logpb::app {
+
+void pin_to_cpu(int cpu, const char* what) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  if (sched_setaffinity(0, sizeof set, &set) != 0) {
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    sched_getaffinity(0, sizeof allowed, &allowed);
+    std::string have;
+    for (int i = 0; i < CPU_SETSIZE; ++i)
+      if (CPU_ISSET(i, &allowed)) have += (have.empty() ? "" : ",") + std::to_string(i);
+    throw UsageError(std::string(what) + " " + std::to_string(cpu) + ": cannot run there (cores allowed: " + have + ")");
+  }
+}
+
+namespace {
+
+using ShmEndpoint = am::Endpoint<ShmTransport>;
+
+std::uint32_t new_session() {
+  std::random_device rd;
+  std::uint32_t s = 0;
+  while (s == 0) s = rd();
+  return s;
+}
+
+am::EndpointOptions endpoint_options(const Options& o, std::uint32_t session, std::uint32_t segment_bytes, bool server) {
+  am::EndpointOptions e;
+  e.session = session;
+  e.window = o.window;
+  // The passive side waits as long as the client thinks; it still notices a dead client at once.
+  e.stall_timeout_s = server ? 0 : o.timeout_s;
+  e.segment_bytes = segment_bytes;
+  return e;
+}
+
+void describe_run(ResultsDoc& doc, const Options& o, const ShmTransport& t, std::uint32_t session) {
+  doc.j["meta"]["transport"] = t.describe();
+  doc.j["meta"]["session"] = session;
+  doc.j["meta"]["am"] = {{"window", o.window}, {"frame_bytes", sizeof(am::Frame)}};
+}
+
+// The forked peer of `local`: serve until quit, then leave without running the parent's exit path.
+[[noreturn]] void local_peer(const Options& o, const Clock& clock, const ShmRegion& region, std::uint32_t session) {
+  int code = 0;
+  try {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    pin_to_cpu(o.peer_cpu, "--peer-cpu");
+    ShmTransport t(region, 1, clock, o.emulation);
+    ShmEndpoint ep(t, clock, endpoint_options(o, session, t.segment().size(), true));
+    methods::serve(ep);
+  } catch (const Interrupted&) {
+    code = 130;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "logpbench (peer): %s\n", e.what());
+    code = dynamic_cast<const PeerError*>(&e) ? 3 : 1;
+  }
+  std::fflush(stderr);
+  _exit(code);
+}
+
+}  // namespace
+
+void run_shm(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress) {
+  const ShmOptions so{o.ring, o.segment_bytes};
+  if (o.mode == "local") {
+    const std::uint32_t session = new_session();
+    ShmRegion region = ShmRegion::create_anonymous(so);
+    std::fflush(nullptr);
+    const pid_t child = fork();
+    if (child < 0) throw std::runtime_error("fork failed");
+    if (child == 0) local_peer(o, clock, region, session);
+    struct Reaper {  // whatever happens here, the peer does not outlive this process
+      pid_t pid;
+      bool reaped = false;
+      ~Reaper() {
+        if (!reaped) {
+          kill(pid, SIGTERM);
+          waitpid(pid, nullptr, 0);
+        }
+      }
+    } reaper{child};
+    pin_to_cpu(o.cpu, "--cpu");
+    doc.j["meta"]["pinning"] = {{"client_cpu", o.cpu}, {"server_cpu", o.peer_cpu}};
+    ShmTransport t(region, 0, clock, o.emulation);
+    ShmEndpoint ep(t, clock, endpoint_options(o, session, t.segment().size(), false));
+    describe_run(doc, o, t, session);
+    doc.save();
+    run_client_bench(ep, clock, o, doc, progress);
+    ep.request(methods::kQuit);
+    int status = 0;
+    waitpid(child, &status, 0);
+    reaper.reaped = true;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      throw PeerError("the local peer ended abnormally (status " + std::to_string(status) + ")");
+    return;
+  }
+
+  if (o.mode == "server") {
+    pin_to_cpu(o.cpu, "--cpu");
+    std::fprintf(stderr, "logpbench server: waiting for a client on TCP port %u\n", o.port);
+    Channel ch = Channel::accept_one(o.port, 0);
+    const auto hello = ch.receive(o.connect_timeout_s);
+    if (hello.value("transport", "") != "shm")
+      throw PeerError("the client asked for transport '" + hello.value("transport", "?") + "', this server runs shm");
+    Options so2 = o;
+    so2.window = hello.at("window").get<int>();
+    const std::string spec = hello.value("emulate", "");
+    so2.emulation = spec.empty() ? Emulation{} : parse_emulation(spec);
+    const ShmOptions ring{hello.at("ring").get<int>(), hello.at("segment_bytes").get<std::uint32_t>()};
+    const auto session = hello.at("session").get<std::uint32_t>();
+    const std::string name = "/logpbench." + std::to_string(getpid()) + "." + std::to_string(session);
+    ShmRegion region = ShmRegion::create_named(name, ring);
+    ch.send({{"shm", name}, {"pid", getpid()}});
+    ShmTransport t(region, 1, clock, so2.emulation, o.connect_timeout_s);
+    region.unlink();
+    ShmEndpoint ep(t, clock, endpoint_options(so2, session, t.segment().size(), true));
+    methods::serve(ep);
+    ch.send({{"bye", true}});
+    std::fprintf(stderr, "logpbench server: client done\n");
+    return;
+  }
+
+  // client
+  pin_to_cpu(o.cpu, "--cpu");
+  doc.j["meta"]["pinning"] = {{"client_cpu", o.cpu}, {"server_cpu", "set on the server"}};
+  Channel ch = Channel::connect_to(o.host, o.port, o.connect_timeout_s);
+  const std::uint32_t session = new_session();
+  ch.send({{"transport", "shm"}, {"window", o.window}, {"emulate", o.emulate_spec}, {"ring", o.ring},
+           {"segment_bytes", o.segment_bytes}, {"session", session}});
+  const auto answer = ch.receive(o.connect_timeout_s);
+  ShmRegion region = ShmRegion::open_named(answer.at("shm").get<std::string>());
+  ShmTransport t(region, 0, clock, o.emulation, o.connect_timeout_s);
+  ShmEndpoint ep(t, clock, endpoint_options(o, session, t.segment().size(), false));
+  describe_run(doc, o, t, session);
+  doc.save();
+  run_client_bench(ep, clock, o, doc, progress);
+  ep.request(methods::kQuit);
+  ch.receive(o.timeout_s);  // the server's goodbye: it has read the quit
+}
+
+}  // namespace logpb::app

@@ -1,0 +1,195 @@
+// The Active Message layer: GAM-like request/reply over any Transport (Culler et al. section 2.2).
+//
+// request() polls and runs arriving replies itself and stalls, still polling, while the outstanding
+// window (the network capacity) is full; that stall is what produces the transition and steady-state
+// regimes of the signature (section 3.1). Replies are sent from inside request handlers. Every frame
+// is validated before anything is dispatched; a bad one is counted by reason and dropped.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "clock.hpp"
+#include "errors.hpp"
+#include "frame.hpp"
+#include "transport.hpp"
+
+namespace logpb::am {
+
+struct Counters {
+  std::uint64_t requests_sent = 0, replies_sent = 0, received = 0;
+  std::array<std::uint64_t, static_cast<int>(Reject::count_)> rejected{};
+  std::uint64_t rejected_total() const {
+    std::uint64_t s = 0;
+    for (auto r : rejected) s += r;
+    return s;
+  }
+};
+inline void to_json(nlohmann::json& j, const Counters& c) {
+  nlohmann::json rej = nlohmann::json::object();
+  for (int i = 0; i < static_cast<int>(Reject::count_); ++i)
+    if (c.rejected[i]) rej[to_string(static_cast<Reject>(i))] = c.rejected[i];
+  j = {{"requests_sent", c.requests_sent}, {"replies_sent", c.replies_sent}, {"received", c.received},
+       {"rejected", rej}};
+}
+
+struct EndpointOptions {
+  std::uint32_t session = 0;
+  int window = 32;                  // outstanding requests allowed: the network capacity the layer enforces
+  double stall_timeout_s = 10;      // no progress for this long while waiting: the peer is declared lost (0: never)
+  std::uint32_t segment_bytes = 0;  // bulk lengths are checked against the receiver's segment
+};
+
+template <Transport T>
+class Endpoint {
+ public:
+  using Handler = void (*)(Endpoint&, const Frame&);
+
+  Endpoint(T& net, const Clock& clock, const EndpointOptions& opt)
+      : net_(net), window_(opt.window), segment_bytes_(opt.segment_bytes), session_(opt.session) {
+    if (window_ < 1) throw UsageError("AM window must be at least 1");
+    // Work requests are built once and only patched per send; requests and replies have their own, since
+    // a reply is built inside a handler while a request may be waiting to be retried.
+    Frame base{};
+    base.magic = kMagic;
+    base.version = kVersion;
+    base.session = opt.session;
+    req_ = rep_ = base;
+    req_.kind = Kind::request;
+    rep_.kind = Kind::reply;
+    timeout_cycles_ = opt.stall_timeout_s > 0 ? clock.cycles(opt.stall_timeout_s * 1e9) : 0;
+    check_interval_cycles_ = clock.cycles(1e6);  // 1 ms between liveness checks while stalled
+    handlers_.fill(nullptr);
+  }
+  Endpoint(const Endpoint&) = delete;
+  Endpoint& operator=(const Endpoint&) = delete;
+
+  void on(std::uint16_t id, Handler h) {
+    if (id == 0 || id >= kMaxHandlers) throw UsageError("handler id out of range");
+    handlers_[id] = h;
+  }
+
+  // Issue a request. Stalls (polling, running replies) while the window is full or the NI is busy.
+  void request(std::uint16_t handler, std::uint64_t a0 = 0, std::uint64_t a1 = 0, std::uint64_t a2 = 0,
+               std::uint64_t a3 = 0, std::uint64_t token = 0) {
+    // Like GAM's am_request, run whatever replies have already arrived (each costs o_r here: this is
+    // what bends the signature out of its send-only regime), then stall while the window is full.
+    while (poll() > 0) {
+    }
+    while (outstanding_ >= window_) progress();
+    fill(req_, handler, token, a0, a1, a2, a3);
+    while (!net_.try_send(req_)) progress();
+    ++outstanding_;
+    ++counters_.requests_sent;
+  }
+
+  // Reply to `req` from inside its handler. Replies take no window slot; if the NI is momentarily
+  // full we wait for it without dispatching, so handlers never nest.
+  void reply(const Frame& req, std::uint16_t handler, std::uint64_t a0 = 0, std::uint64_t a1 = 0,
+             std::uint64_t a2 = 0, std::uint64_t a3 = 0) {
+    fill(rep_, handler, req.token, a0, a1, a2, a3);
+    while (!net_.try_send(rep_)) stall_check();
+    ++counters_.replies_sent;
+  }
+
+  // Poll the NI once, dispatching what arrived.
+  int poll() {
+    return net_.poll([this](const void* p, std::size_t n) { deliver(p, n); });
+  }
+
+  // Poll until pred() holds; the watchdog turns a silent or dead peer into a PeerError.
+  template <class Pred>
+  void wait_until(Pred&& pred) {
+    while (!pred()) progress();
+  }
+  void wait_all() {
+    while (outstanding_ > 0) progress();
+  }
+
+  int outstanding() const { return outstanding_; }
+  int window() const { return window_; }
+  void set_window(int w) {
+    if (w < 1) throw UsageError("AM window must be at least 1");
+    window_ = w;
+  }
+  std::uint32_t session() const { return session_; }
+  T& transport() { return net_; }
+  const Counters& counters() const { return counters_; }
+  void* user = nullptr;  // handlers' context
+
+ private:
+  static void fill(Frame& f, std::uint16_t handler, std::uint64_t token, std::uint64_t a0, std::uint64_t a1,
+                   std::uint64_t a2, std::uint64_t a3) {
+    f.handler = handler;
+    f.token = token;
+    f.args[0] = a0;
+    f.args[1] = a1;
+    f.args[2] = a2;
+    f.args[3] = a3;
+  }
+
+  void deliver(const void* p, std::size_t n) {
+    if (n < sizeof(Frame)) return reject(Reject::short_frame);
+    const Frame& f = *static_cast<const Frame*>(p);
+    if (f.magic != kMagic) return reject(Reject::bad_magic);
+    if (f.version != kVersion) return reject(Reject::bad_version);
+    if (f.session != session_) return reject(Reject::foreign_session);
+    if (f.handler >= kMaxHandlers || handlers_[f.handler] == nullptr) return reject(Reject::bad_handler);
+    if (f.bulk_len != 0 && (f.bulk_off > segment_bytes_ || f.bulk_len > segment_bytes_ - f.bulk_off))
+      return reject(Reject::bad_bulk);
+    if (f.kind == Kind::reply) {
+      if (outstanding_ == 0) return reject(Reject::unexpected_reply);
+      --outstanding_;
+    } else if (f.kind != Kind::request) {
+      return reject(Reject::bad_kind);
+    }
+    ++counters_.received;
+    handlers_[f.handler](*this, f);
+  }
+  void reject(Reject r) { ++counters_.rejected[static_cast<int>(r)]; }
+
+  void progress() {
+    if (poll() > 0) {
+      idle_ = 0;
+      return;
+    }
+    stall_check();
+  }
+  // Nothing arrived. Only after many empty polls (microseconds) does the watchdog read the clock, so a
+  // short wait on a timed path costs nothing extra.
+  void stall_check() {
+    if (++idle_ < 4096) return;
+    idle_slow_path();
+  }
+  [[gnu::noinline]] void idle_slow_path() {
+    const std::uint64_t now = tsc::now();
+    if (idle_ == 4096) {
+      idle_since_ = now;
+      next_check_ = now + check_interval_cycles_;
+      return;
+    }
+    if (now < next_check_) return;
+    next_check_ = now + check_interval_cycles_;
+    throw_if_interrupted();
+    if (!net_.peer_alive()) throw PeerError("the peer is gone (process exited or connection closed)");
+    if (timeout_cycles_ && now - idle_since_ > timeout_cycles_)
+      throw PeerError("no message from the peer for the stall timeout (" + std::to_string(outstanding_) +
+                      " requests outstanding): the peer is stuck or messages were lost");
+  }
+
+  T& net_;
+  Frame req_, rep_;
+  int window_;
+  int outstanding_ = 0;
+  std::uint32_t segment_bytes_;
+  std::uint32_t session_;
+  std::array<Handler, kMaxHandlers> handlers_;
+  Counters counters_;
+  std::uint64_t idle_ = 0, idle_since_ = 0, next_check_ = 0;
+  std::uint64_t timeout_cycles_ = 0, check_interval_cycles_ = 0;
+};
+
+}  // namespace logpb::am

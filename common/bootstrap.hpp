@@ -1,0 +1,40 @@
+// Out-of-band exchange between server and client over TCP, before and around a run: versions, session,
+// the run's parameters, and whatever the transport needs (a shm name; QPN/PSN/GID/rkey; MAC addresses).
+// Each message is a fixed header (magic, protocol version, length) and a JSON body; lengths are checked
+// and every wait has a deadline, so a wrong peer or a dead one gives an error, not a hang.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace logpb {
+
+inline constexpr std::uint16_t kBootstrapVersion = 1;
+inline constexpr std::uint32_t kBootstrapMaxBody = 1u << 20;
+
+class Channel {
+ public:
+  // Server: listen on `port` (all addresses) and accept one client within `timeout_s` (0: wait forever).
+  static Channel accept_one(std::uint16_t port, double timeout_s);
+  // Client: connect to host:port, retrying for up to `timeout_s` while the server is not yet listening.
+  static Channel connect_to(const std::string& host, std::uint16_t port, double timeout_s);
+
+  Channel(Channel&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  Channel& operator=(Channel&& o) noexcept;
+  Channel(const Channel&) = delete;
+  ~Channel();
+
+  void send(const nlohmann::json& body);
+  nlohmann::json receive(double timeout_s);
+  // Non-blocking: false once the peer has closed the connection or the process behind it died.
+  bool peer_alive() const;
+  int fd() const { return fd_; }
+
+ private:
+  explicit Channel(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
+}  // namespace logpb

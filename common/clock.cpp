@@ -1,0 +1,136 @@
+#include "clock.hpp"
+
+#include <cpuid.h>
+#include <time.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <stdexcept>
+#include <vector>
+
+namespace logpb {
+namespace {
+
+std::uint64_t mono_raw_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC_RAW, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+// One calibration window: TSC cycles per ns of CLOCK_MONOTONIC_RAW over about `ms` milliseconds.
+// Each end is taken as the TSC read closest to a clock_gettime call (the tightest of a few tries), so a
+// preemption between the two reads does not bias the result.
+double tsc_per_ns(double ms) {
+  auto sample = [](std::uint64_t& t_tsc, std::uint64_t& t_ns) {
+    std::uint64_t best = ~0ull;
+    for (int i = 0; i < 5; ++i) {
+      const std::uint64_t a = tsc::now();
+      const std::uint64_t n = mono_raw_ns();
+      const std::uint64_t b = tsc::now_end();
+      if (b - a < best) {
+        best = b - a;
+        t_tsc = a + (b - a) / 2;
+        t_ns = n;
+      }
+    }
+  };
+  std::uint64_t c0 = 0, n0 = 0, c1 = 0, n1 = 0;
+  sample(c0, n0);
+  const std::uint64_t until = n0 + static_cast<std::uint64_t>(ms * 1e6);
+  while (mono_raw_ns() < until) {
+  }
+  sample(c1, n1);
+  return static_cast<double>(c1 - c0) / static_cast<double>(n1 - n0);
+}
+
+}  // namespace
+
+CpuidTsc read_cpuid_tsc() {
+  CpuidTsc r;
+  unsigned a, b, c, d;
+  if (__get_cpuid(0x80000000u, &a, &b, &c, &d) && a >= 0x80000007u) {
+    __get_cpuid(0x80000007u, &a, &b, &c, &d);
+    r.invariant = (d >> 8) & 1u;
+  }
+  if (__get_cpuid(0x80000000u, &a, &b, &c, &d) && a >= 0x80000004u) {
+    char brand[49] = {};
+    for (unsigned i = 0; i < 3; ++i) {
+      __get_cpuid(0x80000002u + i, &a, &b, &c, &d);
+      std::memcpy(brand + 16 * i, &a, 4);
+      std::memcpy(brand + 16 * i + 4, &b, 4);
+      std::memcpy(brand + 16 * i + 8, &c, 4);
+      std::memcpy(brand + 16 * i + 12, &d, 4);
+    }
+    r.brand = brand;
+    r.brand.erase(0, r.brand.find_first_not_of(' '));
+  }
+  const unsigned max_leaf = __get_cpuid_max(0, nullptr);
+  if (max_leaf >= 0x15) {
+    __cpuid_count(0x15, 0, a, b, c, d);  // TSC/crystal ratio b/a, crystal Hz in c
+    if (a && b && c) {
+      r.reported_hz = static_cast<double>(c) * b / a;
+      r.reported_by = "cpuid 0x15";
+    }
+  }
+  // Hypervisors (KVM, VMware) publish the TSC rate in kHz at 0x40000010 when the leaf range covers it.
+  if (r.reported_hz == 0) {
+    __cpuid(0x40000000u, a, b, c, d);
+    if (a >= 0x40000010u && a < 0x40010000u) {
+      __cpuid(0x40000010u, a, b, c, d);
+      if (a) {
+        r.reported_hz = static_cast<double>(a) * 1e3;
+        r.reported_by = "cpuid 0x40000010 (hypervisor)";
+      }
+    }
+  }
+  if (r.reported_hz == 0 && max_leaf >= 0x16) {
+    __cpuid(0x16, a, b, c, d);  // processor base MHz: equals the TSC rate on most Intel parts
+    if (a & 0xffff) {
+      r.reported_hz = static_cast<double>(a & 0xffff) * 1e6;
+      r.reported_by = "cpuid 0x16 (base frequency)";
+    }
+  }
+  return r;
+}
+
+Clock::Clock(const Options& opt) : cpuid_(read_cpuid_tsc()) {
+  if (!cpuid_.invariant && !opt.allow_variant_tsc)
+    throw std::runtime_error(
+        "this CPU does not report an invariant TSC (CPUID 0x80000007 EDX bit 8): TSC times would drift with "
+        "frequency changes and differ between cores. Re-run with --allow-variant-tsc to measure anyway.");
+  const double r1 = tsc_per_ns(opt.calibrate_ms / 2);
+  const double r2 = tsc_per_ns(opt.calibrate_ms / 2);
+  calibration_spread_ = std::fabs(r1 - r2) / std::max(r1, r2);
+  hz_ = (r1 + r2) / 2 * 1e9;
+  ns_per_cycle_ = 1e9 / hz_;
+
+  std::vector<std::uint64_t> d(2001);
+  for (auto& x : d) {
+    const std::uint64_t a = tsc::now();
+    const std::uint64_t b = tsc::now_end();
+    x = b - a;
+  }
+  std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());
+  timer_cost_cycles_ = static_cast<double>(d[d.size() / 2]);
+}
+
+double Clock::cpuid_disagreement() const {
+  if (cpuid_.reported_hz <= 0) return std::nan("");
+  return std::fabs(hz_ - cpuid_.reported_hz) / cpuid_.reported_hz;
+}
+
+double BusyDelay::achieved_ns(double requested_ns, int reps) const {
+  const std::uint64_t cyc = clock_->cycles(requested_ns);
+  std::vector<std::uint64_t> d(static_cast<std::size_t>(std::max(reps, 1)));
+  for (auto& x : d) {
+    const std::uint64_t a = tsc::now();
+    run(cyc);
+    const std::uint64_t b = tsc::now_end();
+    x = b - a;
+  }
+  std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());
+  return clock_->ns(static_cast<double>(d[d.size() / 2]) - clock_->timer_cost_cycles());
+}
+
+}  // namespace logpb

@@ -1,0 +1,93 @@
+#include "emulation.hpp"
+
+#include <cmath>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "errors.hpp"
+
+namespace logpb {
+
+double parse_duration_ns(const std::string& s) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(s, &used);
+  } catch (const std::exception&) {
+    throw UsageError("'" + s + "' is not a duration (examples: 250ns, 1.4us, 2ms)");
+  }
+  const std::string unit = s.substr(used);
+  double scale = 0;
+  if (unit == "ns") scale = 1;
+  else if (unit == "us" || unit == "µs") scale = 1e3;
+  else if (unit == "ms") scale = 1e6;
+  else if (unit == "s") scale = 1e9;
+  else if (unit.empty() && v == 0) scale = 1;
+  else throw UsageError("'" + s + "' needs a unit: ns, us, ms or s");
+  if (!std::isfinite(v)) throw UsageError("'" + s + "' is not a finite duration");
+  return v * scale;
+}
+
+Emulation parse_emulation(const std::string& spec) {
+  Emulation e;
+  e.enabled = true;
+  e.spec = spec;
+  std::stringstream ss(spec);
+  std::string item;
+  bool any = false;
+  while (std::getline(ss, item, ',')) {
+    if (item.empty()) continue;
+    const auto eq = item.find('=');
+    if (eq == std::string::npos) throw UsageError("--emulate: '" + item + "' is not key=value");
+    const std::string k = item.substr(0, eq), v = item.substr(eq + 1);
+    any = true;
+    if (k == "C" || k == "capacity") {
+      std::size_t used = 0;
+      int c = -1;
+      try {
+        c = std::stoi(v, &used);
+      } catch (const std::exception&) {
+      }
+      if (used != v.size() || c < 1 || c > 4096)
+        throw UsageError("--emulate: capacity C must be an integer in [1, 4096], not '" + v + "'");
+      e.capacity = c;
+      continue;
+    }
+    const double ns = parse_duration_ns(v);
+    if (ns < 0) throw UsageError("--emulate: " + k + " = " + v + " is negative; LogP parameters are times >= 0");
+    if (k == "os" || k == "o_s") e.o_s_ns = ns;
+    else if (k == "or" || k == "o_r") e.o_r_ns = ns;
+    else if (k == "g") e.g_ns = ns;
+    else if (k == "L") e.L_ns = ns;
+    else if (k == "G") e.G_ns = ns;
+    else if (k == "os_per_byte") e.o_s_per_byte_ns = ns;
+    else if (k == "or_per_byte") e.o_r_per_byte_ns = ns;
+    else throw UsageError("--emulate: unknown key '" + k + "' (known: os, or, g, L, C, G, os_per_byte, or_per_byte)");
+  }
+  if (!any) throw UsageError("--emulate: empty specification");
+  // LogP assumes a processor cannot inject or absorb messages faster than its own overhead allows.
+  if (e.g_ns < e.o_s_ns)
+    throw UsageError("--emulate: impossible machine: g (" + std::to_string(e.g_ns) + " ns) < o_s (" +
+                     std::to_string(e.o_s_ns) + " ns); LogP requires g >= o_s and g >= o_r");
+  if (e.g_ns < e.o_r_ns)
+    throw UsageError("--emulate: impossible machine: g (" + std::to_string(e.g_ns) + " ns) < o_r (" +
+                     std::to_string(e.o_r_ns) + " ns); LogP requires g >= o_s and g >= o_r");
+  if (e.o_s_ns + e.o_r_ns + e.g_ns + e.L_ns > 1e9)
+    throw UsageError("--emulate: parameters above one second would make the run last hours");
+  return e;
+}
+
+void to_json(nlohmann::json& j, const Emulation& e) {
+  if (!e.enabled) {
+    j = nullptr;
+    return;
+  }
+  j = {{"spec", e.spec},         {"o_s_ns", e.o_s_ns},
+       {"o_r_ns", e.o_r_ns},     {"g_ns", e.g_ns},
+       {"L_ns", e.L_ns},         {"capacity", e.capacity},
+       {"G_ns_per_byte", e.G_ns}, {"o_s_per_byte_ns", e.o_s_per_byte_ns},
+       {"o_r_per_byte_ns", e.o_r_per_byte_ns}};
+}
+
+}  // namespace logpb

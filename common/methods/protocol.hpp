@@ -1,0 +1,51 @@
+// The handlers both ends of every method agree on. The server side is passive: it runs request handlers
+// until the client's quit request; every method is driven from the client.
+#pragma once
+
+#include <cstdint>
+
+#include "../am.hpp"
+
+namespace logpb::methods {
+
+enum Handler : std::uint16_t {
+  kQuit = 1,  // request: the server stops serving (no reply: the client may exit right after)
+  kEcho = 2,  // request: reply kAck at once, echoing the four argument words
+  kAck = 3,   // reply: counted by the client
+};
+
+struct ClientState {
+  std::uint64_t acks = 0;
+  std::uint64_t last_args[4] = {};
+};
+struct ServerState {
+  bool quit = false;
+};
+
+template <class EP>
+void install_client(EP& ep, ClientState& st) {
+  ep.user = &st;
+  ep.on(kAck, [](EP& e, const am::Frame& f) {
+    auto* s = static_cast<ClientState*>(e.user);
+    ++s->acks;
+    for (int i = 0; i < 4; ++i) s->last_args[i] = f.args[i];
+  });
+}
+
+template <class EP>
+void install_server(EP& ep, ServerState& st) {
+  ep.user = &st;
+  ep.on(kEcho, [](EP& e, const am::Frame& f) { e.reply(f, kAck, f.args[0], f.args[1], f.args[2], f.args[3]); });
+  ep.on(kQuit, [](EP& e, const am::Frame&) { static_cast<ServerState*>(e.user)->quit = true; });
+}
+
+// Serve until the client says quit. A dead client ends this with PeerError.
+template <class EP>
+void serve(EP& ep) {
+  ServerState st;
+  install_server(ep, st);
+  ep.wait_until([&] { return st.quit; });
+  ep.user = nullptr;
+}
+
+}  // namespace logpb::methods

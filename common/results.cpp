@@ -1,0 +1,81 @@
+#include "results.hpp"
+
+#include <fcntl.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <stdexcept>
+
+namespace logpb {
+
+#ifndef LOGPB_VERSION
+#define LOGPB_VERSION "0.0.0"
+#endif
+#ifndef LOGPB_GIT
+#define LOGPB_GIT "unknown"
+#endif
+
+std::string version_string() { return std::string(LOGPB_VERSION) + "+" + LOGPB_GIT; }
+
+void write_json_atomic(const std::string& path, const nlohmann::json& j) {
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  const std::string text = j.dump(1) + "\n";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error("cannot write results to " + tmp + ": " + std::strerror(errno));
+  const char* p = text.data();
+  std::size_t n = text.size();
+  while (n) {
+    const ssize_t r = ::write(fd, p, n);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      const std::string e = std::strerror(errno);
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw std::runtime_error("writing " + tmp + ": " + e);
+    }
+    p += r;
+    n -= static_cast<std::size_t>(r);
+  }
+  ::fsync(fd);
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string e = std::strerror(errno);
+    ::unlink(tmp.c_str());
+    throw std::runtime_error("renaming results into " + path + ": " + e);
+  }
+}
+
+nlohmann::json host_meta(const Clock& clock) {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  utsname u{};
+  uname(&u);
+  const auto now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  char when[64];
+  std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  const double dis = clock.cpuid_disagreement();
+  return {
+      {"host", host},
+      {"kernel", std::string(u.sysname) + " " + u.release},
+      {"cpu", clock.cpuid().brand},
+      {"online_cpus", sysconf(_SC_NPROCESSORS_ONLN)},
+      {"started_utc", when},
+      {"version", version_string()},
+      {"tsc",
+       {{"hz", clock.hz()},
+        {"invariant", clock.cpuid().invariant},
+        {"calibrated_against", "CLOCK_MONOTONIC_RAW"},
+        {"calibration_spread", clock.calibration_spread()},
+        {"cpuid_hz", clock.cpuid().reported_hz > 0 ? nlohmann::json(clock.cpuid().reported_hz) : nlohmann::json(nullptr)},
+        {"cpuid_source", clock.cpuid().reported_by},
+        {"cpuid_disagreement", std::isfinite(dis) ? nlohmann::json(dis) : nlohmann::json(nullptr)},
+        {"timer_cost_ns", clock.ns(clock.timer_cost_cycles())}}},
+  };
+}
+
+}  // namespace logpb

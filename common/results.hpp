@@ -1,0 +1,20 @@
+// Results files: written atomically (a temporary beside the target, fsync, rename), so a reader, a
+// crash or an interrupt never leaves a half-written JSON; a run checkpoints after every curve.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "clock.hpp"
+
+namespace logpb {
+
+void write_json_atomic(const std::string& path, const nlohmann::json& j);
+
+// Host, CPU, kernel, TSC and build facts for `meta`.
+nlohmann::json host_meta(const Clock& clock);
+
+std::string version_string();
+
+}  // namespace logpb

@@ -1,0 +1,148 @@
+// The shm transport: two processes, one cache-line slot per small AM in a shared mapping, busy polling.
+// The fastest NI this machine can have, and the embedded default. With an Emulation it becomes a LogP
+// machine with known parameters (see emulation.hpp); the invariant TSC is shared by both cores, so the
+// sender can stamp each message with the time it may become visible and no third thread is needed.
+//
+// Layout of the mapping: a control page, then per direction (0: side 0 -> side 1, 1: the reverse) the
+// slot ring, the emulation's visibility stamps and the receiver's consumed counter, then one registered
+// segment per side (where the other side's bulk stores land).
+#pragma once
+
+#include <sys/types.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "clock.hpp"
+#include "emulation.hpp"
+#include "frame.hpp"
+
+namespace logpb {
+
+struct ShmOptions {
+  int ring_slots = 256;                  // per direction, a power of two >= 8
+  std::uint32_t segment_bytes = 1 << 20;  // per side
+};
+
+// The shared mapping itself: anonymous (for `local`, created before fork) or named in /dev/shm.
+class ShmRegion {
+ public:
+  static ShmRegion create_anonymous(const ShmOptions& opt);
+  static ShmRegion create_named(const std::string& name, const ShmOptions& opt);
+  static ShmRegion open_named(const std::string& name);
+  ShmRegion(ShmRegion&& o) noexcept;
+  ShmRegion& operator=(ShmRegion&&) = delete;
+  ~ShmRegion();
+  void* base() const { return base_; }
+  std::size_t bytes() const { return bytes_; }
+  void unlink();  // removes the /dev/shm name once both sides have mapped it
+
+ private:
+  ShmRegion(void* b, std::size_t n, std::string name) : base_(b), bytes_(n), name_(std::move(name)) {}
+  void* base_ = nullptr;
+  std::size_t bytes_ = 0;
+  std::string name_;
+};
+
+class ShmTransport {
+ public:
+  // side 0 or 1. Publishes this process's pid and waits (up to attach_timeout_s) for the peer's.
+  ShmTransport(const ShmRegion& region, int side, const Clock& clock, const Emulation& emu,
+               double attach_timeout_s = 10);
+  ShmTransport(const ShmTransport&) = delete;
+  ShmTransport& operator=(const ShmTransport&) = delete;
+  ~ShmTransport();
+
+  bool try_send(const am::Frame& f) noexcept {
+    const std::uint64_t t_enter = emulated_ ? tsc::now() : 0;
+    if (tail_ - cached_consumed_ >= slots_) {
+      cached_consumed_ = tx_consumed_->load(std::memory_order_acquire);
+      if (tail_ - cached_consumed_ >= slots_) return false;
+    }
+    const std::size_t i = tail_ & mask_;
+    am::Frame* s = &tx_slots_[i];
+    // Fill everything but seq, then publish by storing seq: x86 keeps stores in order, and the
+    // release store keeps the compiler from reordering them.
+    std::memcpy(reinterpret_cast<char*>(s) + sizeof(std::uint32_t),
+                reinterpret_cast<const char*>(&f) + sizeof(std::uint32_t), sizeof(am::Frame) - sizeof(std::uint32_t));
+    if (emulated_) [[unlikely]]
+      tx_visible_[i] = emulate_departure(t_enter, f.bulk_len);
+    std::atomic_ref<std::uint32_t>(s->seq).store(static_cast<std::uint32_t>(tail_ + 1), std::memory_order_release);
+    ++tail_;
+    if (emulated_) [[unlikely]]
+      tsc::spin_until(t_enter + os_cycles_ + static_cast<std::uint64_t>(os_per_byte_cycles_ * f.bulk_len));
+    return true;
+  }
+
+  template <class Sink>
+  int poll(Sink&& sink) {
+    // Emulated o_r is padded from the moment polling began, so the real cost of pulling the line over
+    // from the other core is inside it rather than added on top (as o_s is padded from send entry).
+    const std::uint64_t t_entry = emulated_ ? tsc::now() : 0;
+    const std::size_t i = head_ & mask_;
+    const am::Frame* s = &rx_slots_[i];
+    if (std::atomic_ref<const std::uint32_t>(s->seq).load(std::memory_order_acquire) !=
+        static_cast<std::uint32_t>(head_ + 1))
+      return 0;
+    if (emulated_) [[unlikely]] {
+      // Visible no earlier than departure + L, and no sooner than g after the previous arrival here.
+      const std::uint64_t arrive = std::max(rx_visible_[i], last_arrival_ + g_cycles_);
+      const std::uint64_t now = tsc::now();
+      if (now < arrive) return 0;
+      last_arrival_ = arrive;
+      tsc::spin_until(std::max(t_entry, arrive) + or_cycles_ +
+                      static_cast<std::uint64_t>(or_per_byte_cycles_ * s->bulk_len));
+    }
+    sink(static_cast<const void*>(s), sizeof(am::Frame));
+    ++head_;
+    if ((head_ & publish_mask_) == 0) rx_consumed_->store(head_, std::memory_order_release);
+    return 1;
+  }
+
+  bool peer_alive() const;
+  std::span<std::byte> segment() { return {my_segment_, segment_bytes_}; }
+  std::span<std::byte> peer_segment() { return {peer_segment_, segment_bytes_}; }
+  nlohmann::json describe() const;
+  pid_t peer_pid() const { return peer_pid_; }
+
+ private:
+  std::uint64_t emulate_departure(std::uint64_t t_enter, std::uint32_t bulk_len) noexcept {
+    const std::uint64_t ready =
+        t_enter + os_cycles_ + static_cast<std::uint64_t>(os_per_byte_cycles_ * bulk_len);
+    const std::uint64_t gap = g_cycles_ + static_cast<std::uint64_t>(G_cycles_ * bulk_len);
+    const std::uint64_t dep = std::max(ready, last_departure_ + gap);
+    last_departure_ = dep;
+    return dep + L_cycles_;
+  }
+
+  // Hot fields first.
+  am::Frame* tx_slots_ = nullptr;
+  const am::Frame* rx_slots_ = nullptr;
+  std::uint64_t* tx_visible_ = nullptr;
+  const std::uint64_t* rx_visible_ = nullptr;
+  std::atomic<std::uint64_t>* tx_consumed_ = nullptr;  // written by the peer
+  std::atomic<std::uint64_t>* rx_consumed_ = nullptr;  // written by us
+  std::uint64_t tail_ = 0, head_ = 0, cached_consumed_ = 0;
+  std::uint64_t slots_ = 0, mask_ = 0, publish_mask_ = 0;
+  bool emulated_ = false;
+  std::uint64_t os_cycles_ = 0, or_cycles_ = 0, g_cycles_ = 0, L_cycles_ = 0;
+  double os_per_byte_cycles_ = 0, or_per_byte_cycles_ = 0, G_cycles_ = 0;
+  std::uint64_t last_departure_ = 0, last_arrival_ = 0;
+
+  std::byte* my_segment_ = nullptr;
+  std::byte* peer_segment_ = nullptr;
+  std::uint32_t segment_bytes_ = 0;
+  int side_ = 0;
+  pid_t peer_pid_ = 0;
+  int peer_pidfd_ = -1;
+  Emulation emu_;
+};
+
+}  // namespace logpb

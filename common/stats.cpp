@@ -1,0 +1,109 @@
+#include "stats.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <stdexcept>
+
+#include <boost/math/distributions/students_t.hpp>
+#include <nlohmann/json.hpp>
+
+namespace logpb {
+
+Estimator parse_estimator(const std::string& s) {
+  if (s == "median") return Estimator::median;
+  if (s == "mean") return Estimator::mean;
+  throw std::invalid_argument("estimator must be 'median' or 'mean', not '" + s + "'");
+}
+const char* to_string(Estimator e) { return e == Estimator::median ? "median" : "mean"; }
+
+double t975(double dof) {
+  if (!(dof >= 1)) return std::nan("");
+  boost::math::students_t dist(dof);
+  return boost::math::quantile(boost::math::complement(dist, 0.025));
+}
+
+namespace {
+double quantile_sorted(const std::vector<double>& s, double q) {
+  if (s.empty()) return std::nan("");
+  const double pos = q * static_cast<double>(s.size() - 1);
+  const auto lo = static_cast<std::size_t>(pos);
+  const std::size_t hi = std::min(lo + 1, s.size() - 1);
+  return s[lo] + (s[hi] - s[lo]) * (pos - static_cast<double>(lo));
+}
+}  // namespace
+
+Summary summarize(std::vector<double> v) {
+  Summary s;
+  s.n = v.size();
+  if (v.empty()) {
+    s.min = s.max = s.mean = s.median = s.p90 = s.p99 = s.p999 = std::nan("");
+    s.ci95_mean = s.ci95_median = std::nan("");
+    return s;
+  }
+  std::sort(v.begin(), v.end());
+  s.min = v.front();
+  s.max = v.back();
+  s.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+  double ss = 0;
+  for (double x : v) ss += (x - s.mean) * (x - s.mean);
+  s.stdev = v.size() > 1 ? std::sqrt(ss / static_cast<double>(v.size() - 1)) : 0;
+  s.median = quantile_sorted(v, 0.5);
+  s.p90 = quantile_sorted(v, 0.90);
+  s.p99 = quantile_sorted(v, 0.99);
+  s.p999 = quantile_sorted(v, 0.999);
+  const double n = static_cast<double>(v.size());
+  s.ci95_mean = v.size() > 1 ? t975(n - 1) * s.stdev / std::sqrt(n) : std::nan("");
+  // Distribution-free interval of the median: the order statistics at ranks n/2 -+ 1.96 sqrt(n)/2
+  // (normal approximation to the binomial). Needs about 6 samples to be bounded at all.
+  if (v.size() >= 6) {
+    const double half = 1.96 * std::sqrt(n) / 2;
+    const auto lo = static_cast<std::size_t>(std::max(0.0, std::floor(n / 2 - half)));
+    const auto hi = static_cast<std::size_t>(std::min(n - 1, std::ceil(n / 2 + half)));
+    s.ci95_median = (v[hi] - v[lo]) / 2;
+  } else {
+    s.ci95_median = std::nan("");
+  }
+  return s;
+}
+
+void to_json(nlohmann::json& j, const Summary& s) {
+  j = {{"n", s.n},           {"min_ns", s.min},       {"max_ns", s.max},       {"mean_ns", s.mean},
+       {"stdev_ns", s.stdev}, {"median_ns", s.median}, {"p90_ns", s.p90},       {"p99_ns", s.p99},
+       {"p999_ns", s.p999},   {"ci95_mean_ns", s.ci95_mean}, {"ci95_median_ns", s.ci95_median}};
+}
+
+void to_json(nlohmann::json& j, const StopRule& r) {
+  j = {{"rel_precision", r.rel_precision}, {"confidence", 0.95},         {"batch", r.batch},
+       {"min_samples", r.min_samples},     {"max_samples", r.max_samples}, {"max_seconds_per_point", r.max_seconds},
+       {"estimator", to_string(r.estimator)}};
+}
+
+LineFit fit_line(const std::vector<double>& x, const std::vector<double>& y, const std::vector<double>& w) {
+  LineFit f;
+  const std::size_t n = x.size();
+  if (n < 2 || y.size() != n || w.size() != n) return f;
+  double sw = 0, sx = 0, sy = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!(w[i] > 0) || !std::isfinite(w[i])) return f;
+    sw += w[i];
+    sx += w[i] * x[i];
+    sy += w[i] * y[i];
+  }
+  const double mx = sx / sw, my = sy / sw;
+  double sxx = 0, sxy = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    sxx += w[i] * (x[i] - mx) * (x[i] - mx);
+    sxy += w[i] * (x[i] - mx) * (y[i] - my);
+  }
+  if (!(sxx > 0)) return f;
+  f.slope = sxy / sxx;
+  f.intercept = my - f.slope * mx;
+  // With weights = 1/variance these are the textbook standard errors of a weighted fit.
+  f.slope_se = std::sqrt(1.0 / sxx);
+  f.intercept_se = std::sqrt(1.0 / sw + mx * mx / sxx);
+  f.ok = true;
+  return f;
+}
+
+}  // namespace logpb

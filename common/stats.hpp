@@ -1,0 +1,81 @@
+// Sample statistics and the stop rule of Culler et al. section 3.3: repeat a point in batches of 50
+// until its estimate is known to +-5% at 95% confidence, with a cap, and record whether it converged.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace logpb {
+
+enum class Estimator { median, mean };
+Estimator parse_estimator(const std::string& s);
+const char* to_string(Estimator e);
+
+struct Summary {
+  std::size_t n = 0;
+  double min = 0, max = 0, mean = 0, stdev = 0;
+  double median = 0, p90 = 0, p99 = 0, p999 = 0;
+  double ci95_mean = 0;    // Student-t half-width of the mean
+  double ci95_median = 0;  // half-width of the distribution-free (order statistic) interval of the median
+  double value(Estimator e) const { return e == Estimator::median ? median : mean; }
+  double ci95(Estimator e) const { return e == Estimator::median ? ci95_median : ci95_mean; }
+};
+
+// Two-sided 95% Student-t quantile for `dof` degrees of freedom (Boost.Math).
+double t975(double dof);
+Summary summarize(std::vector<double> samples);  // by value: sorted in place
+void to_json(nlohmann::json& j, const Summary& s);
+
+struct StopRule {
+  double rel_precision = 0.05;  // stop once ci95 / value <= this
+  int batch = 50;
+  int min_samples = 50;
+  int max_samples = 2000;
+  double max_seconds = 2.0;  // per point, so a slow point cannot hold a whole run
+  Estimator estimator = Estimator::median;
+};
+void to_json(nlohmann::json& j, const StopRule& r);
+
+struct Point {
+  Summary summary;
+  double value = 0, ci95 = 0;  // by the rule's estimator
+  bool converged = false;
+  std::vector<double> samples;  // kept for the raw curve (each sample already averages a burst)
+};
+
+// Runs `sample()` (which returns one measurement, in ns) in batches until the rule is met. `clock_ns`
+// gives elapsed wall time in ns for the time cap. Statistics are computed only between batches.
+template <class Sample, class Now>
+Point measure_point(const StopRule& rule, Sample&& sample, Now&& clock_ns) {
+  Point p;
+  p.samples.reserve(static_cast<std::size_t>(rule.max_samples));
+  const double t0 = clock_ns();
+  for (;;) {
+    for (int i = 0; i < rule.batch && static_cast<int>(p.samples.size()) < rule.max_samples; ++i)
+      p.samples.push_back(sample());
+    p.summary = summarize(p.samples);
+    p.value = p.summary.value(rule.estimator);
+    p.ci95 = p.summary.ci95(rule.estimator);
+    const int n = static_cast<int>(p.samples.size());
+    if (n >= rule.min_samples && p.value > 0 && p.ci95 <= rule.rel_precision * p.value) {
+      p.converged = true;
+      break;
+    }
+    if (n >= rule.max_samples || (clock_ns() - t0) * 1e-9 > rule.max_seconds) break;
+  }
+  return p;
+}
+
+// Weighted least-squares line y = a + b x; weights are 1/variance (pass equal weights for OLS).
+struct LineFit {
+  double intercept = 0, slope = 0;
+  double slope_se = 0, intercept_se = 0;
+  bool ok = false;
+};
+LineFit fit_line(const std::vector<double>& x, const std::vector<double>& y, const std::vector<double>& w);
+
+}  // namespace logpb

@@ -1,0 +1,36 @@
+// What the AM layer needs from a network interface. A concept, not a base class: the endpoint is a
+// template over its transport, so nothing on a timed path goes through a virtual call.
+#pragma once
+
+#include <concepts>
+#include <cstddef>
+#include <span>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "frame.hpp"
+
+namespace logpb {
+
+// The shape of the callback a transport's poll() hands each received frame to (bytes, length).
+struct RxSink {
+  void operator()(const void*, std::size_t) const {}
+};
+
+template <class T>
+concept Transport = requires(T& t, const T& ct, const am::Frame& f, RxSink sink) {
+  // Queue one small AM. False when the NI cannot take it now (ring/queue full): the caller polls and
+  // retries. The transport fills f.seq.
+  { t.try_send(f) } -> std::same_as<bool>;
+  // Deliver at most a few received frames to sink; returns how many were delivered or dropped.
+  { t.poll(sink) } -> std::same_as<int>;
+  // Cheap enough to call every millisecond from a stalled wait loop; false once the peer is gone.
+  { t.peer_alive() } -> std::same_as<bool>;
+  // This side's registered segment: where the peer's bulk stores land.
+  { t.segment() } -> std::same_as<std::span<std::byte>>;
+  // Everything about the NI that changes a figure (device, queue sizes, emulation), for meta.
+  { ct.describe() } -> std::same_as<nlohmann::json>;
+};
+
+}  // namespace logpb
