@@ -64,6 +64,14 @@ int main(int argc, char** argv) {
     app::Progress progress(o.quiet);
     if (o.transport == "shm") {
       app::run_shm(o, clock, doc, progress);
+#ifdef LOGPB_HAVE_VERBS
+    } else if (o.transport == "verbs") {
+      app::run_verbs(o, clock, doc, progress);
+#endif
+#ifdef LOGPB_HAVE_DPDK
+    } else if (o.transport == "dpdk") {
+      app::run_dpdk(o, clock, doc, progress);
+#endif
     } else {
       throw UsageError("--transport " + o.transport + " is not built into this logpbench yet (available: shm)");
     }

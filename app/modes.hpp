@@ -9,6 +9,8 @@
 namespace logpb::app {
 
 void run_shm(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress);
+void run_verbs(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress);  // app/verbs_modes.cpp
+void run_dpdk(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress);   // app/dpdk_modes.cpp
 
 // Pins the calling thread to `cpu`; throws UsageError naming the cores that exist.
 void pin_to_cpu(int cpu, const char* what);

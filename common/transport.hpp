@@ -4,6 +4,7 @@
 
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 
@@ -31,6 +32,22 @@ concept Transport = requires(T& t, const T& ct, const am::Frame& f, RxSink sink)
   { t.segment() } -> std::same_as<std::span<std::byte>>;
   // Everything about the NI that changes a figure (device, queue sizes, emulation), for meta.
   { ct.describe() } -> std::same_as<nlohmann::json>;
+};
+
+}  // namespace logpb
+
+namespace logpb {
+
+// Bulk transfers (Culler et al. section 4): store puts `len` bytes from `src` into the peer's segment at
+// `remote_off` and then delivers `f` there (with f.bulk_len/bulk_off set by the caller), so the peer's
+// handler finds the data in place. get copies `len` bytes of the peer's segment at `remote_off` into this
+// side's segment at `local_off` and then delivers `f` (a reply frame) locally through poll().
+// Both return false when the NI cannot take the operation now; the caller polls and retries.
+template <class T>
+concept BulkTransport = Transport<T> && requires(T& t, const am::Frame& f, const void* src, std::uint32_t n) {
+  { t.try_store(f, src, n, n) } -> std::same_as<bool>;
+  { t.try_get(f, n, n, n) } -> std::same_as<bool>;
+  { t.max_bulk() } -> std::convertible_to<std::size_t>;
 };
 
 }  // namespace logpb
