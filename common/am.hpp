@@ -86,6 +86,39 @@ class Endpoint {
     ++counters_.requests_sent;
   }
 
+  // Bulk store (Culler et al. section 4): n bytes from src land at remote_off in the peer's segment,
+  // then the peer's request handler runs with f.bulk_off/bulk_len naming them (and replies).
+  void store(std::uint16_t handler, const void* src, std::uint32_t n, std::uint32_t remote_off,
+             std::uint64_t a0 = 0, std::uint64_t a1 = 0, std::uint64_t a2 = 0, std::uint64_t a3 = 0)
+    requires BulkTransport<T>
+  {
+    check_bulk(n, remote_off, "store");
+    while (poll() > 0) {
+    }
+    while (outstanding_ >= window_) progress();
+    fill(req_, handler, 0, a0, a1, a2, a3, n, remote_off);
+    while (!net_.try_store(req_, src, n, remote_off)) progress();
+    ++outstanding_;
+    ++counters_.requests_sent;
+  }
+
+  // Bulk get: n bytes at remote_off of the peer's segment are copied to local_off of this side's
+  // segment, then `handler` runs here as a reply. No handler runs on the peer.
+  void get(std::uint16_t handler, std::uint32_t remote_off, std::uint32_t n, std::uint32_t local_off,
+           std::uint64_t a0 = 0, std::uint64_t a1 = 0, std::uint64_t a2 = 0, std::uint64_t a3 = 0)
+    requires BulkTransport<T>
+  {
+    check_bulk(n, remote_off, "get");
+    check_bulk(n, local_off, "get");
+    while (poll() > 0) {
+    }
+    while (outstanding_ >= window_) progress();
+    fill(rep_, handler, 0, a0, a1, a2, a3, n, local_off);
+    while (!net_.try_get(rep_, remote_off, n, local_off)) progress();
+    ++outstanding_;
+    ++counters_.requests_sent;
+  }
+
   // Reply to `req` from inside its handler. Replies take no window slot; if the NI is momentarily
   // full we wait for it without dispatching, so handlers never nest.
   void reply(const Frame& req, std::uint16_t handler, std::uint64_t a0 = 0, std::uint64_t a1 = 0,
@@ -122,8 +155,10 @@ class Endpoint {
 
  private:
   static void fill(Frame& f, std::uint16_t handler, std::uint64_t token, std::uint64_t a0, std::uint64_t a1,
-                   std::uint64_t a2, std::uint64_t a3) {
+                   std::uint64_t a2, std::uint64_t a3, std::uint32_t bulk_len = 0, std::uint32_t bulk_off = 0) {
     f.handler = handler;
+    f.bulk_len = bulk_len;
+    f.bulk_off = bulk_off;
     f.token = token;
     f.args[0] = a0;
     f.args[1] = a1;
@@ -150,6 +185,11 @@ class Endpoint {
     handlers_[f.handler](*this, f);
   }
   void reject(Reject r) { ++counters_.rejected[static_cast<int>(r)]; }
+  void check_bulk(std::uint32_t n, std::uint32_t off, const char* op) const {
+    if (n == 0 || off > segment_bytes_ || n > segment_bytes_ - off)
+      throw UsageError(std::string("bulk ") + op + " of " + std::to_string(n) + " bytes at offset " +
+                       std::to_string(off) + " does not fit the " + std::to_string(segment_bytes_) + "-byte segment");
+  }
 
   void progress() {
     if (poll() > 0) {
