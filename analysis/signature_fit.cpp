@@ -103,9 +103,16 @@ Steady steady_state_cost(const Curve& c) {
   r.cost.raw = f.slope;
   r.cost.valid = f.slope > 0;
   if (!r.cost.valid) r.cost = Param::invalid("the issue time does not grow with M: no steady state", f.slope);
-  // In the steady state the average cost approaches the slope; if the last point is still far off the
-  // curve was still in its transition.
-  r.reached = std::fabs(c.cost_ns.back() - f.slope) <= 0.15 * f.slope;
+  // In the steady state T(M) is a straight line: the marginal cost between the last two points equals
+  // the one between the first two of the tail. A curve still in its transition bends upwards.
+  const std::size_t a = first, b = n - 1;
+  if (b >= a + 2) {
+    const double s_first = (c.M[a + 1] * c.cost_ns[a + 1] - c.M[a] * c.cost_ns[a]) / (c.M[a + 1] - c.M[a]);
+    const double s_last = (c.M[b] * c.cost_ns[b] - c.M[b - 1] * c.cost_ns[b - 1]) / (c.M[b] - c.M[b - 1]);
+    r.reached = std::fabs(s_last - s_first) <= 0.10 * f.slope;
+  } else {
+    r.reached = false;  // too few points to tell
+  }
   return r;
 }
 
@@ -135,13 +142,12 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
   if (fit.g.valid) fit.g.note = "steady-state slope of the Delta = 0 curve";
   fit.steady_M = st.used_M;
   fit.checks.push_back({"steady state reached at Delta = 0", st.reached,
-                        st.reached ? "the largest M costs what the steady-state slope says"
-                                   : "the largest M still differs from the slope by > 15%: raise --max-burst"});
+                        st.reached ? "the issue time grows linearly over the largest M"
+                                   : "the issue time still bends over the largest M: the curve is in its transition (raise --max-burst or --max-burst-time)"});
   fit.checks.push_back({"send-only regime seen", so.used_M.size() >= 2,
                         so.used_M.size() >= 2 ? "" : "only one point in the send-only plateau: o_s rests on it alone"});
 
   // o_r from every Delta that raised the steady state clearly above g.
-  double sum = 0, var_g = 0;
   int k = 0;
   for (std::size_t i = 1; i < curves.size(); ++i) {
     DeltaFit df;
@@ -153,8 +159,6 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
       df.o_r.value = df.o_r.raw = v;
       df.o_r.ci95 = std::sqrt(df.steady.ci95 * df.steady.ci95 + fit.o_s.ci95 * fit.o_s.ci95);
       df.o_r.valid = true;
-      sum += v;
-      var_g += df.steady.ci95 * df.steady.ci95;
       ++k;
     } else {
       df.o_r = Param::invalid(df.raised ? "o_s unknown" : "Delta <= Idle: the steady state stayed at g");
@@ -166,14 +170,23 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
                              " g: add larger Deltas (--deltas)");
     fit.checks.push_back({"a Delta raised the steady state", false, fit.o_r.note});
   } else {
-    const double v = sum / k;
-    // o_s is shared by every estimate, the steady states are independent.
-    const double ci = std::sqrt(fit.o_s.ci95 * fit.o_s.ci95 + var_g / (k * k));
+    // As the paper does, o_r comes from one Delta that raises the gap: the smallest, where g' - Delta
+    // is the difference of the smallest numbers; the larger Deltas are kept as cross-checks.
+    const DeltaFit* first = nullptr;
+    for (const auto& d : fit.per_delta)
+      if (d.o_r.valid) {
+        first = &d;
+        break;
+      }
+    const double v = first->o_r.value;
+    const double ci = first->o_r.ci95;
     if (v > 0) {
       fit.o_r.value = fit.o_r.raw = v;
       fit.o_r.ci95 = ci;
       fit.o_r.valid = true;
-      fit.o_r.note = "g' - Delta - o_s, mean over " + std::to_string(k) + " raised Delta curve(s)";
+      char note[160];
+      std::snprintf(note, sizeof note, "g' - Delta - o_s at the smallest raising Delta (%.0f ns) of %d", first->delta_ns, k);
+      fit.o_r.note = note;
     } else {
       fit.o_r = Param::invalid("g' - Delta - o_s is not positive: the Delta curves and o_s disagree", v);
     }

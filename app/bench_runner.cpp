@@ -48,7 +48,7 @@ nlohmann::json signature_curves_json(const methods::SignatureData& d, bool raw) 
       if (raw) jp["samples_ns"] = p.point.samples;
       pts.push_back(std::move(jp));
     }
-    curves.push_back({{"delta_ns", c.delta_ns}, {"delta_achieved_ns", c.delta_achieved_ns}, {"points", pts}});
+    curves.push_back({{"delta_ns", c.delta_ns}, {"delta_achieved_ns", c.delta_achieved_ns}, {"delta_mean_ns", c.delta_mean_ns}, {"points", pts}});
   }
   return curves;
 }

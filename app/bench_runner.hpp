@@ -59,6 +59,7 @@ void run_client_bench(EP& ep, const Clock& clock, const Options& o, ResultsDoc& 
   cfg.auto_delta_factors = o.delta_factors;
   cfg.rule = o.rule;
   cfg.rtt = {o.iterations, o.warmup};
+  cfg.max_burst_ns = o.max_burst_time_ns;
   if (!cfg.deltas_ns.empty() && cfg.deltas_ns.front() != 0) cfg.deltas_ns.insert(cfg.deltas_ns.begin(), 0.0);
 
   std::vector<analysis::SignatureFit> fits;

@@ -43,7 +43,7 @@ std::vector<int> parse_int_list(const std::string& what, const std::string& s) {
 
 bool parse_options(int argc, const char* const* argv, Options& o) {
   po::options_description general("Run");
-  std::string bursts, deltas, factors, estimator = "median";
+  std::string bursts, deltas, factors, estimator = "median", burst_time = "2ms";
   general.add_options()
       ("help,h", "this text")
       ("version", "print the version")
@@ -67,6 +67,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
       ("iters,n", po::value(&o.iterations)->default_value(o.iterations), "ping-pong iterations (timed)")
       ("warmup", po::value(&o.warmup)->default_value(o.warmup), "ping-pong iterations before timing")
       ("max-burst", po::value(&o.max_burst)->default_value(o.max_burst), "signature: largest M")
+      ("max-burst-time", po::value(&burst_time)->default_value(burst_time), "signature: longest timed burst; longer M are skipped (interrupts)")
       ("bursts", po::value(&bursts), "signature: explicit M list, e.g. 1,2,4,8")
       ("deltas", po::value(&deltas), "signature: Delta list with units, e.g. 0,2us,8us (default: automatic)")
       ("delta-factors", po::value(&factors), "signature: automatic Deltas as multiples of g (default 0.5,1,2,4)")
@@ -118,6 +119,8 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
     if (o.emulation.capacity > 0) o.window = o.emulation.capacity;
   }
   o.rule.estimator = parse_estimator(estimator);
+  o.max_burst_time_ns = parse_duration_ns(burst_time);
+  if (!(o.max_burst_time_ns > 0)) throw UsageError("--max-burst-time must be positive");
   if (!bursts.empty()) o.bursts = parse_int_list("--bursts", bursts);
   if (!deltas.empty() && deltas != "auto") {
     double last = -1;

@@ -26,6 +26,7 @@ struct Options {
   std::uint16_t port = 18515;
   int iterations = 10000, warmup = 1000;
   int max_burst = 512;
+  double max_burst_time_ns = 2e6;
   std::vector<int> bursts;
   std::vector<double> deltas_ns;  // empty: automatic
   std::vector<double> delta_factors{0.5, 1, 2, 4};

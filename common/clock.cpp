@@ -133,4 +133,16 @@ double BusyDelay::achieved_ns(double requested_ns, int reps) const {
   return clock_->ns(static_cast<double>(d[d.size() / 2]) - clock_->timer_cost_cycles());
 }
 
+double BusyDelay::achieved_mean_ns(double requested_ns, double min_total_ms) const {
+  const std::uint64_t cyc = clock_->cycles(requested_ns);
+  const long reps = std::max(200L, static_cast<long>(min_total_ms * 1e6 / std::max(requested_ns, 1.0)));
+  double total = 0;
+  for (long i = 0; i < reps; ++i) {
+    const std::uint64_t a = tsc::now();
+    run(cyc);
+    total += static_cast<double>(tsc::now_end() - a) - clock_->timer_cost_cycles();
+  }
+  return clock_->ns(total / static_cast<double>(reps));
+}
+
 }  // namespace logpb
