@@ -1,0 +1,249 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the logpbench binary: each subcommand is one ctest test.
+
+usage: e2e.py LOGPBENCH_BINARY SOURCE_DIR TEST [ARGS]
+Every test runs the real binary over the real shm transport; the emulated-NI tests compare what the
+signature extracts with the parameters the emulator was given (Culler et al., Table 3 / section 3.3).
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+BIN, SRC = sys.argv[1], sys.argv[2]
+TMP = tempfile.mkdtemp(prefix="logpb-e2e-")
+
+# Culler et al.: LogP parameters (us) and the round trip range of Table 3.
+MACHINES = {
+    "paragon": dict(o_s=1.4, o_r=2.2, g=7.6, L=6.3, rtt=(19.9, 20.1)),
+    "meiko": dict(o_s=1.7, o_r=1.6, g=13.6, L=7.5, rtt=(20.3, 21.6)),
+    "myrinet": dict(o_s=2.0, o_r=2.6, g=12.4, L=11.1, rtt=(30.6, 31.5)),
+}
+TOL_US = 0.3  # the acceptance rule: within 10% or 0.3 us, whichever is larger
+
+
+def spec(m):
+    t = MACHINES[m]
+    return f"os={t['o_s']}us,or={t['o_r']}us,g={t['g']}us,L={t['L']}us"
+
+
+def run(args, timeout=120, check=True):
+    p = subprocess.run([BIN] + args, capture_output=True, text=True, timeout=timeout)
+    if check and p.returncode != 0:
+        raise AssertionError(f"logpbench {' '.join(args)} exited {p.returncode}\n{p.stdout}\n{p.stderr}")
+    return p
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def failures_against(doc, truth):
+    """What in `doc` misses `truth`: a list of sentences, empty when everything is within tolerance."""
+    bad = []
+    params = doc["parameters"]
+    for k in ("o_s", "o_r", "g", "L"):
+        v = params[k]["value_ns"]
+        if v is None:
+            bad.append(f"{k} not extracted: {params[k].get('error')}")
+            continue
+        want = truth[k] * 1e3
+        tol = max(0.1 * want, TOL_US * 1e3)
+        if abs(v - want) > tol:
+            bad.append(f"{k} = {v:.0f} ns, set {want:.0f} ns (tolerance {tol:.0f} ns)")
+    rtt = params["rtt"]["value_ns"]
+    lo, hi = truth["rtt"]
+    # The emulator adds the host's own per-message cost on top of the set parameters; Table 3's range
+    # is widened by the same 0.3 us as the parameters.
+    if rtt is None or not (lo * 1e3 - TOL_US * 1e3 <= rtt <= hi * 1e3 + TOL_US * 1e3):
+        bad.append(f"rtt = {rtt} ns outside Table 3's {lo}-{hi} us (+-{TOL_US} us)")
+    return bad
+
+
+def test_emulated(machine):
+    out = os.path.join(TMP, f"{machine}.json")
+    run(["local", "--emulate", spec(machine), "--runs", "1", "--json", out, "-q"])
+    doc = load(out)
+    assert doc["status"] == "complete", doc["status"]
+    assert doc["meta"]["emulation"]["spec"] == spec(machine)
+    bad = failures_against(doc, MACHINES[machine])
+    for c in doc["checks"]:
+        if not c["ok"]:
+            bad.append(f"check failed: {c['name']}: {c['detail']}")
+    # Negative control: the same figures judged against another machine must fail, so the tolerance
+    # really discriminates between parameter sets.
+    other = {"paragon": "myrinet", "meiko": "paragon", "myrinet": "meiko"}[machine]
+    if not failures_against(doc, MACHINES[other]):
+        bad.append(f"{machine}'s figures also pass as {other}: the check cannot tell machines apart")
+    p = doc["parameters"]
+    print(f"{machine}: " + ", ".join(f"{k}={p[k]['value_ns'] / 1e3:.3f}us" for k in ("o_s", "o_r", "g", "L", "rtt")))
+    assert not bad, "\n".join(bad)
+
+
+def expect_usage_error(args, needle, code=2):
+    p = run(args, timeout=30, check=False)
+    msg = p.stderr + p.stdout
+    assert p.returncode == code, f"{args}: exit {p.returncode}, wanted {code}\n{msg}"
+    assert needle.lower() in msg.lower(), f"{args}: message lacks '{needle}':\n{msg}"
+    assert "terminate called" not in msg and "Aborted" not in msg, msg
+
+
+def test_cli_errors():
+    expect_usage_error(["--no-such-flag"], "unrecognised option")
+    expect_usage_error(["--bench", "nope"], "--bench must be")
+    expect_usage_error(["--transport", "carrier-pigeon"], "--transport must be")
+    expect_usage_error(["--runs", "0"], "--runs")
+    expect_usage_error(["--iters", "abc"], "invalid")
+    expect_usage_error(["client"], "needs the server")
+    expect_usage_error(["dance"], "mode must be")
+    expect_usage_error(["--cpu", "0", "--peer-cpu", "0"], "same core")
+    expect_usage_error(["--cpu", "4000"], "cannot run there")
+    expect_usage_error(["--emulate", "os=2us,or=1us,g=1us,L=1us"], "impossible machine")
+    expect_usage_error(["--emulate", "os=-1us,g=2us"], "negative")
+    expect_usage_error(["--emulate", "os=1,g=2us"], "unit")
+    expect_usage_error(["--emulate", "os=1us,g=2us", "--transport", "dpdk"], "only with --transport shm")
+    expect_usage_error(["--deltas", "5us,2us"], "ascending")
+    expect_usage_error(["--window", "200", "--ring", "256"], "twice --window")
+    # A server that is not there: a clear message and exit 3 within seconds.
+    t0 = time.time()
+    expect_usage_error(["client", "127.0.0.1", "--port", "1", "--connect-timeout", "1"], "no logpbench server", code=3)
+    assert time.time() - t0 < 10
+
+
+def wait_for_children(pid, timeout=10):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        kids = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+        if kids:
+            return [int(k) for k in kids]
+        time.sleep(0.05)
+    raise AssertionError("the local peer process never appeared")
+
+
+def test_peer_death():
+    # The peer dies mid-run: the client must say so and exit 3 within seconds, and keep valid JSON.
+    out = os.path.join(TMP, "death.json")
+    p = subprocess.Popen([BIN, "local", "--bench", "pingpong", "-n", "100000000", "--runs", "1", "--json", out, "-q"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    kids = wait_for_children(p.pid)
+    time.sleep(0.5)
+    t0 = time.time()
+    os.kill(kids[0], signal.SIGKILL)
+    _, err = p.communicate(timeout=15)
+    assert time.time() - t0 < 10, "took too long to notice"
+    assert p.returncode == 3, f"exit {p.returncode}: {err}"
+    assert "peer" in err.lower(), err
+    doc = load(out)
+    assert doc["status"] == "failed" and "peer" in doc["error"], doc.get("error")
+
+    # The client dies: its forked peer must not live on.
+    p = subprocess.Popen([BIN, "local", "--bench", "pingpong", "-n", "100000000", "--runs", "1", "-q"],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    kids = wait_for_children(p.pid)
+    time.sleep(0.3)
+    p.kill()
+    p.wait()
+    deadline = time.time() + 10
+    while time.time() < deadline and any(os.path.exists(f"/proc/{k}") and
+                                         open(f"/proc/{k}/stat").read().split()[2] != "Z" for k in kids):
+        time.sleep(0.05)
+    alive = [k for k in kids if os.path.exists(f"/proc/{k}") and open(f"/proc/{k}/stat").read().split()[2] != "Z"]
+    assert not alive, f"peer {alive} outlived its client"
+
+
+def test_interrupt():
+    # SIGINT mid-run: exit 130, and the JSON on disk is valid and keeps what was measured.
+    out = os.path.join(TMP, "int.json")
+    p = subprocess.Popen([BIN, "local", "--emulate", spec("myrinet"), "--runs", "3", "--json", out, "-q"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while time.time() < deadline:  # wait for the first checkpoint with a measured curve
+        try:
+            d = load(out)
+            if d.get("runs") and d["runs"][0].get("signature"):
+                break
+        except (FileNotFoundError, json.JSONDecodeError, KeyError, IndexError):
+            pass
+        time.sleep(0.1)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=15)
+    assert p.returncode == 130, f"exit {p.returncode}: {err}"
+    doc = load(out)
+    assert doc["status"] == "interrupted"
+    assert doc["runs"][0]["signature"][0]["points"], "measured points were lost"
+    assert not [f for f in os.listdir(TMP) if ".tmp." in f], "temporary files left behind"
+
+
+def test_server_client():
+    port = str(20000 + os.getpid() % 20000)
+    srv = subprocess.Popen([BIN, "server", "--port", port, "--cpu", "1"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        out = os.path.join(TMP, "sc.json")
+        run(["client", "127.0.0.1", "--port", port, "--cpu", "0", "--bench", "pingpong", "-n", "20000",
+             "--runs", "2", "--json", out, "-q"], timeout=60)
+        _, err = srv.communicate(timeout=15)
+        assert srv.returncode == 0, err
+        doc = load(out)
+        rtt = doc["parameters"]["rtt"]
+        assert rtt["value_ns"] > 0 and rtt["ci95_ns"] >= 0 and len(rtt["runs_ns"]) == 2, rtt
+        assert doc["meta"]["mode"] == "client"
+        assert doc["runs"][0]["rtt"]["summary"]["n"] == 20000
+    finally:
+        if srv.poll() is None:
+            srv.kill()
+    # The emulation travels from client to server, so both ends play the same machine.
+    srv = subprocess.Popen([BIN, "server", "--port", port, "--cpu", "1"], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        out = os.path.join(TMP, "sc2.json")
+        run(["client", "127.0.0.1", "--port", port, "--cpu", "0", "--bench", "pingpong", "-n", "2000", "--runs", "1",
+             "--emulate", spec("paragon"), "--json", out, "-q"], timeout=60)
+        srv.communicate(timeout=15)
+        rtt = load(out)["parameters"]["rtt"]["value_ns"]
+        assert 19600 < rtt < 20400, rtt
+    finally:
+        if srv.poll() is None:
+            srv.kill()
+
+
+def test_default_run():
+    # `logpbench` alone: local shm signature, a LogP table, within a minute.
+    t0 = time.time()
+    p = run([], timeout=90)
+    assert time.time() - t0 < 60, "the default run took over a minute"
+    for k in ("o_s", "o_r", "g", "L", "rtt"):
+        assert f"\n  {k} " in p.stdout, p.stdout
+    out = os.path.join(TMP, "default.json")
+    run(["--runs", "1", "--json", out, "-q"])
+    doc = load(out)
+    for k in ("o_s", "o_r", "g", "L", "rtt"):
+        assert "value_ns" in doc["parameters"][k] and "ci95_ns" in doc["parameters"][k]
+    for k in ("host", "cpu", "tsc", "version", "flags", "transport"):
+        assert k in doc["meta"], k
+    assert doc["meta"]["flags"]["transport"] == "shm" and doc["meta"]["flags"]["bench"] == "signature"
+
+
+def test_plot():
+    out = os.path.join(TMP, "plot.json")
+    run(["local", "--emulate", spec("paragon"), "--runs", "1", "--json", out, "-q", "--max-burst", "64"])
+    png = os.path.join(TMP, "sig.png")
+    p = subprocess.run([os.path.join(SRC, "scripts", "plot"), out, png], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert os.path.getsize(png) > 10000
+    with open(png, "rb") as f:
+        assert f.read(8) == b"\x89PNG\r\n\x1a\n"
+    p = subprocess.run([os.path.join(SRC, "scripts", "plot"), os.path.join(TMP, "missing.json"), png],
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode != 0 and "missing.json" in p.stderr
+
+
+if __name__ == "__main__":
+    name = sys.argv[3]
+    fn = globals()["test_" + name]
+    fn(*sys.argv[4:])
+    print(f"e2e {name} {' '.join(sys.argv[4:])}: ok")
