@@ -14,5 +14,7 @@ void run_dpdk(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& p
 
 // Pins the calling thread to `cpu`; throws UsageError naming the cores that exist.
 void pin_to_cpu(int cpu, const char* what);
+// Throws that UsageError without pinning.
+void check_cpu(int cpu, const char* what);
 
 }  // namespace logpb::app

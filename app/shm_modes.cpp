@@ -17,19 +17,24 @@
 
 namespace logpb::app {
 
+void check_cpu(int cpu, const char* what) {
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  sched_getaffinity(0, sizeof allowed, &allowed);
+  if (cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &allowed)) return;
+  std::string have;
+  for (int i = 0; i < CPU_SETSIZE; ++i)
+    if (CPU_ISSET(i, &allowed)) have += (have.empty() ? "" : ",") + std::to_string(i);
+  throw UsageError(std::string(what) + " " + std::to_string(cpu) + ": cannot run there (cores allowed: " + have + ")");
+}
+
 void pin_to_cpu(int cpu, const char* what) {
+  check_cpu(cpu, what);
   cpu_set_t set;
   CPU_ZERO(&set);
   CPU_SET(cpu, &set);
-  if (sched_setaffinity(0, sizeof set, &set) != 0) {
-    cpu_set_t allowed;
-    CPU_ZERO(&allowed);
-    sched_getaffinity(0, sizeof allowed, &allowed);
-    std::string have;
-    for (int i = 0; i < CPU_SETSIZE; ++i)
-      if (CPU_ISSET(i, &allowed)) have += (have.empty() ? "" : ",") + std::to_string(i);
-    throw UsageError(std::string(what) + " " + std::to_string(cpu) + ": cannot run there (cores allowed: " + have + ")");
-  }
+  if (sched_setaffinity(0, sizeof set, &set) != 0)
+    throw std::runtime_error(std::string("sched_setaffinity to core ") + std::to_string(cpu) + " failed (" + what + ")");
 }
 
 namespace {
@@ -83,6 +88,8 @@ void describe_run(ResultsDoc& doc, const Options& o, const ShmTransport& t, std:
 void run_shm(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress) {
   const ShmOptions so{o.ring, o.segment_bytes};
   if (o.mode == "local") {
+    check_cpu(o.cpu, "--cpu");  // before the fork, so a bad core is one clear error, not a silent peer
+    check_cpu(o.peer_cpu, "--peer-cpu");
     const std::uint32_t session = new_session();
     ShmRegion region = ShmRegion::create_anonymous(so);
     std::fflush(nullptr);

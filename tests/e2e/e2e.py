@@ -102,6 +102,9 @@ def test_cli_errors():
     expect_usage_error(["dance"], "mode must be")
     expect_usage_error(["--cpu", "0", "--peer-cpu", "0"], "same core")
     expect_usage_error(["--cpu", "4000"], "cannot run there")
+    t0 = time.time()
+    expect_usage_error(["--peer-cpu", "4000"], "--peer-cpu 4000: cannot run there")
+    assert time.time() - t0 < 5
     expect_usage_error(["--emulate", "os=2us,or=1us,g=1us,L=1us"], "impossible machine")
     expect_usage_error(["--emulate", "os=-1us,g=2us"], "negative")
     expect_usage_error(["--emulate", "os=1,g=2us"], "unit")
