@@ -44,6 +44,7 @@ nlohmann::json signature_curves_json(const methods::SignatureData& d, bool raw) 
                            {"cost_ns", p.point.value},
                            {"ci95_ns", p.point.ci95},
                            {"converged", p.point.converged},
+                           {"discarded", p.point.discarded},
                            {"summary", p.point.summary}};
       if (raw) jp["samples_ns"] = p.point.samples;
       pts.push_back(std::move(jp));

@@ -34,8 +34,22 @@ analysis::Param rtt_param(const Summary& s);
 void summarize_runs(ResultsDoc& doc, const std::vector<analysis::SignatureFit>& fits);
 void summarize_pingpong_runs(ResultsDoc& doc, const std::vector<analysis::Param>& rtts);
 
+// The AM layer's own counts (frames refused by reason, losses) go into meta.am.counters.
+template <class EP>
+void record_counters(const EP& ep, ResultsDoc& doc) {
+  nlohmann::json c = ep.counters();
+  c["loss_events"] = ep.loss_events();
+  c["lost_requests"] = ep.lost_requests();
+  doc.j["meta"]["am"]["counters"] = c;
+}
+
 template <class EP>
 void run_client_bench(EP& ep, const Clock& clock, const Options& o, ResultsDoc& doc, Progress& progress) {
+  struct Record {  // on every way out, including errors
+    const EP& ep;
+    ResultsDoc& doc;
+    ~Record() { record_counters(ep, doc); }
+  } record{ep, doc};
   methods::ClientState st;
   methods::install_client(ep, st);
   doc.j["runs"] = nlohmann::json::array();
@@ -46,7 +60,7 @@ void run_client_bench(EP& ep, const Clock& clock, const Options& o, ResultsDoc& 
       progress("run " + std::to_string(r + 1) + "/" + std::to_string(o.runs) + ": round trip");
       const auto res = methods::pingpong(ep, st, clock, {o.iterations, o.warmup});
       rtts.push_back(rtt_param(res.summary));
-      doc.j["runs"].push_back({{"rtt", distribution_json(res.rtt_ns, o.raw)}});
+      doc.j["runs"].push_back({{"rtt", distribution_json(res.rtt_ns, o.raw)}, {"lost", res.lost}});
       summarize_pingpong_runs(doc, rtts);
       doc.save();
     }
@@ -70,6 +84,7 @@ void run_client_bench(EP& ep, const Clock& clock, const Options& o, ResultsDoc& 
     hooks.progress = [&](const std::string& s) { progress(run_label + s); };
     hooks.checkpoint = [&](const methods::SignatureData& d) {
       doc.j["runs"].back() = {{"rtt", distribution_json(d.rtt.rtt_ns, o.raw)},
+                              {"rtt_lost", d.rtt.lost},
                               {"signature", signature_curves_json(d, o.raw)}};
       doc.save();
     };

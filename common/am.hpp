@@ -41,6 +41,10 @@ struct EndpointOptions {
   int window = 32;                  // outstanding requests allowed: the network capacity the layer enforces
   double stall_timeout_s = 10;      // no progress for this long while waiting: the peer is declared lost (0: never)
   std::uint32_t segment_bytes = 0;  // bulk lengths are checked against the receiver's segment
+  // On a lossy NI (Ethernet): with requests outstanding and nothing arriving for this long, they are
+  // declared lost, the window is emptied and replies still in flight become stale (0: never, for NIs
+  // that do not lose messages). Methods see it through loss_events() and re-measure.
+  double loss_timeout_s = 0;
 };
 
 template <Transport T>
@@ -61,6 +65,7 @@ class Endpoint {
     req_.kind = Kind::request;
     rep_.kind = Kind::reply;
     timeout_cycles_ = opt.stall_timeout_s > 0 ? clock.cycles(opt.stall_timeout_s * 1e9) : 0;
+    loss_cycles_ = opt.loss_timeout_s > 0 ? clock.cycles(opt.loss_timeout_s * 1e9) : 0;
     check_interval_cycles_ = clock.cycles(1e6);  // 1 ms between liveness checks while stalled
     handlers_.fill(nullptr);
   }
@@ -113,6 +118,7 @@ class Endpoint {
     poll();
     while (outstanding_ >= window_) progress();
     fill(rep_, handler, 0, a0, a1, a2, a3, n, local_off);
+    rep_.flags = req_.flags;  // the completion is a reply of the current epoch
     while (!net_.try_get(rep_, remote_off, n, local_off)) progress();
     ++outstanding_;
     ++counters_.requests_sent;
@@ -123,6 +129,7 @@ class Endpoint {
   void reply(const Frame& req, std::uint16_t handler, std::uint64_t a0 = 0, std::uint64_t a1 = 0,
              std::uint64_t a2 = 0, std::uint64_t a3 = 0) {
     fill(rep_, handler, req.token, a0, a1, a2, a3);
+    rep_.flags = req.flags;
     while (!net_.try_send(rep_)) stall_check();
     ++counters_.replies_sent;
   }
@@ -132,14 +139,23 @@ class Endpoint {
     return net_.poll([this](const void* p, std::size_t n) { deliver(p, n); });
   }
 
-  // Poll until pred() holds; the watchdog turns a silent or dead peer into a PeerError.
+  // Poll until pred() holds; the watchdog turns a silent or dead peer into a PeerError. Returns false
+  // (without pred holding) when outstanding requests were declared lost meanwhile.
   template <class Pred>
-  void wait_until(Pred&& pred) {
-    while (!pred()) progress();
+  bool wait_until(Pred&& pred) {
+    const std::uint64_t losses = loss_events_;
+    while (!pred()) {
+      progress();
+      if (loss_events_ != losses) return false;
+    }
+    return true;
   }
-  void wait_all() {
-    while (outstanding_ > 0) progress();
+  bool wait_all() {
+    return wait_until([this] { return outstanding_ == 0; });
   }
+  // How many times requests were declared lost, and how many requests that was in all.
+  std::uint64_t loss_events() const { return loss_events_; }
+  std::uint64_t lost_requests() const { return lost_requests_; }
 
   int outstanding() const { return outstanding_; }
   int window() const { return window_; }
@@ -175,6 +191,7 @@ class Endpoint {
     if (f.bulk_len != 0 && (f.bulk_off > segment_bytes_ || f.bulk_len > segment_bytes_ - f.bulk_off))
       return reject(Reject::bad_bulk);
     if (f.kind == Kind::reply) {
+      if (f.flags != req_.flags) return reject(Reject::stale_reply);
       if (outstanding_ == 0) return reject(Reject::unexpected_reply);
       --outstanding_;
     } else if (f.kind != Kind::request) {
@@ -193,6 +210,7 @@ class Endpoint {
   void progress() {
     if (poll() > 0) {
       idle_ = 0;
+      losses_in_stall_ = 0;
       return;
     }
     stall_check();
@@ -214,6 +232,15 @@ class Endpoint {
     next_check_ = now + check_interval_cycles_;
     throw_if_interrupted();
     if (!net_.peer_alive()) throw PeerError("the peer is gone (process exited or connection closed)");
+    if (loss_cycles_ && outstanding_ > 0 && now - idle_since_ > loss_cycles_ * (1 + losses_in_stall_)) {
+      // Requests or their replies were lost. A new epoch makes any reply still in flight stale.
+      ++losses_in_stall_;
+      ++loss_events_;
+      lost_requests_ += static_cast<std::uint64_t>(outstanding_);
+      outstanding_ = 0;
+      ++req_.flags;
+      return;
+    }
     if (timeout_cycles_ && now - idle_since_ > timeout_cycles_)
       throw PeerError("no message from the peer for the stall timeout (" + std::to_string(outstanding_) +
                       " requests outstanding): the peer is stuck or messages were lost");
@@ -228,7 +255,8 @@ class Endpoint {
   std::array<Handler, kMaxHandlers> handlers_;
   Counters counters_;
   std::uint64_t idle_ = 0, idle_since_ = 0, next_check_ = 0;
-  std::uint64_t timeout_cycles_ = 0, check_interval_cycles_ = 0;
+  std::uint64_t timeout_cycles_ = 0, check_interval_cycles_ = 0, loss_cycles_ = 0;
+  std::uint64_t loss_events_ = 0, lost_requests_ = 0, losses_in_stall_ = 0;
 };
 
 }  // namespace logpb::am

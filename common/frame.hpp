@@ -27,7 +27,7 @@ struct alignas(64) Frame {
   Kind kind;
   std::uint32_t session;  // both ends of a run agree on it; frames of any other session are dropped
   std::uint16_t handler;
-  std::uint16_t flags;
+  std::uint16_t flags;     // the requester's loss epoch, copied into the reply (see am.hpp)
   std::uint32_t bulk_len;  // bytes that arrived with this AM in the receiver's segment (0: none)
   std::uint32_t bulk_off;  // where they are in the receiver's segment
   std::uint64_t token;     // requester's tag, copied into the reply
@@ -38,7 +38,7 @@ static_assert(offsetof(Frame, seq) == 0, "the shm transport publishes a frame by
 
 // Why a received frame was refused. Counted per reason, never dispatched.
 enum class Reject : int { short_frame, bad_magic, bad_version, foreign_session, bad_kind, bad_handler,
-                          bad_bulk, unexpected_reply, count_ };
+                          bad_bulk, unexpected_reply, stale_reply, count_ };
 inline const char* to_string(Reject r) {
   switch (r) {
     case Reject::short_frame: return "short_frame";
@@ -49,6 +49,7 @@ inline const char* to_string(Reject r) {
     case Reject::bad_handler: return "bad_handler";
     case Reject::bad_bulk: return "bad_bulk";
     case Reject::unexpected_reply: return "unexpected_reply";
+    case Reject::stale_reply: return "stale_reply";
     default: return "?";
   }
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -44,6 +45,7 @@ struct Point {
   Summary summary;
   double value = 0, ci95 = 0;  // by the rule's estimator
   bool converged = false;
+  int discarded = 0;  // samples returned as NaN (a message was lost during them): re-measured
   std::vector<double> samples;  // kept for the raw curve (each sample already averages a burst)
 };
 
@@ -55,8 +57,21 @@ Point measure_point(const StopRule& rule, Sample&& sample, Now&& clock_ns) {
   p.samples.reserve(static_cast<std::size_t>(rule.max_samples));
   const double t0 = clock_ns();
   for (;;) {
-    for (int i = 0; i < rule.batch && static_cast<int>(p.samples.size()) < rule.max_samples; ++i)
-      p.samples.push_back(sample());
+    for (int i = 0; i < rule.batch && static_cast<int>(p.samples.size()) < rule.max_samples; ++i) {
+      const double x = sample();
+      if (x == x) {
+        p.samples.push_back(x);
+      } else if (++p.discarded > rule.max_samples) {
+        break;  // the caller sees a point with (almost) no samples and discarded > 0
+      } else {
+        --i;
+      }
+    }
+    if (p.discarded > rule.max_samples && p.samples.size() < 2) {
+      p.summary = summarize(p.samples);
+      p.value = p.ci95 = std::nan("");
+      return p;
+    }
     p.summary = summarize(p.samples);
     p.value = p.summary.value(rule.estimator);
     p.ci95 = p.summary.ci95(rule.estimator);

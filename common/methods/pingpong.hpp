@@ -22,26 +22,32 @@ struct PingpongConfig {
 struct PingpongResult {
   std::vector<double> rtt_ns;
   Summary summary;
+  std::uint64_t lost = 0;  // iterations whose request or reply was lost: not in rtt_ns
 };
 
 template <class EP>
 PingpongResult pingpong(EP& ep, ClientState& st, const Clock& clock, const PingpongConfig& cfg) {
   std::vector<std::uint64_t> cycles(static_cast<std::size_t>(cfg.iterations));
-  std::uint64_t want = st.acks;
+  PingpongResult r;
   for (int i = 0; i < cfg.warmup; ++i) {
+    const std::uint64_t want = st.acks + 1;
     ep.request(kEcho);
-    ++want;
     ep.wait_until([&] { return st.acks == want; });
   }
   throw_if_interrupted();
-  for (auto& c : cycles) {
+  std::size_t kept = 0;
+  for (std::size_t i = 0; i < cycles.size(); ++i) {
+    const std::uint64_t want = st.acks + 1;
     const std::uint64_t t0 = tsc::now();
     ep.request(kEcho);
-    ++want;
-    ep.wait_until([&] { return st.acks == want; });
-    c = tsc::now_end() - t0;
+    const bool ok = ep.wait_until([&] { return st.acks == want; });
+    const std::uint64_t t1 = tsc::now_end();
+    if (ok)
+      cycles[kept++] = t1 - t0;
+    else
+      ++r.lost;  // a lost message: this round trip is not a sample
   }
-  PingpongResult r;
+  cycles.resize(kept);
   r.rtt_ns.reserve(cycles.size());
   for (auto c : cycles) r.rtt_ns.push_back(clock.ns(static_cast<double>(c) - clock.timer_cost_cycles()));
   r.summary = summarize(r.rtt_ns);

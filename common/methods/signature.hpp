@@ -4,6 +4,7 @@
 // section 3.3. The parameters are read off the curves by analysis/signature_fit.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -74,13 +75,16 @@ SignatureCurve signature_curve(EP& ep, const Clock& clock, double delta_ns, cons
     throw_if_interrupted();
     hooks.progress(label + " M=" + std::to_string(M));
     auto sample = [&] {
+      const std::uint64_t losses = ep.loss_events();
       const std::uint64_t t0 = tsc::now();
       for (int i = 0; i < M; ++i) {
         ep.request(kEcho);
         delay.run(delta_cycles);
       }
       const std::uint64_t t1 = tsc::now_end();
-      ep.wait_all();  // drain the replies outside the timed issue phase
+      // Drain the replies outside the timed issue phase. A burst during which a message was lost is no
+      // sample (NaN): measure_point re-measures it and counts it as discarded.
+      if (!ep.wait_all() || ep.loss_events() != losses) return std::nan("");
       return clock.ns(static_cast<double>(t1 - t0) - timer) / M;
     };
     sample();  // one untimed burst warms caches and rings for this M
