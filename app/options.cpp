@@ -62,6 +62,19 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
       ("timeout", po::value(&o.timeout_s)->default_value(o.timeout_s), "seconds without progress before the peer is declared lost")
       ("connect-timeout", po::value(&o.connect_timeout_s)->default_value(o.connect_timeout_s), "seconds to wait for the peer to connect")
       ("allow-variant-tsc", po::bool_switch(&o.allow_variant_tsc), "measure even without an invariant TSC");
+  po::options_description dpdk("DPDK transport");
+  dpdk.add_options()
+      ("eal", po::value(&o.eal), "EAL arguments, passed through (e.g. \"--vdev=net_af_xdp0,iface=veth0 -l 1\")")
+      ("dpdk-port", po::value(&o.dpdk_port)->default_value(o.dpdk_port), "ethdev port id (-1: the only one)")
+      ("burst", po::value(&o.burst)->default_value(o.burst), "rx burst size (tx sends each frame at once)")
+      ("rx-ring", po::value(&o.rx_ring)->default_value(o.rx_ring), "rx descriptors")
+      ("tx-ring", po::value(&o.tx_ring)->default_value(o.tx_ring), "tx descriptors")
+      ("mtu", po::value(&o.mtu)->default_value(o.mtu), "port MTU; bulk data is cut to it (0: the port's default)")
+      ("drop-rate", po::value(&o.drop_rate)->default_value(o.drop_rate), "inject loss: drop this fraction of received frames")
+      ("no-huge", po::bool_switch(&o.no_huge), "run the EAL without hugepages (slower; says so in meta)")
+      ("reflector", po::bool_switch(&o.reflector), "local: the peer is a reflector such as testpmd macswap, not logpbench")
+      ("link-timeout", po::value(&o.link_timeout_s)->default_value(o.link_timeout_s), "seconds to wait for the link")
+      ("loss-timeout", po::value(&o.loss_timeout_s)->default_value(o.loss_timeout_s), "seconds of silence after which outstanding messages count as lost (-1: 50 ms on lossy NIs, never on shm)");
   po::options_description method("Methods");
   method.add_options()
       ("iters,n", po::value(&o.iterations)->default_value(o.iterations), "ping-pong iterations (timed)")
@@ -84,7 +97,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   po::positional_options_description pos;
   pos.add("mode", 1).add("host", 1);
   po::options_description all;
-  all.add(general).add(place).add(method).add(hidden);
+  all.add(general).add(place).add(dpdk).add(method).add(hidden);
 
   po::variables_map vm;
   try {
@@ -96,7 +109,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   if (vm.count("help")) {
     std::cout << "usage: logpbench [local | server | client HOST] [options]\n"
                  "With no arguments: local --transport shm --bench signature (the embedded default).\n\n"
-              << general << '\n' << place << '\n' << method;
+              << general << '\n' << place << '\n' << method << '\n' << dpdk;
     return false;
   }
   if (vm.count("version")) {
@@ -164,6 +177,18 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   positive("peer-cpu", o.peer_cpu, 0, 4095);
   if (o.mode == "local" && o.cpu == o.peer_cpu)
     throw UsageError("--cpu and --peer-cpu are the same core: two busy-polling endpoints need two cores");
+  if (o.transport != "dpdk") {
+    for (const char* k : {"eal", "reflector", "drop-rate", "no-huge"})
+      if (vm.count(k) && !vm[k].defaulted()) throw UsageError(std::string("--") + k + " belongs to --transport dpdk");
+  }
+  if (o.reflector && o.mode != "local") throw UsageError("--reflector is for local mode: the reflector is the peer");
+  positive("drop-rate", o.drop_rate, 0, 0.5);
+  positive("burst", o.burst, 1, 512);
+  positive("rx-ring", o.rx_ring, 16, 65536);
+  positive("tx-ring", o.tx_ring, 16, 65536);
+  positive("mtu", o.mtu, 0, 65535);
+  positive("link-timeout", o.link_timeout_s, 0.01, 3600);
+  if (o.loss_timeout_s != -1) positive("loss-timeout", o.loss_timeout_s, 0, 3600);
   if (o.transport == "shm" && o.window * 2 > o.ring)
     throw UsageError("--ring must be at least twice --window so replies always find a free slot");
 

@@ -38,6 +38,15 @@ struct Options {
   double timeout_s = 10;
   double connect_timeout_s = 30;
   bool allow_variant_tsc = false;
+  double loss_timeout_s = -1;  // -1: the transport's default (0 for shm, which never loses)
+  // DPDK
+  std::string eal;             // EAL arguments, split on spaces
+  int dpdk_port = -1;
+  int burst = 32, rx_ring = 1024, tx_ring = 1024, mtu = 0;
+  double drop_rate = 0;
+  bool no_huge = false;
+  bool reflector = false;
+  double link_timeout_s = 10;
   bool quiet = false;
   bool raw = false;
   nlohmann::json flags;  // every option as given or defaulted

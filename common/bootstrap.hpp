@@ -21,6 +21,9 @@ class Channel {
   // Client: connect to host:port, retrying for up to `timeout_s` while the server is not yet listening.
   static Channel connect_to(const std::string& host, std::uint16_t port, double timeout_s);
 
+  // Adopts a connected stream socket, e.g. one end of a socketpair between a process and its fork.
+  static Channel adopt(int fd) { return Channel(fd); }
+
   Channel(Channel&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
   Channel& operator=(Channel&& o) noexcept;
   Channel(const Channel&) = delete;

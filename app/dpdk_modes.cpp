@@ -1,0 +1,258 @@
+// --transport dpdk. `local` forks a peer and joins the two processes with a memif pair (each process
+// has its own in-memory EAL); `server`/`client HOST` run over whatever port the EAL arguments give
+// (af_xdp on a veth pair, a real NIC) and exchange MAC addresses over the TCP bootstrap; `local
+// --reflector` measures against a reflector nobody here wrote (testpmd in macswap mode).
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <sstream>
+
+#include "app/modes.hpp"
+#include "common/am.hpp"
+#include "common/bootstrap.hpp"
+#include "common/methods/protocol.hpp"
+#include "dpdk/dpdk_port.hpp"
+#include "dpdk/dpdk_transport.hpp"
+
+namespace logpb::app {
+namespace {
+
+using DpdkEndpoint = am::Endpoint<dpdk::Transport>;
+
+std::vector<std::string> split_words(const std::string& s) {
+  std::istringstream in(s);
+  std::vector<std::string> v;
+  for (std::string w; in >> w;) v.push_back(w);
+  return v;
+}
+
+bool has_prefix_arg(const std::vector<std::string>& v, std::initializer_list<const char*> names) {
+  for (const auto& a : v)
+    for (const char* n : names)
+      if (a == n || a.rfind(std::string(n) + "=", 0) == 0) return true;
+  return false;
+}
+
+// EAL arguments for one process: the user's, plus a core list from --cpu, an in-memory EAL (so two
+// processes never share a file prefix) and --no-huge when asked, unless the user chose otherwise.
+std::vector<std::string> eal_args(const Options& o, int cpu, const std::vector<std::string>& extra) {
+  std::vector<std::string> a = extra;
+  const auto user = split_words(o.eal);
+  if (!has_prefix_arg(user, {"-l", "-c", "--lcores"})) {
+    a.push_back("-l");
+    a.push_back(std::to_string(cpu));
+  }
+  if (!has_prefix_arg(user, {"--file-prefix", "--in-memory"})) a.push_back("--in-memory");
+  if (!has_prefix_arg(user, {"--telemetry", "--no-telemetry"})) a.push_back("--no-telemetry");
+  if (o.no_huge && !has_prefix_arg(user, {"--no-huge"})) {
+    a.push_back("--no-huge");
+    a.push_back("-m");
+    a.push_back("512");
+  }
+  a.insert(a.end(), user.begin(), user.end());
+  return a;
+}
+
+dpdk::PortOptions port_options(const Options& o, std::vector<std::string> eal) {
+  dpdk::PortOptions p;
+  p.eal_args = std::move(eal);
+  p.port_id = o.dpdk_port;
+  p.rx_ring = o.rx_ring;
+  p.tx_ring = o.tx_ring;
+  p.mtu = o.mtu;
+  return p;
+}
+
+dpdk::TransportOptions transport_options(const Options& o, std::uint32_t session, bool server) {
+  dpdk::TransportOptions t;
+  t.session = session;
+  t.burst = o.burst;
+  // Loss is injected on the client's side only, so the figures say exactly how much was dropped.
+  t.drop_rate = server ? 0 : o.drop_rate;
+  t.reflector = o.reflector;
+  t.reflector_reply_handler = methods::kAck;
+  t.segment_bytes = o.segment_bytes;
+  t.seed = session;
+  return t;
+}
+
+am::EndpointOptions endpoint_options(const Options& o, std::uint32_t session, bool server) {
+  am::EndpointOptions e;
+  e.session = session;
+  e.window = o.window;
+  e.stall_timeout_s = server ? 0 : o.timeout_s;
+  e.segment_bytes = o.segment_bytes;
+  e.loss_timeout_s = o.loss_timeout_s >= 0 ? o.loss_timeout_s : 0.05;
+  return e;
+}
+
+std::uint32_t new_session() {
+  std::random_device rd;
+  std::uint32_t s = 0;
+  while (s == 0) s = rd();
+  return s;
+}
+
+void describe_run(ResultsDoc& doc, const Options& o, const dpdk::Transport& t, std::uint32_t session) {
+  doc.j["meta"]["transport"] = t.describe();
+  doc.j["meta"]["session"] = session;
+  doc.j["meta"]["am"] = {{"window", o.window}, {"frame_bytes", sizeof(am::Frame)},
+                         {"loss_timeout_s", o.loss_timeout_s >= 0 ? o.loss_timeout_s : 0.05}};
+  doc.j["meta"]["no_huge"] = o.no_huge;
+}
+
+std::string memif_socket(std::uint32_t session) {
+  // An abstract socket (memif's default): nothing is left in the file system.
+  return "/run/logpbench-memif-" + std::to_string(getpid()) + "-" + std::to_string(session) + ".sock";
+}
+
+// The forked peer of `local`: memif server role, serves until the client's quit.
+[[noreturn]] void local_peer(const Options& o, const Clock& clock, Channel ch, std::uint32_t session,
+                             const std::string& sock) {
+  int code = 0;
+  try {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    dpdk::Port port(port_options(o, eal_args(o, o.peer_cpu, {"--no-pci", "--vdev=net_memif0,role=server,socket=" + sock})));
+    ch.send({{"mac", port.mac_string()}});  // the socket listens: the client may start
+    std::uint8_t peer_mac[6];
+    dpdk::parse_mac(ch.receive(o.connect_timeout_s).at("mac").get<std::string>(), peer_mac);
+    port.wait_link(o.link_timeout_s);
+    const Channel* chp = &ch;
+    dpdk::Transport t(port, peer_mac, transport_options(o, session, true), [chp] { return chp->peer_alive(); });
+    DpdkEndpoint ep(t, clock, endpoint_options(o, session, true));
+    methods::serve(ep);
+  } catch (const Interrupted&) {
+    code = 130;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "logpbench (dpdk peer): %s\n", e.what());
+    code = dynamic_cast<const PeerError*>(&e) ? 3 : (dynamic_cast<const UsageError*>(&e) ? 2 : 1);
+  }
+  std::fflush(stderr);
+  _exit(code);
+}
+
+// Runs the bench on a connected transport and records it.
+void run_on(dpdk::Transport& t, const Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress,
+            std::uint32_t session) {
+  DpdkEndpoint ep(t, clock, endpoint_options(o, session, false));
+  describe_run(doc, o, t, session);
+  doc.save();
+  struct Describe {  // the transport's counters (losses, foreign frames) belong in the results, also on error
+    const dpdk::Transport& t;
+    ResultsDoc& doc;
+    ~Describe() { doc.j["meta"]["transport"] = t.describe(); }
+  } describe{t, doc};
+  run_client_bench(ep, clock, o, doc, progress);
+  ep.request(methods::kQuit);
+}
+
+}  // namespace
+
+void run_dpdk(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress) {
+  const std::uint32_t session = new_session();
+  if (o.mode == "local" && o.reflector) {
+    // The peer is a reflector (testpmd macswap): it echoes our frames, so no bootstrap and no handlers.
+    doc.j["meta"]["pinning"] = {{"client_cpu", o.cpu}, {"server_cpu", "the reflector's"}};
+    dpdk::Port port(port_options(o, eal_args(o, o.cpu, {})));
+    port.wait_link(o.link_timeout_s);
+    const std::uint8_t peer_mac[6] = {0x02, 0, 0, 0, 0, 0x01};  // macswap turns it into our source
+    dpdk::Port* pp = &port;
+    dpdk::Transport t(port, peer_mac, transport_options(o, session, false), [pp] {
+      rte_eth_link l{};
+      rte_eth_link_get_nowait(pp->id(), &l);
+      return l.link_status == RTE_ETH_LINK_UP;
+    });
+    run_on(t, o, clock, doc, progress, session);
+    return;
+  }
+
+  if (o.mode == "local") {
+    check_cpu(o.cpu, "--cpu");
+    check_cpu(o.peer_cpu, "--peer-cpu");
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) throw std::runtime_error("socketpair failed");
+    const std::string sock = memif_socket(session);
+    std::fflush(nullptr);
+    const pid_t child = fork();
+    if (child < 0) throw std::runtime_error("fork failed");
+    if (child == 0) {
+      ::close(sv[0]);
+      local_peer(o, clock, Channel::adopt(sv[1]), session, sock);
+    }
+    ::close(sv[1]);
+    struct Reaper {
+      pid_t pid;
+      bool reaped = false;
+      ~Reaper() {
+        if (!reaped) {
+          kill(pid, SIGTERM);
+          waitpid(pid, nullptr, 0);
+        }
+      }
+    } reaper{child};
+    Channel ch = Channel::adopt(sv[0]);
+    doc.j["meta"]["pinning"] = {{"client_cpu", o.cpu}, {"server_cpu", o.peer_cpu}};
+    // The peer's memif socket must listen before this side's client role connects to it.
+    std::uint8_t peer_mac[6];
+    dpdk::parse_mac(ch.receive(o.connect_timeout_s).at("mac").get<std::string>(), peer_mac);
+    dpdk::Port port(port_options(o, eal_args(o, o.cpu, {"--no-pci", "--vdev=net_memif0,role=client,socket=" + sock})));
+    ch.send({{"mac", port.mac_string()}});
+    port.wait_link(o.link_timeout_s);
+    const Channel* chp = &ch;
+    dpdk::Transport t(port, peer_mac, transport_options(o, session, false), [chp] { return chp->peer_alive(); });
+    run_on(t, o, clock, doc, progress, session);
+    int status = 0;
+    waitpid(child, &status, 0);
+    reaper.reaped = true;
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+      throw PeerError("the local DPDK peer ended abnormally (status " + std::to_string(status) + ")");
+    return;
+  }
+
+  if (o.mode == "server") {
+    dpdk::Port port(port_options(o, eal_args(o, o.cpu, {})));
+    std::fprintf(stderr, "logpbench server: DPDK port %u (%s), waiting for a client on TCP port %u\n", port.id(),
+                 port.mac_string().c_str(), o.port);
+    Channel ch = Channel::accept_one(o.port, 0);
+    const auto hello = ch.receive(o.connect_timeout_s);
+    if (hello.value("transport", "") != "dpdk")
+      throw PeerError("the client asked for transport '" + hello.value("transport", "?") + "', this server runs dpdk");
+    Options so = o;
+    so.window = hello.at("window").get<int>();
+    so.segment_bytes = hello.at("segment_bytes").get<std::uint32_t>();
+    const auto peer_session = hello.at("session").get<std::uint32_t>();
+    std::uint8_t peer_mac[6];
+    dpdk::parse_mac(hello.at("mac").get<std::string>(), peer_mac);
+    ch.send({{"mac", port.mac_string()}});
+    port.wait_link(o.link_timeout_s);
+    const Channel* chp = &ch;
+    dpdk::Transport t(port, peer_mac, transport_options(so, peer_session, true), [chp] { return chp->peer_alive(); });
+    DpdkEndpoint ep(t, clock, endpoint_options(so, peer_session, true));
+    methods::serve(ep);
+    ch.send({{"bye", true}});
+    std::fprintf(stderr, "logpbench server: client done\n");
+    return;
+  }
+
+  // client
+  doc.j["meta"]["pinning"] = {{"client_cpu", o.cpu}, {"server_cpu", "set on the server"}};
+  dpdk::Port port(port_options(o, eal_args(o, o.cpu, {})));
+  Channel ch = Channel::connect_to(o.host, o.port, o.connect_timeout_s);
+  ch.send({{"transport", "dpdk"}, {"window", o.window}, {"segment_bytes", o.segment_bytes}, {"session", session},
+           {"mac", port.mac_string()}});
+  std::uint8_t peer_mac[6];
+  dpdk::parse_mac(ch.receive(o.connect_timeout_s).at("mac").get<std::string>(), peer_mac);
+  port.wait_link(o.link_timeout_s);
+  const Channel* chp = &ch;
+  dpdk::Transport t(port, peer_mac, transport_options(o, session, false), [chp] { return chp->peer_alive(); });
+  run_on(t, o, clock, doc, progress, session);
+  ch.receive(o.timeout_s);  // the server's goodbye: it has read the quit
+}
+
+}  // namespace logpb::app

@@ -1,0 +1,153 @@
+#include "dpdk_port.hpp"
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+#include <thread>
+
+#include "common/errors.hpp"
+
+namespace logpb::dpdk {
+namespace {
+
+std::runtime_error dpdk_error(const std::string& call, int err, const std::string& advice) {
+  return std::runtime_error(call + " failed: " + rte_strerror(err < 0 ? -err : err) + (advice.empty() ? "" : " (" + advice + ")"));
+}
+
+long free_hugepages() {
+  std::ifstream f("/proc/meminfo");
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("HugePages_Free:", 0) == 0) return std::stol(line.substr(15));
+  return 0;
+}
+
+bool has_arg(const std::vector<std::string>& a, const std::string& s) {
+  for (const auto& x : a)
+    if (x == s || x.rfind(s + "=", 0) == 0) return true;
+  return false;
+}
+
+}  // namespace
+
+void parse_mac(const std::string& s, std::uint8_t out[6]) {
+  unsigned v[6];
+  char tail;
+  if (std::sscanf(s.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x%c", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &tail) != 6)
+    throw PeerError("malformed MAC address from the peer: '" + s + "'");
+  for (int i = 0; i < 6; ++i) out[i] = static_cast<std::uint8_t>(v[i]);
+}
+
+Port::Port(const PortOptions& opt) {
+  if (!has_arg(opt.eal_args, "--no-huge") && free_hugepages() == 0)
+    throw UsageError("DPDK needs hugepages and none are free: reserve some (echo 512 > /proc/sys/vm/nr_hugepages; "
+                     "scripts/setup does) or run with --no-huge");
+  std::vector<std::string> args{"logpbench", "--log-level=error"};
+  args.insert(args.end(), opt.eal_args.begin(), opt.eal_args.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  if (rte_eal_init(static_cast<int>(args.size()), argv.data()) < 0) {
+    const int e = rte_errno;
+    std::string advice = "check the EAL arguments given with --eal";
+    if (e == EALREADY) advice = "EAL was already initialised in this process";
+    else if (e == EACCES) advice = "permissions or hugepages: run as root; reserve hugepages or use --no-huge";
+    else if (e == EAGAIN || e == EBUSY)
+      advice = "another DPDK process holds this file prefix: give each process its own --file-prefix, or use --in-memory";
+    else if (e == ENODEV || e == EINVAL) advice = "no such device or bad vdev arguments: check --eal \"--vdev ...\"";
+    throw dpdk_error("rte_eal_init", e, advice);
+  }
+
+  const std::uint16_t n = rte_eth_dev_count_avail();
+  if (n == 0)
+    throw UsageError("no DPDK port: give a virtual device (e.g. --eal \"--vdev net_memif0,role=server\") or bind a NIC "
+                     "to vfio-pci and allow it with --eal \"-a PCI_ADDRESS\"");
+  if (opt.port_id < 0) {
+    if (n != 1) throw UsageError(std::to_string(n) + " DPDK ports exist: choose one with --dpdk-port");
+    std::uint16_t p = 0;
+    RTE_ETH_FOREACH_DEV(p) { port_ = p; }
+  } else {
+    if (!rte_eth_dev_is_valid_port(static_cast<std::uint16_t>(opt.port_id)))
+      throw UsageError("--dpdk-port " + std::to_string(opt.port_id) + ": no such port (" + std::to_string(n) + " available)");
+    port_ = static_cast<std::uint16_t>(opt.port_id);
+  }
+
+  rte_eth_dev_info info{};
+  if (int r = rte_eth_dev_info_get(port_, &info); r != 0) throw dpdk_error("rte_eth_dev_info_get", r, "");
+  socket_ = rte_eth_dev_socket_id(port_);
+  if (socket_ < 0) socket_ = 0;
+  const int mtu = opt.mtu > 0 ? opt.mtu : RTE_ETHER_MTU;
+  if (mtu > static_cast<int>(info.max_mtu) || mtu < static_cast<int>(info.min_mtu))
+    throw UsageError("--mtu " + std::to_string(mtu) + " outside what " + info.driver_name + " allows [" +
+                     std::to_string(info.min_mtu) + ", " + std::to_string(info.max_mtu) + "]");
+  const std::uint32_t room = RTE_PKTMBUF_HEADROOM + std::max<std::uint32_t>(2048, static_cast<std::uint32_t>(mtu) + 64);
+  const std::string pool_name = "logpb_pool_" + std::to_string(port_);
+  // 8191 mbufs: both rings full plus bursts in flight, on the port's NUMA node.
+  pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), 8191, 256, 0, static_cast<std::uint16_t>(room), socket_);
+  if (!pool_) throw dpdk_error("rte_pktmbuf_pool_create", rte_errno, "not enough hugepage memory? try -m or --no-huge");
+
+  rte_eth_conf conf{};
+  conf.rxmode.mtu = static_cast<std::uint32_t>(mtu);
+  if (int r = rte_eth_dev_configure(port_, 1, 1, &conf); r != 0) throw dpdk_error("rte_eth_dev_configure", r, "");
+  std::uint16_t nrx = static_cast<std::uint16_t>(opt.rx_ring), ntx = static_cast<std::uint16_t>(opt.tx_ring);
+  if (int r = rte_eth_dev_adjust_nb_rx_tx_desc(port_, &nrx, &ntx); r != 0) throw dpdk_error("rte_eth_dev_adjust_nb_rx_tx_desc", r, "");
+  if (int r = rte_eth_rx_queue_setup(port_, 0, nrx, static_cast<unsigned>(socket_), nullptr, pool_); r != 0)
+    throw dpdk_error("rte_eth_rx_queue_setup", r, "--rx-ring too large for this device?");
+  if (int r = rte_eth_tx_queue_setup(port_, 0, ntx, static_cast<unsigned>(socket_), nullptr); r != 0)
+    throw dpdk_error("rte_eth_tx_queue_setup", r, "--tx-ring too large for this device?");
+  if (int r = rte_eth_dev_start(port_); r != 0) throw dpdk_error("rte_eth_dev_start", r, "");
+  rte_eth_promiscuous_enable(port_);  // some vdevs ignore it; frames carry our EtherType anyway
+
+  rte_ether_addr a{};
+  rte_eth_macaddr_get(port_, &a);
+  std::copy(a.addr_bytes, a.addr_bytes + 6, mac_);
+
+  max_payload_ = static_cast<std::uint32_t>(mtu);
+  desc_ = {{"kind", "dpdk"},
+           {"driver", info.driver_name},
+           {"port", port_},
+           {"mac", mac_string()},
+           {"numa_socket", socket_},
+           {"mtu", mtu},
+           {"rx_ring", nrx},
+           {"tx_ring", ntx},
+           {"eal_args", opt.eal_args}};
+}
+
+void Port::wait_link(double timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  rte_eth_link link{};
+  for (;;) {
+    rte_eth_link_get_nowait(port_, &link);
+    if (link.link_status == RTE_ETH_LINK_UP) break;
+    throw_if_interrupted();
+    if (std::chrono::steady_clock::now() > deadline)
+      throw PeerError("link of DPDK port " + std::to_string(port_) + " (" + desc_.value("driver", "?") + ") still down after " +
+                      std::to_string(timeout_s) + " s: is the other end up (memif needs both processes), the cable in, "
+                      "the interface up?");
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  desc_["link_speed_mbps"] = link.link_speed;
+}
+
+Port::~Port() {
+  rte_eth_dev_stop(port_);
+  rte_eth_dev_close(port_);
+  rte_eal_cleanup();
+}
+
+std::string Port::mac_string() const {
+  char b[18];
+  std::snprintf(b, sizeof b, "%02x:%02x:%02x:%02x:%02x:%02x", mac_[0], mac_[1], mac_[2], mac_[3], mac_[4], mac_[5]);
+  return b;
+}
+
+nlohmann::json Port::describe() const { return desc_; }
+
+}  // namespace logpb::dpdk
