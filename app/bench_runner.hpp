@@ -14,6 +14,7 @@
 #include "common/methods/pingpong.hpp"
 #include "common/methods/protocol.hpp"
 #include "common/methods/signature.hpp"
+#include "common/methods/verify.hpp"
 #include "common/results.hpp"
 
 namespace logpb::app {
@@ -54,6 +55,27 @@ void run_client_bench(EP& ep, const Clock& clock, const Options& o, ResultsDoc& 
   methods::install_client(ep, st);
   doc.j["runs"] = nlohmann::json::array();
 
+  if (o.bench == "verify") {
+    if constexpr (BulkTransport<std::remove_reference_t<decltype(ep.transport())>>) {
+      progress("verifying bulk store and get");
+      const auto cases = methods::verify_bulk(ep, st, o.segment_bytes, 12345);
+      nlohmann::json v = nlohmann::json::array();
+      bool all = true;
+      for (const auto& c : cases) {
+        v.push_back({{"bytes", c.bytes}, {"store_ok", c.store_ok}, {"get_ok", c.get_ok}});
+        all = all && c.store_ok && c.get_ok;
+      }
+      doc.j["runs"].push_back({{"verify", v}});
+      doc.j["parameters"] = nlohmann::json::object();
+      doc.j["checks"] = {{{"name", "bulk store and get are byte-exact"}, {"ok", all},
+                          {"detail", all ? "every size" : "a size failed: see runs[0].verify"}}};
+      doc.save();
+      if (!all) throw std::runtime_error("bulk verification failed: see runs[0].verify in the results");
+    } else {
+      throw UsageError("this transport has no bulk store/get to verify");
+    }
+    return;
+  }
   if (o.bench == "pingpong") {
     std::vector<analysis::Param> rtts;
     for (int r = 0; r < o.runs; ++r) {

@@ -48,7 +48,11 @@ std::vector<std::string> eal_args(const Options& o, int cpu, const std::vector<s
     a.push_back("-l");
     a.push_back(std::to_string(cpu));
   }
-  if (!has_prefix_arg(user, {"--file-prefix", "--in-memory"})) a.push_back("--in-memory");
+  if (!has_prefix_arg(user, {"--file-prefix", "--in-memory"})) {
+    // --no-huge implies legacy memory, which --in-memory refuses: a private file prefix instead.
+    if (o.no_huge || has_prefix_arg(user, {"--no-huge"})) a.push_back("--file-prefix=logpbench-" + std::to_string(getpid()));
+    else a.push_back("--in-memory");
+  }
   if (!has_prefix_arg(user, {"--telemetry", "--no-telemetry"})) a.push_back("--no-telemetry");
   if (o.no_huge && !has_prefix_arg(user, {"--no-huge"})) {
     a.push_back("--no-huge");
@@ -198,6 +202,7 @@ void run_dpdk(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& p
     } reaper{child};
     Channel ch = Channel::adopt(sv[0]);
     doc.j["meta"]["pinning"] = {{"client_cpu", o.cpu}, {"server_cpu", o.peer_cpu}};
+    try {
     // The peer's memif socket must listen before this side's client role connects to it.
     std::uint8_t peer_mac[6];
     dpdk::parse_mac(ch.receive(o.connect_timeout_s).at("mac").get<std::string>(), peer_mac);
@@ -207,6 +212,16 @@ void run_dpdk(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& p
     const Channel* chp = &ch;
     dpdk::Transport t(port, peer_mac, transport_options(o, session, false), [chp] { return chp->peer_alive(); });
     run_on(t, o, clock, doc, progress, session);
+    } catch (const PeerError&) {
+      // The peer may have refused its configuration (hugepages, MTU, vdev): that is the user's to fix.
+      int status = 0;
+      pid_t r = 0;
+      for (int i = 0; i < 100 && (r = waitpid(child, &status, WNOHANG)) == 0; ++i) usleep(10000);
+      reaper.reaped = r == child;
+      if (r == child && WIFEXITED(status) && WEXITSTATUS(status) == 2)
+        throw UsageError("the DPDK peer process refused its configuration (its message is above)");
+      throw;
+    }
     int status = 0;
     waitpid(child, &status, 0);
     reaper.reaped = true;

@@ -48,7 +48,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
       ("help,h", "this text")
       ("version", "print the version")
       ("transport", po::value(&o.transport)->default_value(o.transport), "shm | verbs | dpdk | mpi")
-      ("bench", po::value(&o.bench)->default_value(o.bench), "pingpong | signature")
+      ("bench", po::value(&o.bench)->default_value(o.bench), "pingpong | signature | verify (bulk store/get byte-for-byte self-check)")
       ("emulate", po::value(&o.emulate_spec), "shm only: emulated NI, e.g. \"os=1.4us,or=2.2us,g=7.6us,L=6.3us,C=32\"")
       ("json", po::value(&o.json_path), "write results to this file (atomically; checkpointed during the run)")
       ("raw", po::bool_switch(&o.raw), "also store every raw sample in the JSON")
@@ -123,8 +123,8 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   if (o.mode != "client" && !o.host.empty()) throw UsageError("unexpected argument '" + o.host + "' (only client takes a HOST)");
   if (o.transport != "shm" && o.transport != "verbs" && o.transport != "dpdk" && o.transport != "mpi")
     throw UsageError("--transport must be shm, verbs, dpdk or mpi, not '" + o.transport + "'");
-  if (o.bench != "pingpong" && o.bench != "signature")
-    throw UsageError("--bench must be pingpong or signature, not '" + o.bench + "'");
+  if (o.bench != "pingpong" && o.bench != "signature" && o.bench != "verify")
+    throw UsageError("--bench must be pingpong, signature or verify, not '" + o.bench + "'");
   if (!o.emulate_spec.empty()) {
     if (o.transport != "shm") throw UsageError("--emulate works only with --transport shm");
     if (o.mode == "server") throw UsageError("--emulate is given to the client; the server takes it from there");

@@ -32,6 +32,12 @@ void print_table(std::FILE* out, const nlohmann::json& doc) {
     const double ci = p["ci95_ns"].is_null() ? 0.0 : p["ci95_ns"].get<double>();
     std::fprintf(out, "  %-5s %12.4f %12.4f %25s\n", k, p["value_ns"].get<double>() / 1e3, ci / 1e3, range.c_str());
   }
+  for (const auto& r : doc.value("runs", nlohmann::json::array())) {
+    if (!r.contains("verify")) continue;
+    for (const auto& c : r["verify"])
+      std::fprintf(out, "  bulk %7d bytes: store %s, get %s\n", c.value("bytes", 0), c.value("store_ok", false) ? "exact" : "CORRUPT",
+                   c.value("get_ok", false) ? "exact" : "CORRUPT");
+  }
   int failed = 0;
   for (const auto& c : doc.value("checks", nlohmann::json::array())) {
     if (c.value("ok", true)) continue;

@@ -6,6 +6,9 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -34,6 +37,26 @@ bool has_arg(const std::vector<std::string>& a, const std::string& s) {
   return false;
 }
 
+// EAL keeps a write lock on <runtime dir>/<prefix>/config while a primary process runs; a second primary
+// on the same prefix fails inside rte_eal_init with rte_errno unset. Look first, to name the cause.
+void check_prefix_free(const std::vector<std::string>& a) {
+  if (has_arg(a, "--in-memory")) return;
+  std::string prefix = "rte";
+  for (const auto& x : a)
+    if (x.rfind("--file-prefix=", 0) == 0) prefix = x.substr(14);
+  const std::string path = "/var/run/dpdk/" + prefix + "/config";
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return;
+  struct flock l {};
+  l.l_type = F_WRLCK;
+  l.l_whence = SEEK_SET;
+  const bool held = ::fcntl(fd, F_GETLK, &l) == 0 && l.l_type != F_UNLCK;
+  ::close(fd);
+  if (held)
+    throw UsageError("the DPDK file prefix '" + prefix + "' is in use by process " + std::to_string(l.l_pid) +
+                     ": give each DPDK process its own --file-prefix (in --eal), or use --in-memory");
+}
+
 }  // namespace
 
 void parse_mac(const std::string& s, std::uint8_t out[6]) {
@@ -48,6 +71,7 @@ Port::Port(const PortOptions& opt) {
   if (!has_arg(opt.eal_args, "--no-huge") && free_hugepages() == 0)
     throw UsageError("DPDK needs hugepages and none are free: reserve some (echo 512 > /proc/sys/vm/nr_hugepages; "
                      "scripts/setup does) or run with --no-huge");
+  check_prefix_free(opt.eal_args);
   std::vector<std::string> args{"logpbench", "--log-level=error"};
   args.insert(args.end(), opt.eal_args.begin(), opt.eal_args.end());
   std::vector<char*> argv;
@@ -83,9 +107,10 @@ Port::Port(const PortOptions& opt) {
   socket_ = rte_eth_dev_socket_id(port_);
   if (socket_ < 0) socket_ = 0;
   const int mtu = opt.mtu > 0 ? opt.mtu : RTE_ETHER_MTU;
-  if (mtu > static_cast<int>(info.max_mtu) || mtu < static_cast<int>(info.min_mtu))
+  const auto max_mtu = std::min<std::uint32_t>(info.max_mtu, info.max_rx_pktlen - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN);
+  if (mtu > static_cast<int>(max_mtu) || mtu < static_cast<int>(info.min_mtu) || mtu < 128)
     throw UsageError("--mtu " + std::to_string(mtu) + " outside what " + info.driver_name + " allows [" +
-                     std::to_string(info.min_mtu) + ", " + std::to_string(info.max_mtu) + "]");
+                     std::to_string(std::max<int>(info.min_mtu, 128)) + ", " + std::to_string(max_mtu) + "]");
   const std::uint32_t room = RTE_PKTMBUF_HEADROOM + std::max<std::uint32_t>(2048, static_cast<std::uint32_t>(mtu) + 64);
   const std::string pool_name = "logpb_pool_" + std::to_string(port_);
   // 8191 mbufs: both rings full plus bursts in flight, on the port's NUMA node.

@@ -12,6 +12,8 @@ enum Handler : std::uint16_t {
   kQuit = 1,  // request: the server stops serving (no reply: the client may exit right after)
   kEcho = 2,  // request: reply kAck at once, echoing the four argument words
   kAck = 3,   // reply: counted by the client
+  kStoreCheck = 4,  // bulk store request: reply kAck with (checksum of the bytes that landed, their length)
+  kGotBack = 5,     // get completion (runs on the client)
 };
 
 struct ClientState {
@@ -37,6 +39,12 @@ void install_server(EP& ep, ServerState& st) {
   ep.user = &st;
   ep.on(kEcho, [](EP& e, const am::Frame& f) { e.reply(f, kAck, f.args[0], f.args[1], f.args[2], f.args[3]); });
   ep.on(kQuit, [](EP& e, const am::Frame&) { static_cast<ServerState*>(e.user)->quit = true; });
+  ep.on(kStoreCheck, [](EP& e, const am::Frame& f) {
+    const auto seg = e.transport().segment();  // the AM layer has checked the range against it
+    std::uint64_t h = 1469598103934665603ull;
+    for (std::uint32_t i = 0; i < f.bulk_len; ++i) h = (h ^ std::to_integer<std::uint8_t>(seg[f.bulk_off + i])) * 1099511628211ull;
+    e.reply(f, kAck, h, f.bulk_len);
+  });
 }
 
 // Serve until the client says quit. A dead client ends this with PeerError.
