@@ -2,6 +2,7 @@
 // has its own in-memory EAL); `server`/`client HOST` run over whatever port the EAL arguments give
 // (af_xdp on a veth pair, a real NIC) and exchange MAC addresses over the TCP bootstrap; `local
 // --reflector` measures against a reflector nobody here wrote (testpmd in macswap mode).
+#include <numa.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -103,8 +104,18 @@ std::uint32_t new_session() {
   return s;
 }
 
+// The polling core should sit on the NIC's NUMA node (the mempool and segment already do).
+nlohmann::json placement(int cpu, int nic_node) {
+  const int cpu_node = numa_available() >= 0 ? numa_node_of_cpu(cpu) : 0;
+  if (cpu_node >= 0 && nic_node >= 0 && cpu_node != nic_node)
+    std::fprintf(stderr, "logpbench: warning: core %d is on NUMA node %d but the NIC is on node %d: every message "
+                         "crosses the interconnect; choose a core of node %d with --cpu\n", cpu, cpu_node, nic_node, nic_node);
+  return {{"cpu", cpu}, {"cpu_numa_node", cpu_node}, {"nic_numa_node", nic_node}, {"local", cpu_node == nic_node}};
+}
+
 void describe_run(ResultsDoc& doc, const Options& o, const dpdk::Transport& t, std::uint32_t session) {
   doc.j["meta"]["transport"] = t.describe();
+  doc.j["meta"]["numa_placement"] = placement(o.cpu, t.describe().value("numa_socket", 0));
   doc.j["meta"]["session"] = session;
   doc.j["meta"]["am"] = {{"window", o.window}, {"frame_bytes", sizeof(am::Frame)},
                          {"loss_timeout_s", o.loss_timeout_s >= 0 ? o.loss_timeout_s : 0.05}};
