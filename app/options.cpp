@@ -62,6 +62,20 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
       ("timeout", po::value(&o.timeout_s)->default_value(o.timeout_s), "seconds without progress before the peer is declared lost")
       ("connect-timeout", po::value(&o.connect_timeout_s)->default_value(o.connect_timeout_s), "seconds to wait for the peer to connect")
       ("allow-variant-tsc", po::bool_switch(&o.allow_variant_tsc), "measure even without an invariant TSC");
+  po::options_description verbs("verbs transport (perftest's -d, -i, -x)");
+  std::string gid = "auto";
+  int ib_mtu_bytes = 0;
+  verbs.add_options()
+      ("ib-dev,d", po::value(&o.ib_dev), "RDMA device (default: the first)")
+      ("ib-port,i", po::value(&o.ib_port)->default_value(o.ib_port), "device port")
+      ("gid-index,x", po::value(&gid)->default_value(gid), "GID index, or auto (a RoCE v2 IPv4 GID)")
+      ("inline", po::value(&o.inline_bytes)->default_value(o.inline_bytes), "inline data asked of the QP (0: send from memory)")
+      ("signal-every", po::value(&o.signal_every)->default_value(o.signal_every), "one signaled send in this many")
+      ("recv-batch", po::value(&o.recv_batch)->default_value(o.recv_batch), "receives re-posted per chained post")
+      ("sq-depth", po::value(&o.sq_depth)->default_value(o.sq_depth), "send queue depth")
+      ("rq-depth", po::value(&o.rq_depth)->default_value(o.rq_depth), "receive queue depth (pre-posted receives)")
+      ("ib-mtu", po::value(&ib_mtu_bytes)->default_value(0), "path MTU in bytes (256..4096; 0: the port's active MTU)")
+      ("event", po::bool_switch(&o.event_mode), "wait for completions on a completion channel instead of busy polling");
   po::options_description dpdk("DPDK transport");
   dpdk.add_options()
       ("eal", po::value(&o.eal), "EAL arguments, passed through (e.g. \"--vdev=net_af_xdp0,iface=veth0 -l 1\")")
@@ -97,7 +111,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   po::positional_options_description pos;
   pos.add("mode", 1).add("host", 1);
   po::options_description all;
-  all.add(general).add(place).add(dpdk).add(method).add(hidden);
+  all.add(general).add(place).add(verbs).add(dpdk).add(method).add(hidden);
 
   po::variables_map vm;
   try {
@@ -109,7 +123,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   if (vm.count("help")) {
     std::cout << "usage: logpbench [local | server | client HOST] [options]\n"
                  "With no arguments: local --transport shm --bench signature (the embedded default).\n\n"
-              << general << '\n' << place << '\n' << method << '\n' << dpdk;
+              << general << '\n' << place << '\n' << method << '\n' << verbs << '\n' << dpdk;
     return false;
   }
   if (vm.count("version")) {
@@ -181,6 +195,37 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
     for (const char* k : {"eal", "reflector", "drop-rate", "no-huge"})
       if (vm.count(k) && !vm[k].defaulted()) throw UsageError(std::string("--") + k + " belongs to --transport dpdk");
   }
+  if (gid == "auto") {
+    o.gid_index = -1;
+  } else {
+    std::size_t used = 0;
+    try {
+      o.gid_index = std::stoi(gid, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != gid.size() || o.gid_index < 0 || o.gid_index > 255)
+      throw UsageError("--gid-index must be auto or an index 0..255, not '" + gid + "'");
+  }
+  switch (ib_mtu_bytes) {
+    case 0: o.ib_mtu = 0; break;
+    case 256: o.ib_mtu = 1; break;
+    case 512: o.ib_mtu = 2; break;
+    case 1024: o.ib_mtu = 3; break;
+    case 2048: o.ib_mtu = 4; break;
+    case 4096: o.ib_mtu = 5; break;
+    default: throw UsageError("--ib-mtu must be 256, 512, 1024, 2048 or 4096");
+  }
+  if (o.transport != "verbs")
+    for (const char* k : {"ib-dev", "event"})
+      if (vm.count(k) && !vm[k].defaulted()) throw UsageError(std::string("--") + k + " belongs to --transport verbs");
+  positive("inline", o.inline_bytes, 0, 4096);
+  positive("signal-every", o.signal_every, 1, 4096);
+  positive("recv-batch", o.recv_batch, 1, 512);
+  positive("sq-depth", o.sq_depth, 16, 16384);
+  positive("rq-depth", o.rq_depth, 16, 16384);
+  if (o.transport == "verbs" && o.rq_depth < 2 * o.window + o.recv_batch)
+    throw UsageError("--rq-depth must cover twice --window plus --recv-batch, or receives could run out");
   if (o.reflector && o.mode != "local") throw UsageError("--reflector is for local mode: the reflector is the peer");
   positive("drop-rate", o.drop_rate, 0, 0.5);
   positive("burst", o.burst, 1, 512);

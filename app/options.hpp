@@ -39,6 +39,12 @@ struct Options {
   double connect_timeout_s = 30;
   bool allow_variant_tsc = false;
   double loss_timeout_s = -1;  // -1: the transport's default (0 for shm, which never loses)
+  // verbs
+  std::string ib_dev;
+  int ib_port = 1;
+  int gid_index = -1;  // -1: auto
+  int inline_bytes = 64, signal_every = 16, recv_batch = 32, sq_depth = 256, rq_depth = 512, ib_mtu = 0;
+  bool event_mode = false;
   // DPDK
   std::string eal;             // EAL arguments, split on spaces
   int dpdk_port = -1;
