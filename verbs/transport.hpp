@@ -58,6 +58,9 @@ class Transport {
     const int n = ibv_poll_cq(dev_.recv_cq(), cq_batch_, wc);
     if (n <= 0) {
       if (n < 0) throw PeerError("ibv_poll_cq(recv) failed: the device or its context is gone");
+      // While waiting, look at the send CQ now and then: a send that failed (the peer is unreachable,
+      // retries exhausted) reports only there, and it must end the run at once, not after a timeout.
+      if ((++empty_polls_ & 1023) == 0) reap_sends(sink);
       if (events_) wait_event();
       return 0;
     }
@@ -183,6 +186,7 @@ class Transport {
   int repost_n_ = 0;
   std::uint32_t next_header_ = 0;
   int gets_pending_ = 0;
+  std::uint64_t empty_polls_ = 0;
   std::vector<am::Frame> get_frames_;
   alignas(64) am::Frame rx_frame_{};
   Counters counters_;
