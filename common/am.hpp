@@ -134,6 +134,19 @@ class Endpoint {
     ++counters_.replies_sent;
   }
 
+  // Reply with n bytes of data from inside a request handler: they land at remote_off in the
+  // requester's segment before its reply handler runs (a bulk reply, as a get's data returns).
+  void reply_store(const Frame& req, std::uint16_t handler, const void* src, std::uint32_t n, std::uint32_t remote_off,
+                   std::uint64_t a0 = 0, std::uint64_t a1 = 0)
+    requires BulkTransport<T>
+  {
+    check_bulk(n, remote_off, "reply");
+    fill(rep_, handler, req.token, a0, a1, 0, 0, n, remote_off);
+    rep_.flags = req.flags;
+    while (!net_.try_store(rep_, src, n, remote_off)) stall_check();
+    ++counters_.replies_sent;
+  }
+
   // Poll the NI once, dispatching what arrived.
   int poll() {
     return net_.poll([this](const void* p, std::size_t n) { deliver(p, n); });

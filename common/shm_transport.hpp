@@ -90,8 +90,8 @@ class ShmTransport {
     c.visible = 0;
     if (emulated_) [[unlikely]] {
       const std::uint64_t ready = t_enter + os_cycles_;
-      const std::uint64_t dep = std::max(ready, last_departure_ + g_cycles_);
-      last_departure_ = dep;
+      const std::uint64_t dep = std::max(ready, next_departure_);
+      next_departure_ = dep + g_cycles_;
       c.visible = dep + 2 * L_cycles_ + static_cast<std::uint64_t>(G_cycles_ * n);
     }
     ++local_count_;
@@ -181,10 +181,12 @@ class ShmTransport {
   std::uint64_t emulate_departure(std::uint64_t t_enter, std::uint32_t bulk_len) noexcept {
     const std::uint64_t ready =
         t_enter + os_cycles_ + static_cast<std::uint64_t>(os_per_byte_cycles_ * bulk_len);
-    const std::uint64_t gap = g_cycles_ + static_cast<std::uint64_t>(G_cycles_ * bulk_len);
-    const std::uint64_t dep = std::max(ready, last_departure_ + gap);
-    last_departure_ = dep;
-    return dep + L_cycles_;
+    // LogGP: a message holds the wire for g + G*n (Bell et al.'s per-message time), and its last byte
+    // leaves G*n after its first, so it is visible G*n + L after departure.
+    const std::uint64_t wire = static_cast<std::uint64_t>(G_cycles_ * bulk_len);
+    const std::uint64_t dep = std::max(ready, next_departure_);
+    next_departure_ = dep + g_cycles_ + wire;
+    return dep + wire + L_cycles_;
   }
 
   // Hot fields first.
@@ -199,7 +201,7 @@ class ShmTransport {
   bool emulated_ = false;
   std::uint64_t os_cycles_ = 0, or_cycles_ = 0, g_cycles_ = 0, L_cycles_ = 0;
   double os_per_byte_cycles_ = 0, or_per_byte_cycles_ = 0, G_cycles_ = 0;
-  std::uint64_t last_departure_ = 0, last_arrival_ = 0;
+  std::uint64_t next_departure_ = 0, last_arrival_ = 0;
   std::size_t local_head_ = 0, local_count_ = 0;
   LocalCompletion local_[kLocalSlots];
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../am.hpp"
 
@@ -14,6 +15,8 @@ enum Handler : std::uint16_t {
   kAck = 3,   // reply: counted by the client
   kStoreCheck = 4,  // bulk store request: reply kAck with (checksum of the bytes that landed, their length)
   kGotBack = 5,     // get completion (runs on the client)
+  kSink = 6,        // bulk store request: reply kAck at once (the data has landed)
+  kSendBack = 7,    // request (args: bytes n, offset in the requester's segment): reply kAck carrying n bytes
 };
 
 struct ClientState {
@@ -39,6 +42,18 @@ void install_server(EP& ep, ServerState& st) {
   ep.user = &st;
   ep.on(kEcho, [](EP& e, const am::Frame& f) { e.reply(f, kAck, f.args[0], f.args[1], f.args[2], f.args[3]); });
   ep.on(kQuit, [](EP& e, const am::Frame&) { static_cast<ServerState*>(e.user)->quit = true; });
+  ep.on(kSink, [](EP& e, const am::Frame& f) { e.reply(f, kAck, f.bulk_len); });
+  ep.on(kSendBack, [](EP& e, const am::Frame& f) {
+    const auto n = static_cast<std::uint32_t>(f.args[0]);
+    if (n == 0) return e.reply(f, kAck, 0);
+    if constexpr (BulkTransport<std::remove_reference_t<decltype(e.transport())>>) {
+      const auto seg = e.transport().segment();
+      if (n > seg.size()) return e.reply(f, kAck, 0);  // refuse, the requester sees 0 bytes came back
+      e.reply_store(f, kAck, seg.data(), n, static_cast<std::uint32_t>(f.args[1]), n);
+    } else {
+      e.reply(f, kAck, 0);
+    }
+  });
   ep.on(kStoreCheck, [](EP& e, const am::Frame& f) {
     const auto seg = e.transport().segment();  // the AM layer has checked the range against it
     std::uint64_t h = 1469598103934665603ull;
