@@ -15,6 +15,10 @@
 #include "common/methods/protocol.hpp"
 #include "common/methods/signature.hpp"
 #include "common/methods/verify.hpp"
+#include "common/methods/bell.hpp"
+#include "common/methods/bulk.hpp"
+#include "common/methods/doerfler.hpp"
+#include "common/methods/kielmann.hpp"
 #include "common/results.hpp"
 
 namespace logpb::app {
@@ -34,6 +38,56 @@ analysis::Param rtt_param(const Summary& s);
 // Fills doc.j["parameters"] and ["checks"] from the per-run fits.
 void summarize_runs(ResultsDoc& doc, const std::vector<analysis::SignatureFit>& fits);
 void summarize_pingpong_runs(ResultsDoc& doc, const std::vector<analysis::Param>& rtts);
+
+nlohmann::json bell_json(ResultsDoc& doc, const std::vector<methods::BellSize>& v, bool flood);
+nlohmann::json kielmann_json(ResultsDoc& doc, const methods::KielmannResult& r);
+nlohmann::json doerfler_json(ResultsDoc& doc, const std::vector<methods::DoerflerSize>& v, const Options& o);
+nlohmann::json bulk_json(ResultsDoc& doc, const std::vector<methods::BulkSize>& v, bool raw);
+std::vector<std::uint32_t> default_sizes(const std::string& bench, std::uint32_t max_bytes);
+
+// Bulk, Bell (flood, overlap), Kielmann and Doerfler: the methods that run over message sizes.
+template <class EP>
+void run_size_method(EP& ep, methods::ClientState& st, const Clock& clock, const Options& o, ResultsDoc& doc,
+                     Progress& progress) {
+  if constexpr (!BulkTransport<std::remove_reference_t<decltype(ep.transport())>>) {
+    throw UsageError("--bench " + o.bench + " needs bulk transfers, which this transport lacks");
+  } else {
+    auto say = [&](const std::string& s) { progress(s); };
+    std::vector<std::uint32_t> sizes = o.sizes.empty() ? default_sizes(o.bench, methods::max_message(ep)) : o.sizes;
+    for (auto n : sizes)
+      if (n > methods::max_message(ep))
+        throw UsageError("size " + std::to_string(n) + " exceeds half the segment (" + std::to_string(methods::max_message(ep)) + ")");
+    nlohmann::json run;
+    if (o.bench == "flood" || o.bench == "overlap") {
+      methods::BellConfig cfg{sizes, o.queue_depth, o.messages, o.bell_runs};
+      const auto v = o.bench == "flood" ? methods::bell_flood(ep, st, clock, cfg, say) : methods::bell_overlap(ep, st, clock, cfg, say);
+      run = bell_json(doc, v, o.bench == "flood");
+    } else if (o.bench == "kielmann") {
+      methods::KielmannConfig cfg;
+      cfg.eps = o.eps;
+      cfg.compare_saturation = o.compare_saturation;
+      if (!o.sizes.empty()) cfg.max_bytes = o.sizes.back();  // the largest size given bounds the range
+      run = kielmann_json(doc, methods::kielmann(ep, st, clock, cfg, say));
+    } else if (o.bench == "availability") {
+      methods::DoerflerConfig cfg;
+      cfg.sizes = sizes;
+      cfg.base_threshold = o.base_threshold;
+      cfg.stop_threshold = o.stop_threshold;
+      run = doerfler_json(doc, methods::doerfler(ep, st, clock, cfg, say), o);
+    } else {  // bulk
+      methods::SignatureConfig cfg;
+      cfg.bursts = o.bursts.empty() ? methods::default_bursts(std::min(o.max_burst, 64)) : o.bursts;
+      cfg.rule = o.rule;
+      cfg.rtt = {std::min(o.iterations, 2000), 0};
+      cfg.max_burst_ns = o.max_burst_time_ns;
+      methods::Hooks hooks;
+      hooks.progress = say;
+      run = bulk_json(doc, methods::bulk(ep, st, clock, sizes, cfg, o.deltas_ns, hooks), o.raw);
+    }
+    doc.j["runs"].push_back(run);
+    doc.save();
+  }
+}
 
 // The AM layer's own counts (frames refused by reason, losses) go into meta.am.counters.
 template <class EP>
@@ -55,6 +109,10 @@ void run_client_bench(EP& ep, const Clock& clock, const Options& o, ResultsDoc& 
   methods::install_client(ep, st);
   doc.j["runs"] = nlohmann::json::array();
 
+  if (o.bench == "bulk" || o.bench == "flood" || o.bench == "overlap" || o.bench == "kielmann" || o.bench == "availability") {
+    run_size_method(ep, st, clock, o, doc, progress);
+    return;
+  }
   if (o.bench == "verify") {
     if constexpr (BulkTransport<std::remove_reference_t<decltype(ep.transport())>>) {
       progress("verifying bulk store and get");

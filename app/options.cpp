@@ -1,5 +1,6 @@
 #include "options.hpp"
 
+#include <algorithm>
 #include <iostream>
 #include <sstream>
 
@@ -43,12 +44,12 @@ std::vector<int> parse_int_list(const std::string& what, const std::string& s) {
 
 bool parse_options(int argc, const char* const* argv, Options& o) {
   po::options_description general("Run");
-  std::string bursts, deltas, factors, estimator = "median", burst_time = "2ms";
+  std::string bursts, deltas, factors, estimator = "median", burst_time = "2ms", sizes_arg;
   general.add_options()
       ("help,h", "this text")
       ("version", "print the version")
       ("transport", po::value(&o.transport)->default_value(o.transport), "shm | verbs | dpdk | mpi")
-      ("bench", po::value(&o.bench)->default_value(o.bench), "pingpong | signature | verify (bulk store/get byte-for-byte self-check)")
+      ("bench", po::value(&o.bench)->default_value(o.bench), "pingpong | signature | bulk | flood | overlap | kielmann | availability | verify (bulk self-check)")
       ("emulate", po::value(&o.emulate_spec), "shm only: emulated NI, e.g. \"os=1.4us,or=2.2us,g=7.6us,L=6.3us,C=32\"")
       ("json", po::value(&o.json_path), "write results to this file (atomically; checkpointed during the run)")
       ("raw", po::bool_switch(&o.raw), "also store every raw sample in the JSON")
@@ -105,7 +106,15 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
       ("min-samples", po::value(&o.rule.min_samples)->default_value(o.rule.min_samples), "stop rule: fewest samples per point")
       ("max-samples", po::value(&o.rule.max_samples)->default_value(o.rule.max_samples), "stop rule: cap per point")
       ("max-point-seconds", po::value(&o.rule.max_seconds)->default_value(o.rule.max_seconds), "stop rule: time cap per point")
-      ("estimator", po::value(&estimator)->default_value(estimator), "point estimate: median | mean");
+      ("estimator", po::value(&estimator)->default_value(estimator), "point estimate: median | mean")
+      ("sizes", po::value(&sizes_arg), "message sizes in bytes for bulk, flood, overlap, availability (e.g. 8,512,4096)")
+      ("queue-depth", po::value(&o.queue_depth)->default_value(o.queue_depth), "flood: messages kept in flight (Bell et al.)")
+      ("messages", po::value(&o.messages)->default_value(o.messages), "flood/overlap: messages per run")
+      ("bell-runs", po::value(&o.bell_runs)->default_value(o.bell_runs), "flood/overlap: runs; the minimum is reported, the median beside it")
+      ("eps", po::value(&o.eps)->default_value(o.eps), "kielmann: relative precision and saturation criterion")
+      ("no-saturation-compare", "kielmann: skip the saturation-based g(m) timed for comparison")
+      ("base-threshold", po::value(&o.base_threshold)->default_value(o.base_threshold), "availability: base_t threshold (1.02-1.05)")
+      ("stop-threshold", po::value(&o.stop_threshold)->default_value(o.stop_threshold), "availability: stop threshold (1.5-2)");
   po::options_description hidden;
   hidden.add_options()("mode", po::value(&o.mode))("host", po::value(&o.host));
   po::positional_options_description pos;
@@ -137,8 +146,17 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   if (o.mode != "client" && !o.host.empty()) throw UsageError("unexpected argument '" + o.host + "' (only client takes a HOST)");
   if (o.transport != "shm" && o.transport != "verbs" && o.transport != "dpdk" && o.transport != "mpi")
     throw UsageError("--transport must be shm, verbs, dpdk or mpi, not '" + o.transport + "'");
-  if (o.bench != "pingpong" && o.bench != "signature" && o.bench != "verify")
-    throw UsageError("--bench must be pingpong, signature or verify, not '" + o.bench + "'");
+  static const char* benches[] = {"pingpong", "signature", "verify", "bulk", "flood", "overlap", "kielmann", "availability"};
+  if (std::find(std::begin(benches), std::end(benches), o.bench) == std::end(benches))
+    throw UsageError("--bench must be pingpong, signature, bulk, flood, overlap, kielmann, availability or verify, not '" +
+                     o.bench + "'");
+  if (!sizes_arg.empty()) {
+    for (int v : parse_int_list("--sizes", sizes_arg)) o.sizes.push_back(static_cast<std::uint32_t>(v));
+    if (o.sizes.back() > o.segment_bytes / 2)
+      throw UsageError("--sizes: " + std::to_string(o.sizes.back()) + " bytes exceed half the " +
+                       std::to_string(o.segment_bytes) + "-byte segment");
+  }
+  o.compare_saturation = !vm.count("no-saturation-compare");
   if (!o.emulate_spec.empty()) {
     if (o.transport != "shm") throw UsageError("--emulate works only with --transport shm");
     if (o.mode == "server") throw UsageError("--emulate is given to the client; the server takes it from there");
@@ -176,6 +194,12 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
       throw UsageError(std::string("--") + name + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
   };
   positive("iters", o.iterations, 1, 1e8);
+  positive("queue-depth", o.queue_depth, 1, 4096);
+  positive("messages", o.messages, 1, 1e8);
+  positive("bell-runs", o.bell_runs, 1, 1000);
+  positive("eps", o.eps, 1e-4, 0.5);
+  positive("base-threshold", o.base_threshold, 1.001, 2);
+  positive("stop-threshold", o.stop_threshold, o.base_threshold, 100);
   positive("warmup", o.warmup, 0, 1e8);
   positive("max-burst", o.max_burst, 1, 1 << 20);
   positive("window", o.window, 1, 1 << 16);

@@ -53,9 +53,11 @@ struct Hooks {
   std::function<std::vector<double>(const SignatureCurve&)> deltas_after_first;
 };
 
-template <class EP>
+// One curve: for every M, M x {issue(i); compute Delta}, timed. `issue` sends the i-th message of the
+// burst (a small request for the signature, a bulk store for Culler's section 4).
+template <class EP, class Issue>
 SignatureCurve signature_curve(EP& ep, const Clock& clock, double delta_ns, const SignatureConfig& cfg,
-                               const Hooks& hooks, const std::string& label) {
+                               const Hooks& hooks, const std::string& label, Issue&& issue) {
   const BusyDelay delay(clock);
   SignatureCurve c;
   c.delta_ns = delta_ns;
@@ -78,7 +80,7 @@ SignatureCurve signature_curve(EP& ep, const Clock& clock, double delta_ns, cons
       const std::uint64_t losses = ep.loss_events();
       const std::uint64_t t0 = tsc::now();
       for (int i = 0; i < M; ++i) {
-        ep.request(kEcho);
+        issue(i);
         delay.run(delta_cycles);
       }
       const std::uint64_t t1 = tsc::now_end();
@@ -99,14 +101,15 @@ SignatureData signature(EP& ep, ClientState& st, const Clock& clock, const Signa
   hooks.progress("round trip");
   d.rtt = pingpong(ep, st, clock, cfg.rtt);
   hooks.checkpoint(d);
-  d.curves.push_back(signature_curve(ep, clock, 0, cfg, hooks, "signature Delta=0"));
+  auto request = [&ep](int) { ep.request(kEcho); };
+  d.curves.push_back(signature_curve(ep, clock, 0, cfg, hooks, "signature Delta=0", request));
   hooks.checkpoint(d);
   const std::vector<double> deltas = cfg.deltas_ns.empty() ? hooks.deltas_after_first(d.curves.front()) : cfg.deltas_ns;
   for (double delta : deltas) {
     if (delta <= 0) continue;
     char label[64];
     std::snprintf(label, sizeof label, "signature Delta=%.0fns", delta);
-    d.curves.push_back(signature_curve(ep, clock, delta, cfg, hooks, label));
+    d.curves.push_back(signature_curve(ep, clock, delta, cfg, hooks, label, request));
     hooks.checkpoint(d);
   }
   return d;

@@ -245,6 +245,104 @@ def test_plot():
     assert p.returncode != 0 and "missing.json" in p.stderr
 
 
+# A Paragon-like NI that moves data by DMA (no per-byte CPU cost) with a per-byte wire time G, and one
+# that copies by the CPU (programmed I/O) at a per-byte o_s(n) and o_r(n) as well.
+DMA = "os=1.4us,or=2.2us,g=7.6us,L=6.3us,G=0.2ns"
+PIO = "os=1.4us,or=2.2us,g=7.6us,L=6.3us,G=0.2ns,os_per_byte=0.1ns,or_per_byte=0.05ns"
+
+
+def near(got, want, what, bad):
+    tol = max(0.1 * abs(want), TOL_US * 1e3)
+    if got is None or abs(got - want) > tol:
+        bad.append(f"{what}: {got} ns, truth {want:.0f} ns (tolerance {tol:.0f} ns)")
+
+
+def method(bench, spec, extra):
+    out = os.path.join(TMP, f"{bench}.json")
+    run(["local", "--bench", bench, "--emulate", spec, "--json", out, "-q"] + extra, timeout=600)
+    doc = load(out)
+    assert doc["status"] == "complete", doc["status"]
+    return doc
+
+
+def per_size(doc):
+    return {e["bytes"]: e for e in doc["per_size"]}
+
+
+def test_method_flood():
+    # Bell et al.: the flood's time per message is the wire's g + G*n here.
+    doc = method("flood", DMA, ["--sizes", "8,512,4096,16384,65536", "--messages", "300", "--bell-runs", "3"])
+    bad = []
+    p = doc["parameters"]
+    near(p["g"]["value_ns"], 7600 + 0.2 * 8, "g", bad)
+    near(p["G"]["value_ns"] * 1e4, 0.2 * 1e4, "G (x 1e4)", bad)
+    for n, e in per_size(doc).items():
+        near(e["g"]["value_ns"], 7600 + 0.2 * n, f"g({n})", bad)
+    near(p["rtt"]["value_ns"], 19800 + 0.2 * 8, "EEL rtt", bad)
+    print("flood g", p["g"]["value_ns"], "G", p["G"]["value_ns"], "crossover", p["crossover_bytes"]["value_ns"])
+    assert not bad, "\n".join(bad)
+
+
+def test_method_overlap():
+    doc = method("overlap", PIO, ["--sizes", "8,4096,32768", "--messages", "2000", "--bell-runs", "3"])
+    bad = []
+    for n, e in per_size(doc).items():
+        near(e["o_s"]["value_ns"], 1400 + 0.1 * n, f"o_s({n})", bad)
+        near(e["o_r"]["value_ns"], 2200 + 0.05 * n, f"o_r({n})", bad)
+    print({n: (e["o_s"]["value_ns"], e["o_r"]["value_ns"]) for n, e in per_size(doc).items()})
+    assert not bad, "\n".join(bad)
+
+
+def test_method_kielmann():
+    doc = method("kielmann", DMA, ["--sizes", "32768"])
+    bad = []
+    p = doc["parameters"]
+    for n, e in per_size(doc).items():
+        if n <= 4096:  # above that the emulator's own copy outgrows the set o_s
+            near(e["o_s"]["value_ns"], 1400, f"o_s({n})", bad)
+        near(e["o_r"]["value_ns"], 2200, f"o_r({n})", bad)
+        near(e["g"]["value_ns"], 7600 + 0.2 * n, f"g({n})", bad)
+    near(p["g0"]["value_ns"], 7600, "g(0)", bad)
+    near(p["L"]["value_ns"], 6300, "L (LogP, by Table 1)", bad)
+    near(p["L_plogp"]["value_ns"], (19800 - 2 * 7600) / 2, "L (parameterized)", bad)
+    run_ = doc["runs"][0]
+    print("kielmann sizes", sorted(per_size(doc)), "L", p["L"]["value_ns"], "L_plogp", p["L_plogp"]["value_ns"],
+          "fast", run_["fast_seconds"], "s, saturation", run_["saturation_seconds"], "s")
+    for n, e in per_size(doc).items():
+        if n > 0 and "g_saturation" in e:
+            near(e["g_saturation"]["value_ns"], 7600 + 0.2 * n, f"g_saturation({n})", bad)
+    assert run_["saturation_vs_fast_time"] > 1, run_
+    assert not bad, "\n".join(bad)
+
+
+def test_method_availability():
+    # Doerfler & Brightwell: what the CPU cannot overlap is posting plus completing: o_s(n) + o_r of the
+    # acknowledgement for a send, o_s of the request + o_r(n) for a receive.
+    doc = method("availability", PIO, ["--sizes", "8,4096,32768"])
+    bad = []
+    for n, e in per_size(doc).items():
+        near(e["send"]["overhead"]["value_ns"], 1400 + 0.1 * n + 2200, f"send overhead({n})", bad)
+        near(e["recv"]["overhead"]["value_ns"], 1400 + 2200 + 0.05 * n, f"recv overhead({n})", bad)
+        for side in ("send", "recv"):
+            a = e[side]["availability"]
+            assert a is not None and 0 <= a <= 1, (n, side, a)
+    print({n: (e["send"]["overhead"]["value_ns"], e["recv"]["overhead"]["value_ns"], e["send"]["availability"])
+           for n, e in per_size(doc).items()})
+    assert not bad, "\n".join(bad)
+
+
+def test_method_bulk():
+    # Culler et al. section 4: o_s(n) from each size's signature (Figure 12), here a + b*n.
+    doc = method("bulk", PIO, ["--sizes", "8,1024,4096,16384"])
+    bad = []
+    for n, e in per_size(doc).items():
+        near(e["o_s"]["value_ns"], 1400 + 0.1 * n, f"o_s({n})", bad)
+        near(e["rtt"]["value_ns"], 19800 + (0.1 + 0.2 + 0.05) * n, f"T({n})", bad)
+    print({n: (e["o_s"]["value_ns"], e["rtt"]["value_ns"]) for n, e in per_size(doc).items()},
+          doc["parameters"]["T0"], doc["parameters"]["R_inf_bytes_per_ns"])
+    assert not bad, "\n".join(bad)
+
+
 if __name__ == "__main__":
     name = sys.argv[3]
     fn = globals()["test_" + name]

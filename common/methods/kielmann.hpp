@@ -1,0 +1,174 @@
+// Fast measurement of parameterized LogP (Kielmann, Bal, Verstoep, section 3):
+//  - g(0) by saturation: n small messages in a row and one reply, n = 10, 20, 40, ... until the gap per
+//    message changes by less than eps and RTT_1 < eps * RTT_n;
+//  - per size m, two round trips only: m bytes out and 0 back (the send time is o_s(m), the whole is
+//    RTT(m)); 0 out, a wait Delta > RTT(m), then m bytes received (the receive time is o_r(m));
+//    g(m) = RTT(m) - RTT(0) + g(0) and L = (RTT(0) - 2 g(0)) / 2;
+//  - sizes 2^k, the range extended while g(2^k) misses the line through the two sizes below it, and
+//    intervals halved where o_s, o_r or g miss their extrapolation by more than eps.
+// Each round trip is repeated until the mean's relative error is below eps, at most 60 times (15 for
+// large messages), as in the paper.
+#pragma once
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <vector>
+
+#include "../stats.hpp"
+#include "bell.hpp"
+#include "messages.hpp"
+
+namespace logpb::methods {
+
+struct KielmannConfig {
+  double eps = 0.01;
+  int k_max_initial = 16;  // initial sizes 2^0 .. 2^k
+  int max_small = 60, max_large = 15;
+  std::uint32_t large_bytes = 32768;
+  bool compare_saturation = true;  // also time a saturation-based g(m) for the same sizes (Table 2's point)
+  std::uint32_t max_bytes = 0;     // 0: half the segment
+};
+
+struct KielmannSize {
+  std::uint32_t bytes = 0;
+  double o_s = NAN, o_r = NAN, rtt = NAN, g = NAN;
+  double o_s_ci = NAN, o_r_ci = NAN, rtt_ci = NAN;
+  int samples = 0;
+  double g_saturation = NAN;  // same size, by saturation (only when compared)
+};
+
+struct KielmannResult {
+  double g0 = NAN, g0_n = 0;
+  std::vector<KielmannSize> sizes;  // ascending
+  double fast_seconds = 0, saturation_seconds = 0;
+  std::vector<std::string> notes;
+};
+
+namespace detail {
+
+// Mean of repeated measurements until its relative error (Student-t 95% half-width / mean) < eps.
+template <class F>
+Summary repeat_until(double eps, int min_n, int max_n, F&& f) {
+  std::vector<double> v;
+  for (;;) {
+    const double x = f();
+    if (x == x) v.push_back(x);
+    const Summary s = summarize(v);
+    if (static_cast<int>(v.size()) >= max_n) return s;
+    if (static_cast<int>(v.size()) >= min_n && s.ci95_mean <= eps * s.mean) return s;
+    if (v.empty() && max_n-- <= 0) return s;
+  }
+}
+
+// Gap per message by saturation: n messages of m bytes in a row (window = n: nothing stalls before
+// the pipeline does), one reply awaited at the end.
+template <class EP>
+double saturate(EP& ep, ClientState& st, const Clock& clock, std::uint32_t m, double eps, double rtt1, double* n_used) {
+  double prev = NAN;
+  for (int n = 10; n <= (1 << 20); n *= 2) {
+    const double g = flood_once(ep, st, clock, m, std::min(n, 1024), n);
+    if (g != g) continue;
+    const double rtt_n = g * n;
+    if (prev == prev && std::fabs(g - prev) < eps * g && rtt1 < eps * rtt_n) {
+      if (n_used) *n_used = n;
+      return g;
+    }
+    prev = g;
+  }
+  return prev;
+}
+
+}  // namespace detail
+
+template <class EP>
+KielmannResult kielmann(EP& ep, ClientState& st, const Clock& clock, const KielmannConfig& cfg,
+                        const std::function<void(const std::string&)>& progress) {
+  KielmannResult r;
+  const auto t_start = std::chrono::steady_clock::now();
+  const std::uint32_t cap = cfg.max_bytes ? std::min(cfg.max_bytes, max_message(ep)) : max_message(ep);
+  std::map<std::uint32_t, KielmannSize> done;
+
+  auto measure = [&](std::uint32_t m) -> const KielmannSize& {
+    auto it = done.find(m);
+    if (it != done.end()) return it->second;
+    progress("kielmann " + std::to_string(m) + " B");
+    const int max_n = m >= cfg.large_bytes ? cfg.max_large : cfg.max_small;
+    KielmannSize k;
+    k.bytes = m;
+    std::vector<double> sends;
+    const Summary rtt = detail::repeat_until(cfg.eps, 5, max_n, [&] {
+      const Timed t = round_trip(ep, st, clock, m);
+      if (t.send_ns == t.send_ns) sends.push_back(t.send_ns);
+      return t.total_ns;
+    });
+    const Summary os = summarize(sends);
+    const std::uint64_t wait = clock.cycles(2 * rtt.max + 1000);  // Delta > RTT(m), whatever the spread
+    const Summary orr = detail::repeat_until(cfg.eps, 5, max_n, [&] { return receive_overhead(ep, st, clock, m, wait); });
+    k.rtt = rtt.mean;
+    k.rtt_ci = rtt.ci95_mean;
+    k.o_s = os.mean;
+    k.o_s_ci = os.ci95_mean;
+    k.o_r = orr.mean;
+    k.o_r_ci = orr.ci95_mean;
+    k.samples = static_cast<int>(rtt.n);
+    return done.emplace(m, k).first->second;
+  };
+
+  const KielmannSize& zero = measure(0);
+  r.g0 = detail::saturate(ep, st, clock, 0, cfg.eps, zero.rtt, &r.g0_n);
+  auto gap = [&](const KielmannSize& k) { return k.rtt - zero.rtt + r.g0; };
+  // A value at m extrapolated on the line through the two sizes below it.
+  auto extrapolate = [](double m0, double v0, double m1, double v1, double m) { return v1 + (v1 - v0) / (m1 - m0) * (m - m1); };
+  auto misses = [&](double meas, double pred) { return std::fabs(meas - pred) > cfg.eps * std::fabs(pred) + 20; };
+
+  std::vector<std::uint32_t> sizes;
+  for (int k = 0; k <= cfg.k_max_initial && (1u << k) <= cap; ++k) sizes.push_back(1u << k);
+  for (auto m : sizes) measure(m);
+  // Extend the range until g(m) follows the line through the two sizes below (g(m)/m has settled).
+  while (sizes.size() >= 3 && sizes.back() * 2 <= cap) {
+    const auto& a = measure(sizes[sizes.size() - 3]);
+    const auto& b = measure(sizes[sizes.size() - 2]);
+    const auto& c = measure(sizes.back());
+    if (!misses(gap(c), extrapolate(a.bytes, gap(a), b.bytes, gap(b), c.bytes))) break;
+    sizes.push_back(sizes.back() * 2);
+    measure(sizes.back());
+  }
+  // Interval halving where o_s, o_r or g is not linear in m.
+  for (std::size_t i = 2; i < sizes.size(); ++i) {
+    std::uint32_t lo = sizes[i - 1], hi = sizes[i];
+    int halvings = 0;
+    while (hi - lo > std::max<std::uint32_t>(32, static_cast<std::uint32_t>(cfg.eps * hi)) && halvings < 8) {
+      const auto& a = measure(sizes[i - 2]);
+      const auto& b = measure(lo);
+      const auto& c = measure(hi);
+      const bool off = misses(c.o_s, extrapolate(a.bytes, a.o_s, b.bytes, b.o_s, c.bytes)) ||
+                       misses(c.o_r, extrapolate(a.bytes, a.o_r, b.bytes, b.o_r, c.bytes)) ||
+                       misses(gap(c), extrapolate(a.bytes, gap(a), b.bytes, gap(b), c.bytes));
+      if (!off) break;
+      const std::uint32_t mid = (lo + hi) / 2;
+      measure(mid);
+      lo = mid;  // look closer at the upper half, where the bend is
+      ++halvings;
+    }
+  }
+  r.fast_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  for (auto& [m, k] : done) {
+    k.g = gap(k);
+    r.sizes.push_back(k);
+  }
+
+  if (cfg.compare_saturation) {
+    const auto t_sat = std::chrono::steady_clock::now();
+    for (auto& k : r.sizes) {
+      progress("saturation g(" + std::to_string(k.bytes) + " B)");
+      k.g_saturation = detail::saturate(ep, st, clock, k.bytes, cfg.eps, k.rtt, nullptr);
+    }
+    r.saturation_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_sat).count();
+  }
+  return r;
+}
+
+}  // namespace logpb::methods

@@ -1,0 +1,77 @@
+// Messages of a given size, as the methods of Bell, Kielmann and Doerfler use them: size 0 is a small
+// AM (the 64-byte frame alone), size n > 0 a bulk store of n bytes whose handler replies at once. Data
+// the peer sends back (kSendBack) lands in the upper half of our segment; stores go to the lower half
+// of the peer's, in rotating slots so back-to-back messages do not overwrite one another in flight.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+
+#include "../clock.hpp"
+#include "../errors.hpp"
+#include "../transport.hpp"
+#include "protocol.hpp"
+
+namespace logpb::methods {
+
+template <class EP>
+std::uint32_t max_message(EP& ep) {
+  return static_cast<std::uint32_t>(ep.transport().segment().size() / 2);
+}
+
+// Issue one message of n bytes (slot picks where it lands). Returns without waiting for the reply.
+template <class EP>
+void send_message(EP& ep, std::uint32_t n, std::uint64_t slot = 0) {
+  if (n == 0) return ep.request(kEcho);
+  if constexpr (BulkTransport<std::remove_reference_t<decltype(ep.transport())>>) {
+    const std::uint32_t half = max_message(ep);
+    const std::uint32_t slots = std::max<std::uint32_t>(1, half / n);
+    const auto off = static_cast<std::uint32_t>((slot % slots) * n);
+    ep.store(kSink, ep.transport().segment().data(), n, off);
+  } else {
+    throw UsageError("this transport has no bulk transfers: only size 0 is possible");
+  }
+}
+
+// Ask the peer for n bytes (0: an empty reply).
+template <class EP>
+void ask_for(EP& ep, std::uint32_t n) {
+  ep.request(kSendBack, n, max_message(ep));
+}
+
+struct Timed {
+  double send_ns = NAN;  // CPU time inside the send call
+  double total_ns = NAN; // until the reply handler ran
+};
+
+// One round trip: n bytes out, 0 back. NaN when a message was lost.
+template <class EP>
+Timed round_trip(EP& ep, ClientState& st, const Clock& clock, std::uint32_t n) {
+  const std::uint64_t want = st.acks + 1;
+  const std::uint64_t t0 = tsc::now();
+  send_message(ep, n);
+  const std::uint64_t t1 = tsc::now_end();
+  const bool ok = ep.wait_until([&] { return st.acks == want; });
+  const std::uint64_t t2 = tsc::now_end();
+  Timed r;
+  if (!ok) return r;
+  r.send_ns = clock.ns(static_cast<double>(t1 - t0) - clock.timer_cost_cycles());
+  r.total_ns = clock.ns(static_cast<double>(t2 - t0) - clock.timer_cost_cycles());
+  return r;
+}
+
+// The receive overhead of an n-byte message that is already there (Kielmann et al. section 3): ask for
+// it, compute for wait_ns (> its round trip) without polling, then time only the receive.
+template <class EP>
+double receive_overhead(EP& ep, ClientState& st, const Clock& clock, std::uint32_t n, std::uint64_t wait_cycles) {
+  const BusyDelay delay(clock);
+  const std::uint64_t want = st.acks + 1;
+  ask_for(ep, n);
+  delay.run(wait_cycles);
+  const std::uint64_t t0 = tsc::now();
+  const bool ok = ep.wait_until([&] { return st.acks == want; });
+  const std::uint64_t t1 = tsc::now_end();
+  return ok ? clock.ns(static_cast<double>(t1 - t0) - clock.timer_cost_cycles()) : NAN;
+}
+
+}  // namespace logpb::methods
