@@ -243,6 +243,13 @@ def test_plot():
     p = subprocess.run([os.path.join(SRC, "scripts", "plot"), os.path.join(TMP, "missing.json"), png],
                        capture_output=True, text=True, timeout=60)
     assert p.returncode != 0 and "missing.json" in p.stderr
+    # The report: every figure and a Markdown page with the side-by-side LogGP table.
+    rep = os.path.join(TMP, "report")
+    p = subprocess.run([os.path.join(SRC, "scripts", "report"), out, rep], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    md = open(os.path.join(rep, "report.md")).read()
+    assert "## LogGP side by side" in md and "| signature | shm |" in md, md
+    assert os.path.getsize(os.path.join(rep, "plot-signature.png")) > 10000
 
 
 # A Paragon-like NI that moves data by DMA (no per-byte CPU cost) with a per-byte wire time G, and one

@@ -1,0 +1,223 @@
+"""Figures and the one-page summary for logpbench results, drawn the way the papers draw them.
+Used by scripts/plot (one figure) and scripts/report (all figures and a Markdown summary)."""
+import json
+import math
+import os
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+PARAMS = ("o_s", "o_r", "g", "G", "L", "rtt")
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def title_of(doc):
+    meta = doc.get("meta", {})
+    flags = meta.get("flags", {})
+    emu = (meta.get("emulation") or {}).get("spec")
+    t = meta.get("transport", {})
+    dev = t.get("device") or t.get("driver") or ""
+    return f"{flags.get('transport', '?')}{' ' + dev if dev else ''}" + (f" emulating {emu}" if emu else "") + \
+        f" — {meta.get('host', '')}"
+
+
+def us(x):
+    return None if x is None else x / 1e3
+
+
+def draw_signature(doc, out, run=0):
+    """Culler et al. Figures 4-7: message cost against burst length, one curve per Delta."""
+    curves = doc["runs"][run]["signature"]
+    fig, ax = plt.subplots(figsize=(8, 5.5))
+    for c in curves:
+        pts = c["points"]
+        ax.errorbar([p["M"] for p in pts], [p["cost_ns"] / 1e3 for p in pts],
+                    yerr=[(p["ci95_ns"] or 0) / 1e3 for p in pts], marker="o", ms=3, capsize=2,
+                    label=f"Δ = {c['delta_achieved_ns'] / 1e3:.2f} µs")
+    params = doc.get("parameters", {})
+    for key, style in (("o_s", ":"), ("g", "--")):
+        v = params.get(key, {}).get("value_ns")
+        if v is not None:
+            ax.axhline(v / 1e3, color="grey", ls=style, lw=1)
+            ax.annotate(f"{key} = {v / 1e3:.3f} µs", (1, v / 1e3), textcoords="offset points", xytext=(4, 3),
+                        color="grey", fontsize=8)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("burst length M (messages)")
+    ax.set_ylabel("average message cost (µs)")
+    ax.set_title("LogP signature: " + title_of(doc), fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    save(fig, out)
+
+
+def draw_rtt(doc, out, run=0):
+    r = doc["runs"][run]["rtt"]
+    h = r["histogram"]
+    lo, hi, counts = h["lo_ns"], h["hi_ns"], h["counts"]
+    w = (hi - lo) / len(counts)
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    ax.bar([(lo + (i + 0.5) * w) / 1e3 for i in range(len(counts))], counts, width=w / 1e3)
+    med = r["summary"]["median_ns"]
+    ax.axvline(med / 1e3, color="k", lw=1, ls="--")
+    ax.set_xlabel(f"round trip (µs); median {med / 1e3:.3f} µs, {h['above_hi']} above p99.9")
+    ax.set_ylabel("count")
+    ax.set_title("Round trip: " + title_of(doc), fontsize=9)
+    save(fig, out)
+
+
+def per_size_series(doc, key, sub=None):
+    xs, ys, es = [], [], []
+    for e in doc.get("per_size", []):
+        v = e.get(sub, {}).get(key) if sub else e.get(key)
+        if isinstance(v, dict) and v.get("value_ns") is not None and e["bytes"] > 0:
+            xs.append(e["bytes"])
+            ys.append(v["value_ns"] / 1e3)
+            es.append((v.get("ci95_ns") or 0) / 1e3)
+    return xs, ys, es
+
+
+def draw_sizes(doc, out, series, ylabel, title, logy=False, fit=None):
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for label, (xs, ys, es) in series:
+        if xs:
+            ax.errorbar(xs, ys, yerr=es, marker="o", ms=3, capsize=2, label=label)
+    if fit:
+        xs = sorted({x for _, (xx, _, _) in series for x in xx})
+        ax.plot(xs, [fit(x) / 1e3 for x in xs], "k--", lw=1, label="g + G·n")
+    ax.set_xscale("log", base=2)
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel("message size (bytes)")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title + ": " + title_of(doc), fontsize=9)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    save(fig, out)
+
+
+def draw_availability(doc, out):
+    """Doerfler & Brightwell Figures 3-6: overhead and availability against message size."""
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.5))
+    for side in ("send", "recv"):
+        xs = [e["bytes"] for e in doc["per_size"]]
+        ov = [(e[side]["overhead"]["value_ns"] or math.nan) / 1e3 for e in doc["per_size"]]
+        av = [e[side]["availability"] if e[side]["availability"] is not None else math.nan for e in doc["per_size"]]
+        a.plot(xs, ov, marker="o", label=side)
+        b.plot(xs, [100 * x for x in av], marker="o", label=side)
+    for ax, yl in ((a, "overhead (µs)"), (b, "application availability (%)")):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("message size (bytes)")
+        ax.set_ylabel(yl)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    b.set_ylim(0, 105)
+    fig.suptitle("Overhead and availability: " + title_of(doc), fontsize=9)
+    save(fig, out)
+
+
+def save(fig, out):
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+
+
+def figures(doc, outdir, stem):
+    """All figures for one result; returns [(caption, file name)]."""
+    bench = doc.get("meta", {}).get("flags", {}).get("bench", "?")
+    made = []
+
+    def f(name):
+        return os.path.join(outdir, f"{stem}-{name}.png")
+
+    runs = doc.get("runs") or []
+    if runs and runs[0].get("signature"):
+        draw_signature(doc, f("signature"))
+        made.append(("LogP signature (Culler et al. Figs. 4-7)", f("signature")))
+    if runs and runs[0].get("rtt", {}).get("histogram"):
+        draw_rtt(doc, f("rtt"))
+        made.append(("Round-trip distribution", f("rtt")))
+    if bench == "bulk":
+        draw_sizes(doc, f("bulk"), [("o_s(n) from the signature", per_size_series(doc, "o_s")),
+                                    ("T(n) round trip", per_size_series(doc, "rtt"))],
+                   "µs", "Bulk transfer (Culler et al. Fig. 12)", logy=True)
+        made.append(("Bulk: o_s(n) and T(n)", f("bulk")))
+    if bench == "flood":
+        p = doc["parameters"]
+        g, G = p.get("g", {}).get("value_ns"), p.get("G", {}).get("value_ns")
+        fit = (lambda n: g + G * n) if g is not None and G is not None else None
+        draw_sizes(doc, f("flood"), [("flood time per message", per_size_series(doc, "g"))], "µs",
+                   "Flood g(n) (Bell et al. §4)", logy=True, fit=fit)
+        made.append(("Flood: time per message against size", f("flood")))
+    if bench in ("overlap", "kielmann"):
+        series = [("o_s(n)", per_size_series(doc, "o_s")), ("o_r(n)", per_size_series(doc, "o_r"))]
+        if bench == "kielmann":
+            series += [("g(m) fast", per_size_series(doc, "g")), ("g(m) saturation", per_size_series(doc, "g_saturation"))]
+        draw_sizes(doc, f(bench), series, "µs", "Kielmann et al. parameterized LogP" if bench == "kielmann"
+                   else "CPU overlap (Bell et al. §4)", logy=True)
+        made.append((f"{bench}: parameters against size", f(bench)))
+    if bench == "availability":
+        draw_availability(doc, f("availability"))
+        made.append(("Overhead and availability (Doerfler & Brightwell Figs. 3-6)", f("availability")))
+    return made
+
+
+def fmt(p):
+    if not isinstance(p, dict):
+        return ""
+    v = p.get("value_ns")
+    if v is None:
+        return "n/a" + (f" ({p['error']})" if p.get("error") else "")
+    ci = p.get("ci95_ns")
+    s = f"{v / 1e3:.4g}" if abs(v) >= 1 else f"{v:.3g} ns"
+    if ci:
+        s += f" ± {ci / 1e3:.2g}"
+    return s
+
+
+def summary(docs_and_paths, outdir):
+    """Markdown: one section per result, then the LogGP parameters every method reported, side by side."""
+    lines = ["# logpbench report", ""]
+    side = []
+    for path, doc in docs_and_paths:
+        meta = doc.get("meta", {})
+        flags = meta.get("flags", {})
+        stem = os.path.splitext(os.path.basename(path))[0]
+        lines += [f"## {flags.get('bench', '?')} over {title_of(doc)}", "",
+                  f"`{os.path.basename(path)}` — status **{doc.get('status')}**, logpbench {meta.get('version', '?')}, "
+                  f"{meta.get('cpu', '')}, TSC {meta.get('tsc', {}).get('hz', 0) / 1e9:.3f} GHz, started {meta.get('started_utc', '')}", ""]
+        params = doc.get("parameters", {})
+        if params:
+            lines += ["| parameter | value (µs, ± 95% CI) |", "|---|---|"]
+            for k, v in params.items():
+                lines.append(f"| {k} | {fmt(v)} |")
+            lines.append("")
+        failed = [c for c in doc.get("checks", []) if not c.get("ok", True)]
+        if failed:
+            lines += ["Checks that failed:", ""] + [f"- {c['name']}: {c['detail']}" for c in failed] + [""]
+        elif doc.get("checks"):
+            lines += ["All consistency checks passed.", ""]
+        for caption, png in figures(doc, outdir, stem):
+            lines += [f"![{caption}]({os.path.basename(png)})", ""]
+        side.append((flags.get("bench", "?"), flags.get("transport", "?"), params))
+    lines += ["## LogGP side by side", "",
+              "What each method says the parameters are (µs; G in ns per byte). The methods define them "
+              "differently — Kielmann's g(m) includes per-byte CPU costs, Doerfler's overhead includes completing "
+              "the operation, Bell's g is a flood's time per message — so disagreement is information, not error.", "",
+              "| method | transport | " + " | ".join(PARAMS) + " |", "|---|---|" + "---|" * len(PARAMS)]
+    for bench, transport, params in side:
+        cells = []
+        for k in PARAMS:
+            p = params.get(k)
+            cells.append(f"{p['value_ns']:.4g} ns/B" if k == "G" and isinstance(p, dict) and p.get("value_ns") is not None
+                         else fmt(p))
+        lines.append(f"| {bench} | {transport} | " + " | ".join(cells) + " |")
+    lines.append("")
+    with open(os.path.join(outdir, "report.md"), "w") as f:
+        f.write("\n".join(lines))
+    return os.path.join(outdir, "report.md")
