@@ -204,7 +204,10 @@ def summary(docs_and_paths, outdir):
             lines += ["All consistency checks passed.", ""]
         for caption, png in figures(doc, outdir, stem):
             lines += [f"![{caption}]({os.path.basename(png)})", ""]
-        side.append((flags.get("bench", "?"), flags.get("transport", "?"), params))
+        t = meta.get("transport", {})
+        emu = (meta.get("emulation") or {}).get("spec")
+        where = " ".join(x for x in (flags.get("transport", "?"), t.get("device") or t.get("driver") or "") if x)
+        side.append((flags.get("bench", "?"), where + (f" emulating {emu}" if emu else ""), params))
     lines += ["## LogGP side by side", "",
               "What each method says the parameters are (µs; G in ns per byte). The methods define them "
               "differently — Kielmann's g(m) includes per-byte CPU costs, Doerfler's overhead includes completing "

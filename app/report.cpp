@@ -1,6 +1,8 @@
 #include "report.hpp"
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 namespace logpb::app {
 
@@ -10,14 +12,31 @@ void print_table(std::FILE* out, const nlohmann::json& doc) {
   std::string emu;
   if (meta.contains("transport") && meta["transport"].contains("emulation") && !meta["transport"]["emulation"].is_null())
     emu = " emulating " + meta["transport"]["emulation"].value("spec", std::string{});
-  std::fprintf(out, "logpbench %s: %s over %s%s, %d run(s)\n", meta.value("version", "?").c_str(),
-               flags.value("bench", "?").c_str(), flags.value("transport", "?").c_str(), emu.c_str(),
-               flags.value("runs", 1));
+  const std::string bench = flags.value("bench", "?");
+  const bool repeated = bench == "signature" || bench == "pingpong";
+  std::fprintf(out, "logpbench %s: %s over %s%s%s\n", meta.value("version", "?").c_str(), bench.c_str(),
+               flags.value("transport", "?").c_str(), emu.c_str(),
+               repeated ? (", " + std::to_string(flags.value("runs", 1)) + " run(s)").c_str() : "");
   std::fprintf(out, "  %-5s %12s %12s %25s\n", "", "value (us)", "95% CI (us)", "runs min..max (us)");
   const auto& params = doc.value("parameters", nlohmann::json::object());
-  for (const char* k : {"o_s", "o_r", "g", "L", "rtt"}) {
-    if (!params.contains(k)) continue;
-    const auto& p = params[k];
+  // The LogP/LogGP keys first, in the usual order, then whatever else the method reported.
+  std::vector<std::string> keys{"o_s", "o_r", "g", "G", "L", "L_plogp", "g0", "rtt"};
+  for (const auto& [k, v] : params.items())
+    if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+  for (const auto& key : keys) {
+    const char* k = key.c_str();
+    if (!params.contains(key)) continue;
+    const auto& p = params[key];
+    if (key == "G" || key == "R_inf_bytes_per_ns" || key == "crossover_bytes") {  // not times
+      if (p["value_ns"].is_null()) {
+        std::fprintf(out, "  %-5s %12s   (%s)\n", k, "n/a", p.value("error", std::string("not measured")).c_str());
+      } else {
+        const char* unit = key == "G" ? "ns/byte" : key == "crossover_bytes" ? "bytes" : "bytes/ns";
+        std::fprintf(out, "  %-5s %12.5g %12.3g  %s\n", k, p["value_ns"].get<double>(),
+                     p["ci95_ns"].is_null() ? 0.0 : p["ci95_ns"].get<double>(), unit);
+      }
+      continue;
+    }
     if (p["value_ns"].is_null()) {
       std::fprintf(out, "  %-5s %12s   (%s)\n", k, "n/a", p.value("error", std::string("not measured")).c_str());
       continue;
