@@ -73,7 +73,14 @@ int main(int argc, char** argv) {
       app::run_dpdk(o, clock, doc, progress);
 #endif
     } else {
-      throw UsageError("--transport " + o.transport + " is not built into this logpbench yet (available: shm)");
+      std::string built = "shm";
+#ifdef LOGPB_HAVE_VERBS
+      built += ", verbs";
+#endif
+#ifdef LOGPB_HAVE_DPDK
+      built += ", dpdk";
+#endif
+      throw UsageError("--transport " + o.transport + " is not built into this logpbench (built: " + built + ")");
     }
     progress.done();
     if (o.mode != "server") {
