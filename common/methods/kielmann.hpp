@@ -6,7 +6,7 @@
 //    g(m) = RTT(m) - RTT(0) + g(0) and L = (RTT(0) - 2 g(0)) / 2;
 //  - sizes 2^k, the range extended while g(2^k) misses the line through the two sizes below it, and
 //    intervals halved where o_s, o_r or g miss their extrapolation by more than eps.
-// Each round trip is repeated until the mean's relative error is below eps, at most 60 times (15 for
+// Each round trip is repeated until the relative error is below eps, at most 60 times (15 for
 // large messages), as in the paper.
 #pragma once
 
@@ -26,7 +26,7 @@ namespace logpb::methods {
 struct KielmannConfig {
   double eps = 0.01;
   int k_max_initial = 16;  // initial sizes 2^0 .. 2^k
-  int max_small = 60, max_large = 15;
+  int max_small = 60, max_large = 15;  // the paper's caps on round trips per size
   std::uint32_t large_bytes = 32768;
   bool compare_saturation = true;  // also time a saturation-based g(m) for the same sizes (Table 2's point)
   std::uint32_t max_bytes = 0;     // 0: half the segment
@@ -49,17 +49,20 @@ struct KielmannResult {
 
 namespace detail {
 
-// Mean of repeated measurements until its relative error (Student-t 95% half-width / mean) < eps.
+// Repeated measurements until the estimate's relative error is below eps (the paper's rule) or the
+// cap. The estimate is the median with its order-statistic interval, not the paper's mean: on a shared
+// machine one interrupt inside a timed receive would otherwise move the mean of a few samples by microseconds.
 template <class F>
 Summary repeat_until(double eps, int min_n, int max_n, F&& f) {
   std::vector<double> v;
+  int failures = 0;
   for (;;) {
     const double x = f();
     if (x == x) v.push_back(x);
+    else if (++failures > max_n) return summarize(v);
     const Summary s = summarize(v);
     if (static_cast<int>(v.size()) >= max_n) return s;
-    if (static_cast<int>(v.size()) >= min_n && s.ci95_mean <= eps * s.mean) return s;
-    if (v.empty() && max_n-- <= 0) return s;
+    if (static_cast<int>(v.size()) >= min_n && s.ci95_median <= eps * s.median) return s;
   }
 }
 
@@ -99,20 +102,20 @@ KielmannResult kielmann(EP& ep, ClientState& st, const Clock& clock, const Kielm
     KielmannSize k;
     k.bytes = m;
     std::vector<double> sends;
-    const Summary rtt = detail::repeat_until(cfg.eps, 5, max_n, [&] {
+    const Summary rtt = detail::repeat_until(cfg.eps, 10, max_n, [&] {
       const Timed t = round_trip(ep, st, clock, m);
       if (t.send_ns == t.send_ns) sends.push_back(t.send_ns);
       return t.total_ns;
     });
     const Summary os = summarize(sends);
     const std::uint64_t wait = clock.cycles(2 * rtt.max + 1000);  // Delta > RTT(m), whatever the spread
-    const Summary orr = detail::repeat_until(cfg.eps, 5, max_n, [&] { return receive_overhead(ep, st, clock, m, wait); });
-    k.rtt = rtt.mean;
-    k.rtt_ci = rtt.ci95_mean;
-    k.o_s = os.mean;
-    k.o_s_ci = os.ci95_mean;
-    k.o_r = orr.mean;
-    k.o_r_ci = orr.ci95_mean;
+    const Summary orr = detail::repeat_until(cfg.eps, 10, max_n, [&] { return receive_overhead(ep, st, clock, m, wait); });
+    k.rtt = rtt.median;
+    k.rtt_ci = rtt.ci95_median;
+    k.o_s = os.median;
+    k.o_s_ci = os.ci95_median;
+    k.o_r = orr.median;
+    k.o_r_ci = orr.ci95_median;
     k.samples = static_cast<int>(rtt.n);
     return done.emplace(m, k).first->second;
   };

@@ -248,7 +248,7 @@ def test_plot():
     p = subprocess.run([os.path.join(SRC, "scripts", "report"), out, rep], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     md = open(os.path.join(rep, "report.md")).read()
-    assert "## LogGP side by side" in md and "| signature | shm |" in md, md
+    assert "## LogGP side by side" in md and "| signature | shm emulating os=1.4us" in md, md
     assert os.path.getsize(os.path.join(rep, "plot-signature.png")) > 10000
 
 
