@@ -2,18 +2,12 @@
 // has its own in-memory EAL); `server`/`client HOST` run over whatever port the EAL arguments give
 // (af_xdp on a veth pair, a real NIC) and exchange MAC addresses over the TCP bootstrap; `local
 // --reflector` measures against a reflector nobody here wrote (testpmd in macswap mode).
-#include <numa.h>
-#include <sys/prctl.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <cstdio>
-#include <memory>
-#include <random>
 #include <sstream>
 
+#include "app/local_peer.hpp"
 #include "app/modes.hpp"
 #include "common/am.hpp"
 #include "common/bootstrap.hpp"
@@ -97,25 +91,9 @@ am::EndpointOptions endpoint_options(const Options& o, std::uint32_t session, bo
   return e;
 }
 
-std::uint32_t new_session() {
-  std::random_device rd;
-  std::uint32_t s = 0;
-  while (s == 0) s = rd();
-  return s;
-}
-
-// The polling core should sit on the NIC's NUMA node (the mempool and segment already do).
-nlohmann::json placement(int cpu, int nic_node) {
-  const int cpu_node = numa_available() >= 0 ? numa_node_of_cpu(cpu) : 0;
-  if (cpu_node >= 0 && nic_node >= 0 && cpu_node != nic_node)
-    std::fprintf(stderr, "logpbench: warning: core %d is on NUMA node %d but the NIC is on node %d: every message "
-                         "crosses the interconnect; choose a core of node %d with --cpu\n", cpu, cpu_node, nic_node, nic_node);
-  return {{"cpu", cpu}, {"cpu_numa_node", cpu_node}, {"nic_numa_node", nic_node}, {"local", cpu_node == nic_node}};
-}
-
 void describe_run(ResultsDoc& doc, const Options& o, const dpdk::Transport& t, std::uint32_t session) {
   doc.j["meta"]["transport"] = t.describe();
-  doc.j["meta"]["numa_placement"] = placement(o.cpu, t.describe().value("numa_socket", 0));
+  doc.j["meta"]["numa_placement"] = numa_placement(o.cpu, t.describe().value("numa_socket", 0));
   doc.j["meta"]["session"] = session;
   doc.j["meta"]["am"] = {{"window", o.window}, {"frame_bytes", sizeof(am::Frame)},
                          {"loss_timeout_s", o.loss_timeout_s >= 0 ? o.loss_timeout_s : 0.05}};
@@ -125,31 +103,6 @@ void describe_run(ResultsDoc& doc, const Options& o, const dpdk::Transport& t, s
 std::string memif_socket(std::uint32_t session) {
   // An abstract socket (memif's default): nothing is left in the file system.
   return "/run/logpbench-memif-" + std::to_string(getpid()) + "-" + std::to_string(session) + ".sock";
-}
-
-// The forked peer of `local`: memif server role, serves until the client's quit.
-[[noreturn]] void local_peer(const Options& o, const Clock& clock, Channel ch, std::uint32_t session,
-                             const std::string& sock) {
-  int code = 0;
-  try {
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    dpdk::Port port(port_options(o, eal_args(o, o.peer_cpu, {"--no-pci", "--vdev=net_memif0,role=server,socket=" + sock})));
-    ch.send({{"mac", port.mac_string()}});  // the socket listens: the client may start
-    std::uint8_t peer_mac[6];
-    dpdk::parse_mac(ch.receive(o.connect_timeout_s).at("mac").get<std::string>(), peer_mac);
-    port.wait_link(o.link_timeout_s);
-    const Channel* chp = &ch;
-    dpdk::Transport t(port, peer_mac, transport_options(o, session, true), [chp] { return chp->peer_alive(); });
-    DpdkEndpoint ep(t, clock, endpoint_options(o, session, true));
-    methods::serve(ep);
-  } catch (const Interrupted&) {
-    code = 130;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "logpbench (dpdk peer): %s\n", e.what());
-    code = dynamic_cast<const PeerError*>(&e) ? 3 : (dynamic_cast<const UsageError*>(&e) ? 2 : 1);
-  }
-  std::fflush(stderr);
-  _exit(code);
 }
 
 // Runs the bench on a connected transport and records it.
@@ -190,54 +143,31 @@ void run_dpdk(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& p
   if (o.mode == "local") {
     check_cpu(o.cpu, "--cpu");
     check_cpu(o.peer_cpu, "--peer-cpu");
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) throw std::runtime_error("socketpair failed");
     const std::string sock = memif_socket(session);
-    std::fflush(nullptr);
-    const pid_t child = fork();
-    if (child < 0) throw std::runtime_error("fork failed");
-    if (child == 0) {
-      ::close(sv[0]);
-      local_peer(o, clock, Channel::adopt(sv[1]), session, sock);
-    }
-    ::close(sv[1]);
-    struct Reaper {
-      pid_t pid;
-      bool reaped = false;
-      ~Reaper() {
-        if (!reaped) {
-          kill(pid, SIGTERM);
-          waitpid(pid, nullptr, 0);
-        }
-      }
-    } reaper{child};
-    Channel ch = Channel::adopt(sv[0]);
+    // The peer takes memif's server role; its socket must listen before this side connects as client.
+    LocalPeer peer("dpdk peer", [&](Channel& ch) {
+      dpdk::Port port(port_options(o, eal_args(o, o.peer_cpu, {"--no-pci", "--vdev=net_memif0,role=server,socket=" + sock})));
+      ch.send({{"mac", port.mac_string()}});
+      std::uint8_t peer_mac[6];
+      dpdk::parse_mac(ch.receive(o.connect_timeout_s).at("mac").get<std::string>(), peer_mac);
+      port.wait_link(o.link_timeout_s);
+      const Channel* chp = &ch;
+      dpdk::Transport t(port, peer_mac, transport_options(o, session, true), [chp] { return chp->peer_alive(); });
+      DpdkEndpoint ep(t, clock, endpoint_options(o, session, true));
+      methods::serve(ep);
+    });
     doc.j["meta"]["pinning"] = {{"client_cpu", o.cpu}, {"server_cpu", o.peer_cpu}};
-    try {
-    // The peer's memif socket must listen before this side's client role connects to it.
-    std::uint8_t peer_mac[6];
-    dpdk::parse_mac(ch.receive(o.connect_timeout_s).at("mac").get<std::string>(), peer_mac);
-    dpdk::Port port(port_options(o, eal_args(o, o.cpu, {"--no-pci", "--vdev=net_memif0,role=client,socket=" + sock})));
-    ch.send({{"mac", port.mac_string()}});
-    port.wait_link(o.link_timeout_s);
-    const Channel* chp = &ch;
-    dpdk::Transport t(port, peer_mac, transport_options(o, session, false), [chp] { return chp->peer_alive(); });
-    run_on(t, o, clock, doc, progress, session);
-    } catch (const PeerError&) {
-      // The peer may have refused its configuration (hugepages, MTU, vdev): that is the user's to fix.
-      int status = 0;
-      pid_t r = 0;
-      for (int i = 0; i < 100 && (r = waitpid(child, &status, WNOHANG)) == 0; ++i) usleep(10000);
-      reaper.reaped = r == child;
-      if (r == child && WIFEXITED(status) && WEXITSTATUS(status) == 2)
-        throw UsageError("the DPDK peer process refused its configuration (its message is above)");
-      throw;
-    }
-    int status = 0;
-    waitpid(child, &status, 0);
-    reaper.reaped = true;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-      throw PeerError("the local DPDK peer ended abnormally (status " + std::to_string(status) + ")");
+    peer.run([&] {
+      Channel& ch = peer.channel();
+      std::uint8_t peer_mac[6];
+      dpdk::parse_mac(ch.receive(o.connect_timeout_s).at("mac").get<std::string>(), peer_mac);
+      dpdk::Port port(port_options(o, eal_args(o, o.cpu, {"--no-pci", "--vdev=net_memif0,role=client,socket=" + sock})));
+      ch.send({{"mac", port.mac_string()}});
+      port.wait_link(o.link_timeout_s);
+      const Channel* chp = &ch;
+      dpdk::Transport t(port, peer_mac, transport_options(o, session, false), [chp] { return chp->peer_alive(); });
+      run_on(t, o, clock, doc, progress, session);
+    });
     return;
   }
 

@@ -1,14 +1,11 @@
 // --transport shm: `local` forks the peer onto --peer-cpu; `server`/`client` meet over the TCP bootstrap
 // and share a named region in /dev/shm (so both must run on one host).
 #include <sched.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <csignal>
 #include <cstdio>
-#include <random>
 
+#include "app/local_peer.hpp"
 #include "app/modes.hpp"
 #include "common/am.hpp"
 #include "common/bootstrap.hpp"
@@ -41,13 +38,6 @@ namespace {
 
 using ShmEndpoint = am::Endpoint<ShmTransport>;
 
-std::uint32_t new_session() {
-  std::random_device rd;
-  std::uint32_t s = 0;
-  while (s == 0) s = rd();
-  return s;
-}
-
 am::EndpointOptions endpoint_options(const Options& o, std::uint32_t session, std::uint32_t segment_bytes, bool server) {
   am::EndpointOptions e;
   e.session = session;
@@ -64,25 +54,6 @@ void describe_run(ResultsDoc& doc, const Options& o, const ShmTransport& t, std:
   doc.j["meta"]["am"] = {{"window", o.window}, {"frame_bytes", sizeof(am::Frame)}};
 }
 
-// The forked peer of `local`: serve until quit, then leave without running the parent's exit path.
-[[noreturn]] void local_peer(const Options& o, const Clock& clock, const ShmRegion& region, std::uint32_t session) {
-  int code = 0;
-  try {
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    pin_to_cpu(o.peer_cpu, "--peer-cpu");
-    ShmTransport t(region, 1, clock, o.emulation);
-    ShmEndpoint ep(t, clock, endpoint_options(o, session, t.segment().size(), true));
-    methods::serve(ep);
-  } catch (const Interrupted&) {
-    code = 130;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "logpbench (peer): %s\n", e.what());
-    code = dynamic_cast<const PeerError*>(&e) ? 3 : 1;
-  }
-  std::fflush(stderr);
-  _exit(code);
-}
-
 }  // namespace
 
 void run_shm(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress) {
@@ -91,34 +62,23 @@ void run_shm(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& pr
     check_cpu(o.cpu, "--cpu");  // before the fork, so a bad core is one clear error, not a silent peer
     check_cpu(o.peer_cpu, "--peer-cpu");
     const std::uint32_t session = new_session();
-    ShmRegion region = ShmRegion::create_anonymous(so);
-    std::fflush(nullptr);
-    const pid_t child = fork();
-    if (child < 0) throw std::runtime_error("fork failed");
-    if (child == 0) local_peer(o, clock, region, session);
-    struct Reaper {  // whatever happens here, the peer does not outlive this process
-      pid_t pid;
-      bool reaped = false;
-      ~Reaper() {
-        if (!reaped) {
-          kill(pid, SIGTERM);
-          waitpid(pid, nullptr, 0);
-        }
-      }
-    } reaper{child};
+    ShmRegion region = ShmRegion::create_anonymous(so);  // before the fork: both processes map it
+    LocalPeer peer("peer", [&](Channel&) {
+      pin_to_cpu(o.peer_cpu, "--peer-cpu");
+      ShmTransport t(region, 1, clock, o.emulation);
+      ShmEndpoint ep(t, clock, endpoint_options(o, session, t.segment().size(), true));
+      methods::serve(ep);
+    });
     pin_to_cpu(o.cpu, "--cpu");
     doc.j["meta"]["pinning"] = {{"client_cpu", o.cpu}, {"server_cpu", o.peer_cpu}};
-    ShmTransport t(region, 0, clock, o.emulation);
-    ShmEndpoint ep(t, clock, endpoint_options(o, session, t.segment().size(), false));
-    describe_run(doc, o, t, session);
-    doc.save();
-    run_client_bench(ep, clock, o, doc, progress);
-    ep.request(methods::kQuit);
-    int status = 0;
-    waitpid(child, &status, 0);
-    reaper.reaped = true;
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-      throw PeerError("the local peer ended abnormally (status " + std::to_string(status) + ")");
+    peer.run([&] {
+      ShmTransport t(region, 0, clock, o.emulation);
+      ShmEndpoint ep(t, clock, endpoint_options(o, session, t.segment().size(), false));
+      describe_run(doc, o, t, session);
+      doc.save();
+      run_client_bench(ep, clock, o, doc, progress);
+      ep.request(methods::kQuit);
+    });
     return;
   }
 

@@ -4,38 +4,18 @@ network namespaces (scripts/dpdk-lab), testpmd macswap as a reflector.
 
 usage: dpdk_e2e.py LOGPBENCH SOURCE_DIR TEST
 """
-import json
 import os
-import socket
-import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 
-BIN, SRC, TEST = sys.argv[1], sys.argv[2], sys.argv[3]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from lpbtest import BIN, SRC, expect_fail, load, main, params_present, run  # noqa: E402
+
 TMP = tempfile.mkdtemp(prefix="logpb-dpdk-")
 ENV = dict(os.environ, BUILD_DIR=os.path.dirname(os.path.dirname(BIN)))
-
-
-def run(args, timeout=180, check=True):
-    p = subprocess.run([BIN] + args, capture_output=True, text=True, timeout=timeout)
-    if check and p.returncode != 0:
-        raise AssertionError(f"logpbench {' '.join(args)} exited {p.returncode}\n{p.stdout}\n{p.stderr}")
-    return p
-
-
-def load(path):
-    with open(path) as f:
-        return json.load(f)
-
-
-def params_present(doc, keys=("o_s", "o_r", "g", "L", "rtt")):
-    for k in keys:
-        p = doc["parameters"][k]
-        assert "value_ns" in p and "ci95_ns" in p, (k, p)
-        assert p["value_ns"] is not None or p.get("error"), (k, p)
 
 
 def test_memif_signature():
@@ -92,16 +72,6 @@ def test_drop_signature():
     assert discarded > 0, "1% loss yet no burst was re-measured"
     assert doc["meta"]["transport"]["counters"]["injected_drops"] > 0
     print(f"signature with 1% loss: {discarded} bursts re-measured, {time.time() - t0:.1f} s")
-
-
-def expect_fail(args, needle, codes=(1, 2, 3), timeout=60):
-    t0 = time.time()
-    p = run(args, timeout=timeout, check=False)
-    msg = p.stderr + p.stdout
-    assert p.returncode in codes, f"{args}: exit {p.returncode}\n{msg}"
-    assert needle.lower() in msg.lower(), f"{args}: no '{needle}' in:\n{msg}"
-    assert "terminate called" not in msg and "Segmentation" not in msg, msg
-    return time.time() - t0
 
 
 def test_errors():
@@ -211,5 +181,4 @@ def test_testpmd():
 
 
 if __name__ == "__main__":
-    globals()["test_" + TEST]()
-    print(f"dpdk {TEST}: ok")
+    main(globals(), *sys.argv[3:])

@@ -13,7 +13,9 @@ import sys
 import tempfile
 import time
 
-BIN, SRC = sys.argv[1], sys.argv[2]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from lpbtest import BIN, SRC, expect_fail, load, main, run  # noqa: E402
+
 TMP = tempfile.mkdtemp(prefix="logpb-e2e-")
 
 # Culler et al.: LogP parameters (us) and the round trip range of Table 3.
@@ -28,18 +30,6 @@ TOL_US = 0.3  # the acceptance rule: within 10% or 0.3 us, whichever is larger
 def spec(m):
     t = MACHINES[m]
     return f"os={t['o_s']}us,or={t['o_r']}us,g={t['g']}us,L={t['L']}us"
-
-
-def run(args, timeout=120, check=True):
-    p = subprocess.run([BIN] + args, capture_output=True, text=True, timeout=timeout)
-    if check and p.returncode != 0:
-        raise AssertionError(f"logpbench {' '.join(args)} exited {p.returncode}\n{p.stdout}\n{p.stderr}")
-    return p
-
-
-def load(path):
-    with open(path) as f:
-        return json.load(f)
 
 
 def failures_against(doc, truth):
@@ -85,11 +75,7 @@ def test_emulated(machine):
 
 
 def expect_usage_error(args, needle, code=2):
-    p = run(args, timeout=30, check=False)
-    msg = p.stderr + p.stdout
-    assert p.returncode == code, f"{args}: exit {p.returncode}, wanted {code}\n{msg}"
-    assert needle.lower() in msg.lower(), f"{args}: message lacks '{needle}':\n{msg}"
-    assert "terminate called" not in msg and "Aborted" not in msg, msg
+    expect_fail(args, needle, codes=(code,), timeout=30)
 
 
 def test_cli_errors():
@@ -352,7 +338,4 @@ def test_method_bulk():
 
 
 if __name__ == "__main__":
-    name = sys.argv[3]
-    fn = globals()["test_" + name]
-    fn(*sys.argv[4:])
-    print(f"e2e {name} {' '.join(sys.argv[4:])}: ok")
+    main(globals(), *sys.argv[3:])

@@ -5,14 +5,15 @@ guest of scripts/rxe-lab). Without a device each test exits 77, which ctest repo
 usage: verbs_e2e.py LOGPBENCH SOURCE_DIR TEST
 """
 import glob
-import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
 
-BIN, SRC, TEST = sys.argv[1], sys.argv[2], sys.argv[3]
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from lpbtest import BIN, expect_fail, load, main, run  # noqa: E402
+
 devs = sorted(os.path.basename(d) for d in glob.glob("/sys/class/infiniband/*"))
 DEV = os.environ.get("LOGPB_RDMA_DEV") or (devs[0] if devs else None)
 if not DEV:
@@ -21,18 +22,6 @@ if not DEV:
 TMP = tempfile.mkdtemp(prefix="logpb-verbs-")
 # Under qemu's TCG the CPU reports no invariant TSC; the flag is recorded in the results.
 BASE = ["--transport", "verbs", "-d", DEV, "--allow-variant-tsc", "-q"]
-
-
-def run(args, timeout=300, check=True):
-    p = subprocess.run([BIN] + args, capture_output=True, text=True, timeout=timeout)
-    if check and p.returncode != 0:
-        raise AssertionError(f"logpbench {' '.join(args)} exited {p.returncode}\n{p.stdout}\n{p.stderr}")
-    return p
-
-
-def load(path):
-    with open(path) as f:
-        return json.load(f)
 
 
 def test_pingpong():
@@ -96,16 +85,6 @@ def test_server_client():
             srv.kill()
 
 
-def expect_fail(args, needle, codes, timeout=120):
-    t0 = time.time()
-    p = run(args, timeout=timeout, check=False)
-    msg = p.stdout + p.stderr
-    assert p.returncode in codes, f"{args}: exit {p.returncode}\n{msg}"
-    assert needle.lower() in msg.lower(), f"{args}: no '{needle}' in\n{msg}"
-    assert "terminate called" not in msg and "Segmentation" not in msg, msg
-    return time.time() - t0
-
-
 def test_errors():
     args = [a for a in BASE]
     i = args.index("-d")
@@ -140,5 +119,4 @@ def test_peer_death():
 
 
 if __name__ == "__main__":
-    globals()["test_" + TEST]()
-    print(f"verbs {TEST}: ok")
+    main(globals(), *sys.argv[3:])

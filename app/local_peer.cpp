@@ -1,0 +1,90 @@
+#include "app/local_peer.hpp"
+
+#include <numa.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstdio>
+#include <random>
+#include <stdexcept>
+#include <string>
+
+#include "common/errors.hpp"
+
+namespace logpb::app {
+LocalPeer::LocalPeer(const char* who, const std::function<void(Channel&)>& body) : channel_(Channel::adopt(-1)) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) throw std::runtime_error("socketpair failed");
+  std::fflush(nullptr);
+  pid_ = fork();
+  if (pid_ < 0) {
+    ::close(sv[0]);
+    ::close(sv[1]);
+    throw std::runtime_error("fork failed");
+  }
+  if (pid_ == 0) {
+    ::close(sv[0]);
+    int code = 0;
+    try {
+      prctl(PR_SET_PDEATHSIG, SIGTERM);  // the peer never outlives its client
+      Channel ch = Channel::adopt(sv[1]);
+      body(ch);
+    } catch (const Interrupted&) {
+      code = 130;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "logpbench (%s): %s\n", who, e.what());
+      code = dynamic_cast<const PeerError*>(&e) ? 3 : (dynamic_cast<const UsageError*>(&e) ? 2 : 1);
+    }
+    std::fflush(stderr);
+    _exit(code);
+  }
+  ::close(sv[1]);
+  channel_ = Channel::adopt(sv[0]);
+}
+
+LocalPeer::~LocalPeer() {
+  if (pid_ > 0 && !reaped_) {
+    kill(pid_, SIGTERM);
+    waitpid(pid_, nullptr, 0);
+  }
+}
+
+void LocalPeer::run(const std::function<void()>& client) {
+  try {
+    client();
+  } catch (const PeerError&) {
+    int status = 0;
+    pid_t r = 0;
+    for (int i = 0; i < 100 && (r = waitpid(pid_, &status, WNOHANG)) == 0; ++i) usleep(10000);
+    reaped_ = r == pid_;
+    if (reaped_ && WIFEXITED(status) && WEXITSTATUS(status) == 2)
+      throw UsageError("the peer process refused its configuration (its message is above)");
+    throw;
+  }
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  reaped_ = true;
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    throw PeerError("the local peer ended abnormally (status " + std::to_string(status) + ")");
+}
+
+std::uint32_t new_session() {
+  std::random_device rd;
+  std::uint32_t s = 0;
+  while (s == 0) s = rd();
+  return s;
+}
+
+nlohmann::json numa_placement(int cpu, int nic_node) {
+  const int cpu_node = numa_available() >= 0 ? numa_node_of_cpu(cpu) : -1;
+  if (nic_node >= 0 && cpu_node >= 0 && cpu_node != nic_node)
+    std::fprintf(stderr, "logpbench: warning: core %d is on NUMA node %d but the NIC is on node %d: every message "
+                         "crosses the interconnect; choose a core of node %d with --cpu\n", cpu, cpu_node, nic_node, nic_node);
+  return {{"cpu", cpu}, {"cpu_numa_node", cpu_node}, {"nic_numa_node", nic_node},
+          {"local", nic_node < 0 || cpu_node < 0 || cpu_node == nic_node}};
+}
+
+}  // namespace logpb::app
