@@ -144,7 +144,8 @@ def figures(doc, outdir, stem):
         made.append(("Round-trip distribution", f("rtt")))
     if bench == "bulk":
         draw_sizes(doc, f("bulk"), [("o_s(n) from the signature", per_size_series(doc, "o_s")),
-                                    ("T(n) round trip", per_size_series(doc, "rtt"))],
+                                    ("T(n) store round trip", per_size_series(doc, "rtt")),
+                                    ("get round trip", per_size_series(doc, "get_rtt"))],
                    "µs", "Bulk transfer (Culler et al. Fig. 12)", logy=True)
         made.append(("Bulk: o_s(n) and T(n)", f("bulk")))
     if bench == "flood":

@@ -288,6 +288,7 @@ nlohmann::json bulk_json(ResultsDoc& doc, const std::vector<methods::BulkSize>& 
     nlohmann::json e = {{"bytes", b.bytes},
                         {"rtt", pj(b.round_trip.median, b.round_trip.ci95_median)},
                         {"bandwidth_bytes_per_ns", b.bytes / b.round_trip.median},
+                        {"get_rtt", pj(b.get_round_trip.median, b.get_round_trip.ci95_median)},
                         {"o_s", os},
                         {"g", g}};
     per.push_back(e);

@@ -47,7 +47,7 @@ am::EndpointOptions endpoint_options(const Options& o, std::uint32_t session, st
   return e;
 }
 
-bool needs_get(const Options& o) { return o.bench == "verify"; }
+bool needs_get(const Options& o) { return o.bench == "verify" || o.bench == "bulk"; }
 
 // Address exchange and the ready handshake, the same on both sides of every mode.
 std::unique_ptr<verbs::Transport> connect(verbs::Device& dev, Channel& ch, const Options& o, double timeout) {

@@ -16,7 +16,8 @@ namespace logpb::methods {
 
 struct BulkSize {
   std::uint32_t bytes = 0;
-  Summary round_trip;     // T(n)
+  Summary round_trip;     // T(n): store of n bytes and its acknowledgement
+  Summary get_round_trip; // a get of n bytes, until its completion handler ran
   SignatureCurve curve;   // Delta = 0 (and any further Deltas asked for)
   std::vector<SignatureCurve> extra;
 };
@@ -36,6 +37,19 @@ std::vector<BulkSize> bulk(EP& ep, ClientState& st, const Clock& clock, const st
       if (x == x) t.push_back(x);
     }
     b.round_trip = summarize(t);
+    // get: the peer's segment to the upper half of ours, completed by a local handler.
+    static bool got;
+    ep.on(kGotBack, [](EP&, const am::Frame&) { got = true; });
+    std::vector<double> tg;
+    for (int i = 0; i < cfg.rtt.iterations; ++i) {
+      got = false;
+      const std::uint64_t t0 = tsc::now();
+      ep.get(kGotBack, 0, n, max_message(ep));
+      const bool ok = ep.wait_until([] { return got; });
+      const std::uint64_t t1 = tsc::now_end();
+      if (ok) tg.push_back(clock.ns(static_cast<double>(t1 - t0) - clock.timer_cost_cycles()));
+    }
+    b.get_round_trip = summarize(tg);
     auto store = [&ep, n](int i) { send_message(ep, n, static_cast<std::uint64_t>(i)); };
     b.curve = signature_curve(ep, clock, 0, cfg, hooks, "bulk " + std::to_string(n) + " B signature Delta=0", store);
     for (double d : deltas_ns)
