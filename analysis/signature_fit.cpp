@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -170,23 +171,28 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
                              " g: add larger Deltas (--deltas)");
     fit.checks.push_back({"a Delta raised the steady state", false, fit.o_r.note});
   } else {
-    // As the paper does, o_r comes from one Delta that raises the gap: the smallest, where g' - Delta
-    // is the difference of the smallest numbers; the larger Deltas are kept as cross-checks.
-    const DeltaFit* first = nullptr;
+    // The paper reads o_r off one Delta that raises the gap. Every raised Delta gives an estimate; their
+    // median (the middle one, or the mean of two) is the figure, so one curve that a stall of the
+    // machine bent cannot carry it.
+    std::vector<const DeltaFit*> raised;
     for (const auto& d : fit.per_delta)
-      if (d.o_r.valid) {
-        first = &d;
-        break;
-      }
-    const double v = first->o_r.value;
-    const double ci = first->o_r.ci95;
+      if (d.o_r.valid) raised.push_back(&d);
+    std::sort(raised.begin(), raised.end(), [](const DeltaFit* a, const DeltaFit* b) { return a->o_r.value < b->o_r.value; });
+    const std::size_t mid = raised.size() / 2;
+    double v, ci;
+    if (raised.size() % 2) {
+      v = raised[mid]->o_r.value;
+      ci = raised[mid]->o_r.ci95;
+    } else {
+      v = (raised[mid - 1]->o_r.value + raised[mid]->o_r.value) / 2;
+      ci = std::sqrt(fit.o_s.ci95 * fit.o_s.ci95 +
+                     (std::pow(raised[mid - 1]->steady.ci95, 2) + std::pow(raised[mid]->steady.ci95, 2)) / 4);
+    }
     if (v > 0) {
       fit.o_r.value = fit.o_r.raw = v;
       fit.o_r.ci95 = ci;
       fit.o_r.valid = true;
-      char note[160];
-      std::snprintf(note, sizeof note, "g' - Delta - o_s at the smallest raising Delta (%.0f ns) of %d", first->delta_ns, k);
-      fit.o_r.note = note;
+      fit.o_r.note = "g' - Delta - o_s: median over " + std::to_string(k) + " Delta curve(s) that raised the steady state";
     } else {
       fit.o_r = Param::invalid("g' - Delta - o_s is not positive: the Delta curves and o_s disagree", v);
     }

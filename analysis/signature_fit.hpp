@@ -3,7 +3,8 @@
 //   o_s  the average message cost of the send-only regime (the first points of the Delta = 0 curve);
 //   g    the steady-state cost of the Delta = 0 curve: the slope of the issue time T(M) = M cost(M)
 //        over its largest M (the asymptote of the curve, not biased by the send-only start);
-//   o_r  from a Delta that raises the steady state: g' = o_s + o_r + Delta, so o_r = g' - Delta - o_s;
+//   o_r  from the Deltas that raise the steady state: g' = o_s + o_r + Delta, so o_r = g' - Delta - o_s
+//        (the median of their estimates);
 //   L    = RTT/2 - o_s - o_r.
 // Each comes with a 95% half-width propagated from the points' own intervals, and a list of checks
 // that say in words what looks wrong (negative or impossible values are never reported bare).

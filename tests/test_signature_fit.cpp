@@ -176,3 +176,14 @@ TEST_CASE("runs combine into a mean, an honest interval and a spread") {
   CHECK_FALSE(e.param.valid);
   CHECK(e.param.note == "nope");
 }
+
+TEST_CASE("one Delta curve bent by a stall does not carry o_r") {
+  auto cs = paragon();
+  for (std::size_t i = 0; i < cs[2].M.size(); ++i)
+    if (cs[2].M[i] >= 64) cs[2].cost_ns[i] += 500 * (cs[2].M[i] - 48) / cs[2].M[i];  // its tail bends upwards
+  const SignatureFit f = fit_signature(cs, rtt_of(19800));
+  REQUIRE(f.o_r.valid);
+  CHECK(f.o_r.value == Approx(2200).epsilon(1e-6));
+  CHECK(f.per_delta[1].o_r.value > 2400);
+  CHECK_FALSE(check_ok(f, "o_r agrees across Deltas"));
+}
