@@ -138,7 +138,7 @@ void run_client_bench(EP& ep, const Clock& clock, const Options& o, ResultsDoc& 
     std::vector<analysis::Param> rtts;
     for (int r = 0; r < o.runs; ++r) {
       progress("run " + std::to_string(r + 1) + "/" + std::to_string(o.runs) + ": round trip");
-      const auto res = methods::pingpong(ep, st, clock, {o.iterations, o.warmup});
+      const auto res = methods::pingpong(ep, st, clock, {o.iterations, o.warmup, o.size});
       rtts.push_back(rtt_param(res.summary));
       doc.j["runs"].push_back({{"rtt", distribution_json(res.rtt_ns, o.raw)}, {"lost", res.lost}});
       summarize_pingpong_runs(doc, rtts);

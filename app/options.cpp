@@ -94,6 +94,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   method.add_options()
       ("iters,n", po::value(&o.iterations)->default_value(o.iterations), "ping-pong iterations (timed)")
       ("warmup", po::value(&o.warmup)->default_value(o.warmup), "ping-pong iterations before timing")
+      ("size,s", po::value(&o.size)->default_value(o.size), "ping-pong message bytes: 0 = one small AM (64-byte frame), n = a bulk store of n bytes")
       ("max-burst", po::value(&o.max_burst)->default_value(o.max_burst), "signature: largest M")
       ("max-burst-time", po::value(&burst_time)->default_value(burst_time), "signature: longest timed burst; longer M are skipped (interrupts)")
       ("bursts", po::value(&bursts), "signature: explicit M list, e.g. 1,2,4,8")
@@ -157,6 +158,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
                        std::to_string(o.segment_bytes) + "-byte segment");
   }
   o.compare_saturation = !vm.count("no-saturation-compare");
+  if (o.size > o.segment_bytes / 2) throw UsageError("--size exceeds half the " + std::to_string(o.segment_bytes) + "-byte segment");
   if (!o.emulate_spec.empty()) {
     if (o.transport != "shm") throw UsageError("--emulate works only with --transport shm");
     if (o.mode == "server") throw UsageError("--emulate is given to the client; the server takes it from there");

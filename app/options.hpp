@@ -25,6 +25,7 @@ struct Options {
   int peer_cpu = 1;  // local: the forked peer's core
   std::uint16_t port = 18515;
   int iterations = 10000, warmup = 1000;
+  std::uint32_t size = 0;  // ping-pong message size (perftest's -s)
   int max_burst = 512;
   double max_burst_time_ns = 2e6;
   std::vector<int> bursts;

@@ -10,6 +10,7 @@
 #include "../clock.hpp"
 #include "../errors.hpp"
 #include "../stats.hpp"
+#include "messages.hpp"
 #include "protocol.hpp"
 
 namespace logpb::methods {
@@ -17,6 +18,7 @@ namespace logpb::methods {
 struct PingpongConfig {
   int iterations = 10000;
   int warmup = 1000;
+  std::uint32_t bytes = 0;  // 0: a small AM (one 64-byte frame); n: a bulk store of n bytes each way out
 };
 
 struct PingpongResult {
@@ -31,7 +33,7 @@ PingpongResult pingpong(EP& ep, ClientState& st, const Clock& clock, const Pingp
   PingpongResult r;
   for (int i = 0; i < cfg.warmup; ++i) {
     const std::uint64_t want = st.acks + 1;
-    ep.request(kEcho);
+    send_message(ep, cfg.bytes);
     ep.wait_until([&] { return st.acks == want; });
   }
   throw_if_interrupted();
@@ -39,7 +41,7 @@ PingpongResult pingpong(EP& ep, ClientState& st, const Clock& clock, const Pingp
   for (std::size_t i = 0; i < cycles.size(); ++i) {
     const std::uint64_t want = st.acks + 1;
     const std::uint64_t t0 = tsc::now();
-    ep.request(kEcho);
+    send_message(ep, cfg.bytes);
     const bool ok = ep.wait_until([&] { return st.acks == want; });
     const std::uint64_t t1 = tsc::now_end();
     if (ok)

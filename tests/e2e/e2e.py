@@ -334,6 +334,10 @@ def test_method_bulk():
         near(e["rtt"]["value_ns"], 19800 + (0.1 + 0.2 + 0.05) * n, f"T({n})", bad)
         # A get is one-sided: o_s, a round trip of 2L with G per byte, o_r; no handler on the peer.
         near(e["get_rtt"]["value_ns"], 1400 + 2 * 6300 + 0.2 * n + 2200, f"get({n})", bad)
+    # perftest's -s: the ping-pong of one 4 KiB store and its acknowledgement is the same T(n).
+    out = os.path.join(TMP, "pp4k.json")
+    run(["local", "--bench", "pingpong", "-s", "4096", "-n", "2000", "--runs", "1", "--emulate", PIO, "--json", out, "-q"])
+    near(load(out)["parameters"]["rtt"]["value_ns"], 19800 + 0.35 * 4096, "ping-pong -s 4096", bad)
     print({n: (e["o_s"]["value_ns"], e["rtt"]["value_ns"]) for n, e in per_size(doc).items()},
           doc["parameters"]["T0"], doc["parameters"]["R_inf_bytes_per_ns"])
     assert not bad, "\n".join(bad)
