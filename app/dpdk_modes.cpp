@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "app/local_peer.hpp"
+#include "app/modes_common.hpp"
 #include "app/modes.hpp"
 #include "common/am.hpp"
 #include "common/bootstrap.hpp"
@@ -81,43 +81,20 @@ dpdk::TransportOptions transport_options(const Options& o, std::uint32_t session
   return t;
 }
 
-am::EndpointOptions endpoint_options(const Options& o, std::uint32_t session, bool server) {
-  am::EndpointOptions e;
-  e.session = session;
-  e.window = o.window;
-  e.stall_timeout_s = server ? 0 : o.timeout_s;
-  e.segment_bytes = o.segment_bytes;
-  e.loss_timeout_s = o.loss_timeout_s >= 0 ? o.loss_timeout_s : 0.05;
-  return e;
-}
-
-void describe_run(ResultsDoc& doc, const Options& o, const dpdk::Transport& t, std::uint32_t session) {
-  doc.j["meta"]["transport"] = t.describe();
-  doc.j["meta"]["numa_placement"] = numa_placement(o.cpu, t.describe().value("numa_socket", 0));
-  doc.j["meta"]["session"] = session;
-  doc.j["meta"]["am"] = {{"window", o.window}, {"frame_bytes", sizeof(am::Frame)},
-                         {"loss_timeout_s", o.loss_timeout_s >= 0 ? o.loss_timeout_s : 0.05}};
-  doc.j["meta"]["no_huge"] = o.no_huge;
-}
-
 std::string memif_socket(std::uint32_t session) {
   // An abstract socket (memif's default): nothing is left in the file system.
   return "/run/logpbench-memif-" + std::to_string(getpid()) + "-" + std::to_string(session) + ".sock";
 }
 
-// Runs the bench on a connected transport and records it.
+constexpr double kEthernetLossTimeout = 0.05;  // an Ethernet may drop frames: re-measure after 50 ms of silence
+
+// Runs the bench on a connected transport and records where it ran.
 void run_on(dpdk::Transport& t, const Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress,
             std::uint32_t session) {
-  DpdkEndpoint ep(t, clock, endpoint_options(o, session, false));
-  describe_run(doc, o, t, session);
-  doc.save();
-  struct Describe {  // the transport's counters (losses, foreign frames) belong in the results, also on error
-    const dpdk::Transport& t;
-    ResultsDoc& doc;
-    ~Describe() { doc.j["meta"]["transport"] = t.describe(); }
-  } describe{t, doc};
-  run_client_bench(ep, clock, o, doc, progress);
-  ep.request(methods::kQuit);
+  DpdkEndpoint ep(t, clock, endpoint_options(o, session, o.segment_bytes, false, kEthernetLossTimeout));
+  doc.j["meta"]["numa_placement"] = numa_placement(o.cpu, t.describe().value("numa_socket", 0));
+  doc.j["meta"]["no_huge"] = o.no_huge;
+  run_connected(ep, o, clock, doc, progress, session);
 }
 
 }  // namespace
@@ -153,7 +130,7 @@ void run_dpdk(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& p
       port.wait_link(o.link_timeout_s);
       const Channel* chp = &ch;
       dpdk::Transport t(port, peer_mac, transport_options(o, session, true), [chp] { return chp->peer_alive(); });
-      DpdkEndpoint ep(t, clock, endpoint_options(o, session, true));
+      DpdkEndpoint ep(t, clock, endpoint_options(o, session, o.segment_bytes, true, kEthernetLossTimeout));
       methods::serve(ep);
     });
     doc.j["meta"]["pinning"] = {{"client_cpu", o.cpu}, {"server_cpu", o.peer_cpu}};
@@ -173,12 +150,9 @@ void run_dpdk(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& p
 
   if (o.mode == "server") {
     dpdk::Port port(port_options(o, eal_args(o, o.cpu, {})));
-    std::fprintf(stderr, "logpbench server: DPDK port %u (%s), waiting for a client on TCP port %u\n", port.id(),
-                 port.mac_string().c_str(), o.port);
-    Channel ch = Channel::accept_one(o.port, 0);
-    const auto hello = ch.receive(o.connect_timeout_s);
-    if (hello.value("transport", "") != "dpdk")
-      throw PeerError("the client asked for transport '" + hello.value("transport", "?") + "', this server runs dpdk");
+    std::fprintf(stderr, "logpbench server: DPDK port %u (%s)\n", port.id(), port.mac_string().c_str());
+    nlohmann::json hello;
+    Channel ch = accept_client(o, "dpdk", hello);
     Options so = o;
     so.window = hello.at("window").get<int>();
     so.segment_bytes = hello.at("segment_bytes").get<std::uint32_t>();
@@ -189,7 +163,7 @@ void run_dpdk(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& p
     port.wait_link(o.link_timeout_s);
     const Channel* chp = &ch;
     dpdk::Transport t(port, peer_mac, transport_options(so, peer_session, true), [chp] { return chp->peer_alive(); });
-    DpdkEndpoint ep(t, clock, endpoint_options(so, peer_session, true));
+    DpdkEndpoint ep(t, clock, endpoint_options(so, peer_session, so.segment_bytes, true, kEthernetLossTimeout));
     methods::serve(ep);
     ch.send({{"bye", true}});
     std::fprintf(stderr, "logpbench server: client done\n");

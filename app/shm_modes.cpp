@@ -5,7 +5,7 @@
 
 #include <cstdio>
 
-#include "app/local_peer.hpp"
+#include "app/modes_common.hpp"
 #include "app/modes.hpp"
 #include "common/am.hpp"
 #include "common/bootstrap.hpp"
@@ -38,22 +38,6 @@ namespace {
 
 using ShmEndpoint = am::Endpoint<ShmTransport>;
 
-am::EndpointOptions endpoint_options(const Options& o, std::uint32_t session, std::uint32_t segment_bytes, bool server) {
-  am::EndpointOptions e;
-  e.session = session;
-  e.window = o.window;
-  // The passive side waits as long as the client thinks; it still notices a dead client at once.
-  e.stall_timeout_s = server ? 0 : o.timeout_s;
-  e.segment_bytes = segment_bytes;
-  return e;
-}
-
-void describe_run(ResultsDoc& doc, const Options& o, const ShmTransport& t, std::uint32_t session) {
-  doc.j["meta"]["transport"] = t.describe();
-  doc.j["meta"]["session"] = session;
-  doc.j["meta"]["am"] = {{"window", o.window}, {"frame_bytes", sizeof(am::Frame)}};
-}
-
 }  // namespace
 
 void run_shm(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress) {
@@ -74,21 +58,15 @@ void run_shm(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& pr
     peer.run([&] {
       ShmTransport t(region, 0, clock, o.emulation);
       ShmEndpoint ep(t, clock, endpoint_options(o, session, t.segment().size(), false));
-      describe_run(doc, o, t, session);
-      doc.save();
-      run_client_bench(ep, clock, o, doc, progress);
-      ep.request(methods::kQuit);
+      run_connected(ep, o, clock, doc, progress, session);
     });
     return;
   }
 
   if (o.mode == "server") {
     pin_to_cpu(o.cpu, "--cpu");
-    std::fprintf(stderr, "logpbench server: waiting for a client on TCP port %u\n", o.port);
-    Channel ch = Channel::accept_one(o.port, 0);
-    const auto hello = ch.receive(o.connect_timeout_s);
-    if (hello.value("transport", "") != "shm")
-      throw PeerError("the client asked for transport '" + hello.value("transport", "?") + "', this server runs shm");
+    nlohmann::json hello;
+    Channel ch = accept_client(o, "shm", hello);
     Options so2 = o;
     so2.window = hello.at("window").get<int>();
     const std::string spec = hello.value("emulate", "");
@@ -118,10 +96,7 @@ void run_shm(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& pr
   ShmRegion region = ShmRegion::open_named(answer.at("shm").get<std::string>());
   ShmTransport t(region, 0, clock, o.emulation, o.connect_timeout_s);
   ShmEndpoint ep(t, clock, endpoint_options(o, session, t.segment().size(), false));
-  describe_run(doc, o, t, session);
-  doc.save();
-  run_client_bench(ep, clock, o, doc, progress);
-  ep.request(methods::kQuit);
+  run_connected(ep, o, clock, doc, progress, session);
   ch.receive(o.timeout_s);  // the server's goodbye: it has read the quit
 }
 

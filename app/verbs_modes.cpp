@@ -3,7 +3,7 @@
 // them over the TCP bootstrap. Both sides post their receives and say "ready" before anything is sent.
 #include <cstdio>
 
-#include "app/local_peer.hpp"
+#include "app/modes_common.hpp"
 #include "app/modes.hpp"
 #include "common/am.hpp"
 #include "common/bootstrap.hpp"
@@ -38,15 +38,6 @@ verbs::TransportOptions transport_options(const Options& o) {
   return t;
 }
 
-am::EndpointOptions endpoint_options(const Options& o, std::uint32_t session, std::uint32_t segment, bool server) {
-  am::EndpointOptions e;
-  e.session = session;
-  e.window = o.window;
-  e.stall_timeout_s = server ? 0 : o.timeout_s;
-  e.segment_bytes = segment;
-  return e;
-}
-
 bool needs_get(const Options& o) { return o.bench == "verify" || o.bench == "bulk"; }
 
 // Address exchange and the ready handshake, the same on both sides of every mode.
@@ -63,19 +54,9 @@ std::unique_ptr<verbs::Transport> connect(verbs::Device& dev, Channel& ch, const
 
 void run_on(verbs::Transport& t, const verbs::Device& dev, const Options& o, const Clock& clock, ResultsDoc& doc,
             Progress& progress, std::uint32_t session) {
-  VerbsEndpoint ep(t, clock, endpoint_options(o, session, static_cast<std::uint32_t>(t.segment().size()), false));
-  doc.j["meta"]["transport"] = t.describe();
-  doc.j["meta"]["session"] = session;
-  doc.j["meta"]["am"] = {{"window", o.window}, {"frame_bytes", sizeof(am::Frame)}};
+  VerbsEndpoint ep(t, clock, endpoint_options(o, session, t.segment().size(), false));
   doc.j["meta"]["numa_placement"] = numa_placement(o.cpu, dev.numa_node());
-  doc.save();
-  struct Describe {
-    const verbs::Transport& t;
-    ResultsDoc& doc;
-    ~Describe() { doc.j["meta"]["transport"] = t.describe(); }
-  } describe{t, doc};
-  run_client_bench(ep, clock, o, doc, progress);
-  ep.request(methods::kQuit);
+  run_connected(ep, o, clock, doc, progress, session);
 }
 
 }  // namespace
@@ -104,11 +85,8 @@ void run_verbs(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& 
 
   if (o.mode == "server") {
     pin_to_cpu(o.cpu, "--cpu");
-    std::fprintf(stderr, "logpbench server: verbs, waiting for a client on TCP port %u\n", o.port);
-    Channel ch = Channel::accept_one(o.port, 0);
-    const auto hello = ch.receive(o.connect_timeout_s);
-    if (hello.value("transport", "") != "verbs")
-      throw PeerError("the client asked for transport '" + hello.value("transport", "?") + "', this server runs verbs");
+    nlohmann::json hello;
+    Channel ch = accept_client(o, "verbs", hello);
     Options so = o;
     so.window = hello.at("window").get<int>();
     const auto segment = hello.at("segment_bytes").get<std::uint32_t>();

@@ -53,7 +53,7 @@ class Endpoint {
   using Handler = void (*)(Endpoint&, const Frame&);
 
   Endpoint(T& net, const Clock& clock, const EndpointOptions& opt)
-      : net_(net), window_(opt.window), segment_bytes_(opt.segment_bytes), session_(opt.session) {
+      : net_(net), options_(opt), window_(opt.window), segment_bytes_(opt.segment_bytes), session_(opt.session) {
     if (window_ < 1) throw UsageError("AM window must be at least 1");
     // Work requests are built once and only patched per send; requests and replies have their own, since
     // a reply is built inside a handler while a request may be waiting to be retried.
@@ -177,6 +177,7 @@ class Endpoint {
     window_ = w;
   }
   std::uint32_t session() const { return session_; }
+  const EndpointOptions& options() const { return options_; }
   T& transport() { return net_; }
   const Counters& counters() const { return counters_; }
   void* user = nullptr;  // handlers' context
@@ -260,6 +261,7 @@ class Endpoint {
   }
 
   T& net_;
+  EndpointOptions options_;
   Frame req_, rep_;
   int window_;
   int outstanding_ = 0;

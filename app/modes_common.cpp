@@ -1,4 +1,4 @@
-#include "app/local_peer.hpp"
+#include "app/modes_common.hpp"
 
 #include <numa.h>
 #include <sys/prctl.h>
@@ -69,6 +69,26 @@ void LocalPeer::run(const std::function<void()>& client) {
   reaped_ = true;
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
     throw PeerError("the local peer ended abnormally (status " + std::to_string(status) + ")");
+}
+
+Channel accept_client(const Options& o, const std::string& transport, nlohmann::json& hello) {
+  std::fprintf(stderr, "logpbench server: %s, waiting for a client on TCP port %u\n", transport.c_str(), o.port);
+  Channel ch = Channel::accept_one(o.port, 0);
+  hello = ch.receive(o.connect_timeout_s);
+  if (hello.value("transport", "") != transport)
+    throw PeerError("the client asked for transport '" + hello.value("transport", "?") + "', this server runs " + transport);
+  return ch;
+}
+
+am::EndpointOptions endpoint_options(const Options& o, std::uint32_t session, std::size_t segment_bytes, bool server,
+                                     double loss_timeout_s) {
+  am::EndpointOptions e;
+  e.session = session;
+  e.window = o.window;
+  e.stall_timeout_s = server ? 0 : o.timeout_s;
+  e.segment_bytes = static_cast<std::uint32_t>(segment_bytes);
+  e.loss_timeout_s = o.loss_timeout_s >= 0 ? o.loss_timeout_s : loss_timeout_s;
+  return e;
 }
 
 std::uint32_t new_session() {
