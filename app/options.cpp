@@ -76,7 +76,8 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
       ("sq-depth", po::value(&o.sq_depth)->default_value(o.sq_depth), "send queue depth")
       ("rq-depth", po::value(&o.rq_depth)->default_value(o.rq_depth), "receive queue depth (pre-posted receives)")
       ("ib-mtu", po::value(&ib_mtu_bytes)->default_value(0), "path MTU in bytes (256..4096; 0: the port's active MTU)")
-      ("event", po::bool_switch(&o.event_mode), "wait for completions on a completion channel instead of busy polling");
+      ("event", po::bool_switch(&o.event_mode), "wait for completions on a completion channel instead of busy polling")
+      ("ud", po::bool_switch(&o.ud), "an unreliable datagram QP instead of RC (small AMs only: pingpong, signature)");
   po::options_description dpdk("DPDK transport");
   dpdk.add_options()
       ("eal", po::value(&o.eal), "EAL arguments, passed through (e.g. \"--vdev=net_af_xdp0,iface=veth0 -l 1\")")
@@ -243,13 +244,15 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
     default: throw UsageError("--ib-mtu must be 256, 512, 1024, 2048 or 4096");
   }
   if (o.transport != "verbs")
-    for (const char* k : {"ib-dev", "event"})
+    for (const char* k : {"ib-dev", "event", "ud"})
       if (vm.count(k) && !vm[k].defaulted()) throw UsageError(std::string("--") + k + " belongs to --transport verbs");
   positive("inline", o.inline_bytes, 0, 4096);
   positive("signal-every", o.signal_every, 1, 4096);
   positive("recv-batch", o.recv_batch, 1, 512);
   positive("sq-depth", o.sq_depth, 16, 16384);
   positive("rq-depth", o.rq_depth, 16, 16384);
+  if (o.ud && ((o.bench != "pingpong" && o.bench != "signature") || o.size > 0))
+    throw UsageError("--ud carries small AMs only (--bench pingpong or signature, no --size): bulk needs RDMA on RC");
   if (o.transport == "verbs" && o.rq_depth < 2 * o.window + o.recv_batch)
     throw UsageError("--rq-depth must cover twice --window plus --recv-batch, or receives could run out");
   if (o.reflector && o.mode != "local") throw UsageError("--reflector is for local mode: the reflector is the peer");

@@ -51,6 +51,7 @@ struct Options {
   int gid_index = -1;  // -1: auto
   int inline_bytes = 64, signal_every = 16, recv_batch = 32, sq_depth = 256, rq_depth = 512, ib_mtu = 0;
   bool event_mode = false;
+  bool ud = false;
   // DPDK
   std::string eal;             // EAL arguments, split on spaces
   int dpdk_port = -1;

@@ -28,6 +28,7 @@ verbs::DeviceOptions device_options(const Options& o, bool remote_read, std::uin
   d.inline_bytes = o.inline_bytes;
   d.mtu = o.ib_mtu;
   d.events = o.event_mode;
+  d.ud = o.ud;
   return d;
 }
 
@@ -37,6 +38,9 @@ verbs::TransportOptions transport_options(const Options& o) {
   t.recv_batch = o.recv_batch;
   return t;
 }
+
+// UD may drop datagrams: re-measure after 50 ms of silence. RC retransmits, so it never loses one.
+double loss_timeout(const Options& o) { return o.ud ? 0.05 : 0; }
 
 bool needs_get(const Options& o) { return o.bench == "verify" || o.bench == "bulk"; }
 
@@ -54,7 +58,7 @@ std::unique_ptr<verbs::Transport> connect(verbs::Device& dev, Channel& ch, const
 
 void run_on(verbs::Transport& t, const verbs::Device& dev, const Options& o, const Clock& clock, ResultsDoc& doc,
             Progress& progress, std::uint32_t session) {
-  VerbsEndpoint ep(t, clock, endpoint_options(o, session, t.segment().size(), false));
+  VerbsEndpoint ep(t, clock, endpoint_options(o, session, t.segment().size(), false, loss_timeout(o)));
   doc.j["meta"]["numa_placement"] = numa_placement(o.cpu, dev.numa_node());
   run_connected(ep, o, clock, doc, progress, session);
 }
@@ -70,7 +74,7 @@ void run_verbs(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& 
       pin_to_cpu(o.peer_cpu, "--peer-cpu");
       verbs::Device dev(device_options(o, needs_get(o), o.segment_bytes));
       auto t = connect(dev, ch, o, o.connect_timeout_s);
-      VerbsEndpoint ep(*t, clock, endpoint_options(o, session, o.segment_bytes, true));
+      VerbsEndpoint ep(*t, clock, endpoint_options(o, session, o.segment_bytes, true, loss_timeout(o)));
       methods::serve(ep);
     });
     pin_to_cpu(o.cpu, "--cpu");
@@ -91,9 +95,10 @@ void run_verbs(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& 
     so.window = hello.at("window").get<int>();
     const auto segment = hello.at("segment_bytes").get<std::uint32_t>();
     const auto peer_session = hello.at("session").get<std::uint32_t>();
+    so.ud = hello.value("ud", false);
     verbs::Device dev(device_options(so, hello.value("remote_read", false), segment));
     auto t = connect(dev, ch, so, o.connect_timeout_s);
-    VerbsEndpoint ep(*t, clock, endpoint_options(so, peer_session, segment, true));
+    VerbsEndpoint ep(*t, clock, endpoint_options(so, peer_session, segment, true, loss_timeout(so)));
     methods::serve(ep);
     ch.send({{"bye", true}});
     std::fprintf(stderr, "logpbench server: client done\n");
@@ -104,7 +109,7 @@ void run_verbs(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& 
   doc.j["meta"]["pinning"] = {{"client_cpu", o.cpu}, {"server_cpu", "set on the server"}};
   Channel ch = Channel::connect_to(o.host, o.port, o.connect_timeout_s);
   ch.send({{"transport", "verbs"}, {"window", o.window}, {"segment_bytes", o.segment_bytes}, {"session", session},
-           {"remote_read", needs_get(o)}});
+           {"remote_read", needs_get(o)}, {"ud", o.ud}});
   verbs::Device dev(device_options(o, false, o.segment_bytes));
   auto t = connect(dev, ch, o, o.connect_timeout_s);
   run_on(*t, dev, o, clock, doc, progress, session);

@@ -129,7 +129,7 @@ Device::Device(const DeviceOptions& opt) : opt_(opt) {
   // local only; bulk headers remote-write; the segment remote-write, and remote-read only when asked.
   segment_alloc_ = opt.segment_bytes;
   headers_alloc_ = kHeaderSlots * 64;
-  recv_alloc_ = static_cast<std::size_t>(opt.rq_depth) * kRecvSlotBytes;
+  recv_alloc_ = static_cast<std::size_t>(opt.rq_depth) * recv_slot_bytes();
   segment_ = alloc_on(numa_node_, segment_alloc_);
   headers_ = alloc_on(numa_node_, headers_alloc_);
   recv_buf_ = alloc_on(numa_node_, recv_alloc_);
@@ -147,7 +147,7 @@ Device::Device(const DeviceOptions& opt) : opt_(opt) {
   ibv_qp_init_attr qa{};
   qa.send_cq = send_cq_;
   qa.recv_cq = recv_cq_;
-  qa.qp_type = IBV_QPT_RC;
+  qa.qp_type = opt.ud ? IBV_QPT_UD : IBV_QPT_RC;
   qa.sq_sig_all = 0;
   qa.cap.max_send_wr = static_cast<std::uint32_t>(opt.sq_depth);
   qa.cap.max_recv_wr = static_cast<std::uint32_t>(opt.rq_depth);
@@ -159,7 +159,7 @@ Device::Device(const DeviceOptions& opt) : opt_(opt) {
     qa.cap.max_inline_data = 0;
     qp_ = ibv_create_qp(pd_, &qa);
   }
-  if (!qp_) fail("ibv_create_qp(RC)", errno, "the device's max_qp_wr against --sq-depth/--rq-depth");
+  if (!qp_) fail(opt.ud ? "ibv_create_qp(UD)" : "ibv_create_qp(RC)", errno, "the device's max_qp_wr against --sq-depth/--rq-depth");
   max_inline_ = qa.cap.max_inline_data;
 
   std::random_device rd;
@@ -168,6 +168,7 @@ Device::Device(const DeviceOptions& opt) : opt_(opt) {
 }
 
 Device::~Device() {
+  if (ah_) ibv_destroy_ah(ah_);
   if (qp_) ibv_destroy_qp(qp_);
   if (seg_mr_) ibv_dereg_mr(seg_mr_);
   if (hdr_mr_) ibv_dereg_mr(hdr_mr_);
@@ -202,8 +203,45 @@ Address Device::local_address() const {
   return a;
 }
 
+// The address vector of the peer: a GRH for RoCE (and IB across subnets), the LID otherwise.
+static ibv_ah_attr peer_av(const Address& peer, int port, int gid_index, bool global) {
+  ibv_ah_attr av{};
+  av.dlid = peer.lid;
+  av.sl = 0;
+  av.port_num = static_cast<std::uint8_t>(port);
+  if (global) {
+    av.is_global = 1;
+    std::memcpy(av.grh.dgid.raw, peer.gid, 16);
+    av.grh.sgid_index = static_cast<std::uint8_t>(gid_index);
+    av.grh.hop_limit = 64;
+  }
+  return av;
+}
+
 void Device::connect(const Address& peer) {
   path_mtu_ = std::min(path_mtu_, static_cast<ibv_mtu>(peer.mtu));
+  const bool global = gid_type_ != "IB" || peer.lid == 0;
+  peer_qpn_ = peer.qpn;
+  if (opt_.ud) {  // datagrams: INIT with a Q_Key, RTR, RTS; the peer is an address handle
+    ibv_qp_attr a{};
+    a.qp_state = IBV_QPS_INIT;
+    a.pkey_index = 0;
+    a.port_num = static_cast<std::uint8_t>(opt_.port);
+    a.qkey = kUdQkey;
+    if (int r = ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+      fail("ibv_modify_qp(UD INIT)", r, "port number -i");
+    a = {};
+    a.qp_state = IBV_QPS_RTR;
+    if (int r = ibv_modify_qp(qp_, &a, IBV_QP_STATE)) fail("ibv_modify_qp(UD RTR)", r, "");
+    a = {};
+    a.qp_state = IBV_QPS_RTS;
+    a.sq_psn = psn_;
+    if (int r = ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_SQ_PSN)) fail("ibv_modify_qp(UD RTS)", r, "");
+    ibv_ah_attr av = peer_av(peer, opt_.port, gid_index_, global);
+    ah_ = ibv_create_ah(pd_, &av);
+    if (!ah_) fail("ibv_create_ah", errno, "GID index -x on both sides");
+    return;
+  }
   ibv_qp_attr a{};
   a.qp_state = IBV_QPS_INIT;
   a.pkey_index = 0;
@@ -219,15 +257,7 @@ void Device::connect(const Address& peer) {
   a.rq_psn = peer.psn;
   a.max_dest_rd_atomic = 1;  // the peer may have one RDMA READ in flight against us
   a.min_rnr_timer = 12;
-  a.ah_attr.dlid = peer.lid;
-  a.ah_attr.sl = 0;
-  a.ah_attr.port_num = static_cast<std::uint8_t>(opt_.port);
-  if (gid_type_ != "IB" || peer.lid == 0) {  // RoCE needs a GRH; so does IB across subnets
-    a.ah_attr.is_global = 1;
-    std::memcpy(a.ah_attr.grh.dgid.raw, peer.gid, 16);
-    a.ah_attr.grh.sgid_index = static_cast<std::uint8_t>(gid_index_);
-    a.ah_attr.grh.hop_limit = 64;
-  }
+  a.ah_attr = peer_av(peer, opt_.port, gid_index_, global);
   if (int r = ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
     fail("ibv_modify_qp(RTR)", r, "GID index -x on both sides, path MTU, that both ends are on one network");
@@ -257,7 +287,7 @@ nlohmann::json Device::describe() const {
           {"gid_index", gid_index_},
           {"gid_type", gid_type_},
           {"gid", gid_string(gid_)},
-          {"qp_type", "RC"},
+          {"qp_type", opt_.ud ? "UD" : "RC"},
           {"max_inline", max_inline_},
           {"inline_requested", opt_.inline_bytes},
           {"sq_depth", opt_.sq_depth},

@@ -22,6 +22,7 @@ struct DeviceOptions {
   int inline_bytes = 64;     // asked for; the device may give more or less (recorded)
   int mtu = 0;               // 0: the port's active MTU
   bool events = false;       // completion channel for event mode
+  bool ud = false;           // unreliable datagram QP instead of RC: small AMs only, loss possible
 };
 
 // What the peer needs to reach us (exchanged over the TCP bootstrap).
@@ -40,7 +41,8 @@ Address address_from_json(const nlohmann::json& j);  // throws PeerError on a ma
 class Device {
  public:
   static constexpr int kHeaderSlots = 256;  // bulk-store headers (see transport.hpp)
-  static constexpr int kRecvSlotBytes = 64;
+  static constexpr std::uint32_t kUdQkey = 0x11111111;
+  static constexpr std::uint32_t kGrhBytes = 40;  // a UD receive starts with the GRH (or room for it)
 
   explicit Device(const DeviceOptions& opt);
   Device(const Device&) = delete;
@@ -64,6 +66,11 @@ class Device {
   std::uint32_t staging_lkey() const { return staging_mr_->lkey; }
   std::uint32_t segment_lkey() const { return seg_mr_->lkey; }
   std::uint32_t recv_lkey() const { return recv_mr_->lkey; }
+  // A receive slot holds one frame, after the GRH on UD.
+  std::uint32_t recv_slot_bytes() const { return opt_.ud ? 128 : 64; }
+  std::uint32_t recv_frame_offset() const { return opt_.ud ? kGrhBytes : 0; }
+  ibv_ah* ah() const { return ah_; }              // UD: the peer's address handle
+  std::uint32_t peer_qpn() const { return peer_qpn_; }
   const DeviceOptions& options() const { return opt_; }
   std::uint32_t max_inline() const { return max_inline_; }
   int numa_node() const { return numa_node_; }
@@ -76,6 +83,8 @@ class Device {
   ibv_comp_channel* channel_ = nullptr;
   ibv_cq *send_cq_ = nullptr, *recv_cq_ = nullptr;
   ibv_qp* qp_ = nullptr;
+  ibv_ah* ah_ = nullptr;
+  std::uint32_t peer_qpn_ = 0;
   ibv_mr *seg_mr_ = nullptr, *hdr_mr_ = nullptr, *recv_mr_ = nullptr, *tx_mr_ = nullptr, *staging_mr_ = nullptr;
   std::byte *segment_ = nullptr, *headers_ = nullptr, *recv_buf_ = nullptr, *tx_buf_ = nullptr, *staging_ = nullptr;
   std::size_t segment_alloc_ = 0, headers_alloc_ = 0, recv_alloc_ = 0, tx_alloc_ = 0;

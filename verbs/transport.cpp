@@ -17,6 +17,9 @@ Transport::Transport(Device& dev, const Address& peer, const TransportOptions& o
       cq_batch_(std::clamp(opt.cq_batch, 1, 32)),
       events_(dev.options().events),
       segment_bytes_(std::min(dev.options().segment_bytes, peer.segment_bytes)),
+      ah_(dev.ah()),
+      slot_bytes_(dev.recv_slot_bytes()),
+      frame_offset_(dev.recv_frame_offset()),
       get_frames_(static_cast<std::size_t>(dev.options().sq_depth)) {
   // Every receive slot is posted before the QP goes to RTR, so nothing the peer sends finds us empty.
   const int rq = dev.options().rq_depth;
@@ -31,8 +34,8 @@ void Transport::repost() {
   ibv_sge sge[512];
   ibv_recv_wr wr[512];
   for (int i = 0; i < repost_n_; ++i) {
-    sge[i] = {reinterpret_cast<std::uint64_t>(dev_.recv_buffers() + repost_[i] * Device::kRecvSlotBytes),
-              Device::kRecvSlotBytes, dev_.recv_lkey()};
+    sge[i] = {reinterpret_cast<std::uint64_t>(dev_.recv_buffers() + repost_[i] * slot_bytes_), slot_bytes_,
+              dev_.recv_lkey()};
     wr[i] = {};
     wr[i].wr_id = repost_[i];
     wr[i].sg_list = &sge[i];
@@ -47,6 +50,7 @@ void Transport::repost() {
 }
 
 bool Transport::try_store(const am::Frame& f, const void* src, std::uint32_t n, std::uint32_t remote_off) {
+  if (ah_) throw UsageError("bulk transfers need RDMA WRITE/READ, which a UD QP cannot do: run without --ud");
   if (remote_off > peer_.segment_bytes || n > peer_.segment_bytes - remote_off || n > segment_bytes_) return false;
   if (!sq_room(2)) return false;
   // The data must sit in registered memory: in place when it is already in our segment, else staged.
@@ -86,6 +90,7 @@ bool Transport::try_store(const am::Frame& f, const void* src, std::uint32_t n, 
 }
 
 bool Transport::try_get(const am::Frame& f, std::uint32_t remote_off, std::uint32_t n, std::uint32_t local_off) {
+  if (ah_) throw UsageError("bulk transfers need RDMA WRITE/READ, which a UD QP cannot do: run without --ud");
   if (!peer_.remote_read)
     throw UsageError("the peer registered its segment without remote read: this run may not get from it");
   if (remote_off > peer_.segment_bytes || n > peer_.segment_bytes - remote_off || local_off > segment_bytes_ ||

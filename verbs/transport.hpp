@@ -70,8 +70,8 @@ class Transport {
       const auto slot = static_cast<std::uint32_t>(wc[i].wr_id);
       ++counters_.recvs;
       if (wc[i].opcode == IBV_WC_RECV) {
-        std::memcpy(&rx_frame_, dev_.recv_buffers() + slot * Device::kRecvSlotBytes, sizeof rx_frame_);
-        if (wc[i].byte_len >= sizeof(am::Frame)) {
+        std::memcpy(&rx_frame_, dev_.recv_buffers() + slot * slot_bytes_ + frame_offset_, sizeof rx_frame_);
+        if (wc[i].byte_len >= sizeof(am::Frame) + frame_offset_) {
           sink(static_cast<const void*>(&rx_frame_), sizeof rx_frame_);
           ++delivered;
         } else {
@@ -119,6 +119,11 @@ class Transport {
     wr.num_sge = 1;
   }
   bool post(ibv_send_wr& wr) {
+    if (ah_) {  // UD: every send names the peer
+      wr.wr.ud.ah = ah_;
+      wr.wr.ud.remote_qpn = dev_.peer_qpn();
+      wr.wr.ud.remote_qkey = Device::kUdQkey;
+    }
     ++posted_;
     wr.wr_id |= posted_;
     // Selective signaling: a completion every signal_every posts tells that all before it are done.
@@ -182,6 +187,8 @@ class Transport {
   int recv_batch_, cq_batch_;
   bool events_;
   std::uint32_t segment_bytes_;
+  ibv_ah* ah_;
+  std::uint32_t slot_bytes_, frame_offset_;
   std::uint32_t repost_[512];
   int repost_n_ = 0;
   std::uint32_t next_header_ = 0;

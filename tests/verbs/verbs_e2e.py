@@ -70,6 +70,21 @@ def test_event_mode():
     assert doc["parameters"]["rtt"]["value_ns"] > 0
 
 
+def test_ud():
+    out = os.path.join(TMP, "ud.json")
+    run(["local", "--ud", "--bench", "pingpong", "-n", "2000", "--warmup", "200", "--runs", "1", "--json", out] + BASE)
+    doc = load(out)
+    assert doc["meta"]["transport"]["qp_type"] == "UD", doc["meta"]["transport"]
+    assert doc["parameters"]["rtt"]["value_ns"] > 0
+    assert doc["meta"]["am"]["loss_timeout_s"] > 0  # datagrams may be lost: the run re-measures, never hangs
+    out2 = os.path.join(TMP, "udsig.json")
+    run(["local", "--ud", "--runs", "1", "--max-burst", "32", "-n", "500", "--max-point-seconds", "0.5",
+         "--json", out2] + BASE)
+    assert load(out2)["parameters"]["g"]["value_ns"] > 0
+    expect_fail(["local", "--ud", "--bench", "verify"] + BASE, "--ud carries small AMs only", (2,))
+    print("UD rtt", doc["parameters"]["rtt"]["value_ns"], "ns")
+
+
 def test_server_client():
     port = str(21000 + os.getpid() % 10000)
     srv = subprocess.Popen([BIN, "server", "--port", port, "--cpu", "1"] + BASE, stdout=subprocess.PIPE,
