@@ -144,6 +144,7 @@ void run_dpdk(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& p
       const Channel* chp = &ch;
       dpdk::Transport t(port, peer_mac, transport_options(o, session, false), [chp] { return chp->peer_alive(); });
       run_on(t, o, clock, doc, progress, session);
+      peer.finish(o.timeout_s);  // memif must stay up until the peer has read the quit
     });
     return;
   }

@@ -64,11 +64,22 @@ void LocalPeer::run(const std::function<void()>& client) {
       throw UsageError("the peer process refused its configuration (its message is above)");
     throw;
   }
-  int status = 0;
-  waitpid(pid_, &status, 0);
+  if (!reaped_) throw std::logic_error("LocalPeer::run: the client did not call finish()");
+  if (!WIFEXITED(status_) || WEXITSTATUS(status_) != 0)
+    throw PeerError("the local peer ended abnormally (status " + std::to_string(status_) + ")");
+}
+
+void LocalPeer::finish(double timeout_s) {
+  const int polls = static_cast<int>(timeout_s * 1000);
+  pid_t r = 0;
+  for (int i = 0; i <= polls && (r = waitpid(pid_, &status_, WNOHANG)) == 0; ++i) usleep(1000);
+  if (r != pid_) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &status_, 0);
+    reaped_ = true;
+    throw PeerError("the local peer did not stop within " + std::to_string(timeout_s) + " s of the quit request");
+  }
   reaped_ = true;
-  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    throw PeerError("the local peer ended abnormally (status " + std::to_string(status) + ")");
 }
 
 Channel accept_client(const Options& o, const std::string& transport, nlohmann::json& hello) {

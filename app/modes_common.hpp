@@ -32,12 +32,16 @@ class LocalPeer {
 
   Channel& channel() { return channel_; }
   // Runs the client side; a PeerError caused by the peer refusing its configuration becomes that
-  // UsageError. Then waits for the peer's normal end.
+  // UsageError. The client must end by calling finish() while its transport still exists.
   void run(const std::function<void()>& client);
+  // After the quit request: waits (up to timeout_s) for the peer to exit, so the transport is not torn
+  // down under a quit the peer has not read yet; a peer that does not stop is killed and reported.
+  void finish(double timeout_s);
 
  private:
   pid_t pid_ = -1;
   bool reaped_ = false;
+  int status_ = 0;
   Channel channel_;
 };
 

@@ -59,6 +59,7 @@ void run_shm(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& pr
       ShmTransport t(region, 0, clock, o.emulation);
       ShmEndpoint ep(t, clock, endpoint_options(o, session, t.segment().size(), false));
       run_connected(ep, o, clock, doc, progress, session);
+      peer.finish(o.timeout_s);
     });
     return;
   }

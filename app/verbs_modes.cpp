@@ -83,6 +83,7 @@ void run_verbs(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& 
       verbs::Device dev(device_options(o, false, o.segment_bytes));
       auto t = connect(dev, peer.channel(), o, o.connect_timeout_s);
       run_on(*t, dev, o, clock, doc, progress, session);
+      peer.finish(o.timeout_s);
     });
     return;
   }
