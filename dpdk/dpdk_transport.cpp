@@ -140,21 +140,7 @@ bool Transport::try_store(const am::Frame& f, const void* src, std::uint32_t n, 
   rte_mbuf* head = frame_mbuf(WireType::am, sizeof(am::Frame), 0);
   if (!head) return false;
   rte_pktmbuf_free(head);  // only a check that the pool has room; chunks go first
-  const auto* s = static_cast<const std::uint8_t*>(src);
-  for (std::uint32_t done = 0; done < n;) {
-    const std::uint32_t len = std::min(chunk_bytes_, n - done);
-    rte_mbuf* m = nullptr;
-    while (!(m = frame_mbuf(WireType::chunk, len, remote_off + done))) {
-    }
-    std::memcpy(payload(m), s + done, len);
-    transmit_until_sent(m);
-    done += len;
-  }
-  rte_mbuf* m = nullptr;
-  while (!(m = frame_mbuf(WireType::am, sizeof(am::Frame), 0))) {
-  }
-  std::memcpy(payload(m), &f, sizeof f);
-  transmit_until_sent(m);
+  send_bulk(static_cast<const std::uint8_t*>(src), n, remote_off, f);
   return true;
 }
 
@@ -174,19 +160,25 @@ void Transport::serve_get(const GetRequest& g, const am::Frame& reply) {
     return;
   }
   ++counters_.get_served;
-  for (std::uint32_t done = 0; done < g.len;) {
-    const std::uint32_t len = std::min(chunk_bytes_, g.len - done);
+  send_bulk(reinterpret_cast<const std::uint8_t*>(segment_) + g.remote_off, g.len, g.local_off, reply);
+}
+
+// n bytes as MTU-sized chunks for offset dest_off of the peer's segment, then the AM frame that announces
+// them (frames stay in order on one queue, so the frame arrives after its data). Waits for ring room.
+void Transport::send_bulk(const std::uint8_t* src, std::uint32_t n, std::uint32_t dest_off, const am::Frame& f) {
+  for (std::uint32_t done = 0; done < n;) {
+    const std::uint32_t len = std::min(chunk_bytes_, n - done);
     rte_mbuf* m = nullptr;
-    while (!(m = frame_mbuf(WireType::chunk, len, g.local_off + done))) {
+    while (!(m = frame_mbuf(WireType::chunk, len, dest_off + done))) {
     }
-    std::memcpy(payload(m), segment_ + g.remote_off + done, len);
+    std::memcpy(payload(m), src + done, len);
     transmit_until_sent(m);
     done += len;
   }
   rte_mbuf* m = nullptr;
   while (!(m = frame_mbuf(WireType::am, sizeof(am::Frame), 0))) {
   }
-  std::memcpy(payload(m), &reply, sizeof reply);
+  std::memcpy(payload(m), &f, sizeof f);
   transmit_until_sent(m);
 }
 

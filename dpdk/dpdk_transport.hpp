@@ -111,6 +111,7 @@ class Transport {
   // Validates one received frame; returns the AM frame to deliver, or nullptr (consumed or dropped).
   const am::Frame* accept(rte_mbuf* m);
   void serve_get(const GetRequest& g, const am::Frame& reply);
+  void send_bulk(const std::uint8_t* src, std::uint32_t n, std::uint32_t dest_off, const am::Frame& f);
 
   Port& port_;
   std::function<bool()> peer_alive_;
