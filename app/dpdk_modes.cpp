@@ -156,6 +156,7 @@ void run_dpdk(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& p
     Channel ch = accept_client(o, "dpdk", hello);
     Options so = o;
     so.window = hello.at("window").get<int>();
+    so.credits = hello.value("credits", so.credits);
     so.segment_bytes = hello.at("segment_bytes").get<std::uint32_t>();
     const auto peer_session = hello.at("session").get<std::uint32_t>();
     std::uint8_t peer_mac[6];
@@ -175,7 +176,7 @@ void run_dpdk(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& p
   doc.j["meta"]["pinning"] = {{"client_cpu", o.cpu}, {"server_cpu", "set on the server"}};
   dpdk::Port port(port_options(o, eal_args(o, o.cpu, {})));
   Channel ch = Channel::connect_to(o.host, o.port, o.connect_timeout_s);
-  ch.send({{"transport", "dpdk"}, {"window", o.window}, {"segment_bytes", o.segment_bytes}, {"session", session},
+  ch.send({{"transport", "dpdk"}, {"window", o.window}, {"credits", o.credits}, {"segment_bytes", o.segment_bytes}, {"session", session},
            {"mac", port.mac_string()}});
   std::uint8_t peer_mac[6];
   dpdk::parse_mac(ch.receive(o.connect_timeout_s).at("mac").get<std::string>(), peer_mac);

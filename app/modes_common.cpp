@@ -96,6 +96,7 @@ am::EndpointOptions endpoint_options(const Options& o, std::uint32_t session, st
   am::EndpointOptions e;
   e.session = session;
   e.window = o.window;
+  e.credits = o.credits;
   e.stall_timeout_s = server ? 0 : o.timeout_s;
   e.segment_bytes = static_cast<std::uint32_t>(segment_bytes);
   e.loss_timeout_s = o.loss_timeout_s >= 0 ? o.loss_timeout_s : loss_timeout_s;

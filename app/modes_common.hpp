@@ -63,6 +63,8 @@ void run_connected(EP& ep, const Options& o, const Clock& clock, ResultsDoc& doc
   doc.j["meta"]["transport"] = ep.transport().describe();
   doc.j["meta"]["session"] = session;
   doc.j["meta"]["am"] = {{"window", ep.window()},
+                         {"credits", ep.credit_limit()},
+                         {"credit_return", "one credit frame per about credits/2 one-way requests"},
                          {"frame_bytes", sizeof(am::Frame)},
                          {"stall_timeout_s", ep.options().stall_timeout_s},
                          {"loss_timeout_s", ep.options().loss_timeout_s}};

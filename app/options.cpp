@@ -103,6 +103,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
       ("delta-factors", po::value(&factors), "signature: automatic Deltas as multiples of g (default 0.5,1,2,4)")
       ("window", po::value(&o.window)->default_value(o.window), "AM outstanding window: the network capacity (an emulation's C overrides)")
       ("ring", po::value(&o.ring)->default_value(o.ring), "shm: slots per direction (power of two)")
+      ("credits", po::value(&o.credits)->default_value(o.credits), "one-way requests in flight before the receiver returns credits (flood, saturation, overlap, availability)")
       ("ci", po::value(&o.rule.rel_precision)->default_value(o.rule.rel_precision, "0.05"), "stop rule: relative 95% half-width to reach")
       ("batch", po::value(&o.rule.batch)->default_value(o.rule.batch), "stop rule: samples per batch")
       ("min-samples", po::value(&o.rule.min_samples)->default_value(o.rule.min_samples), "stop rule: fewest samples per point")
@@ -206,6 +207,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   positive("warmup", o.warmup, 0, 1e8);
   positive("max-burst", o.max_burst, 1, 1 << 20);
   positive("window", o.window, 1, 1 << 16);
+  positive("credits", o.credits, 2, 1 << 16);
   positive("runs", o.runs, 1, 1000);
   positive("timeout", o.timeout_s, 0.1, 1e6);
   positive("connect-timeout", o.connect_timeout_s, 0.1, 1e6);

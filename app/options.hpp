@@ -32,7 +32,8 @@ struct Options {
   std::vector<double> deltas_ns;  // empty: automatic
   std::vector<double> delta_factors{0.5, 1, 2, 4};
   int window = 32;
-  int ring = 256;
+  int ring = 1024;
+  int credits = 256;  // one-way requests in flight (the NI's queues may allow fewer)
   std::uint32_t segment_bytes = 1 << 20;
   StopRule rule;
   // size-based methods

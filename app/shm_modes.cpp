@@ -70,6 +70,7 @@ void run_shm(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& pr
     Channel ch = accept_client(o, "shm", hello);
     Options so2 = o;
     so2.window = hello.at("window").get<int>();
+    so2.credits = hello.value("credits", so2.credits);
     const std::string spec = hello.value("emulate", "");
     so2.emulation = spec.empty() ? Emulation{} : parse_emulation(spec);
     const ShmOptions ring{hello.at("ring").get<int>(), hello.at("segment_bytes").get<std::uint32_t>()};
@@ -91,7 +92,7 @@ void run_shm(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& pr
   doc.j["meta"]["pinning"] = {{"client_cpu", o.cpu}, {"server_cpu", "set on the server"}};
   Channel ch = Channel::connect_to(o.host, o.port, o.connect_timeout_s);
   const std::uint32_t session = new_session();
-  ch.send({{"transport", "shm"}, {"window", o.window}, {"emulate", o.emulate_spec}, {"ring", o.ring},
+  ch.send({{"transport", "shm"}, {"window", o.window}, {"credits", o.credits}, {"emulate", o.emulate_spec}, {"ring", o.ring},
            {"segment_bytes", o.segment_bytes}, {"session", session}});
   const auto answer = ch.receive(o.connect_timeout_s);
   ShmRegion region = ShmRegion::open_named(answer.at("shm").get<std::string>());

@@ -94,6 +94,7 @@ void run_verbs(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& 
     Channel ch = accept_client(o, "verbs", hello);
     Options so = o;
     so.window = hello.at("window").get<int>();
+    so.credits = hello.value("credits", so.credits);
     const auto segment = hello.at("segment_bytes").get<std::uint32_t>();
     const auto peer_session = hello.at("session").get<std::uint32_t>();
     so.ud = hello.value("ud", false);
@@ -109,7 +110,7 @@ void run_verbs(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& 
   pin_to_cpu(o.cpu, "--cpu");
   doc.j["meta"]["pinning"] = {{"client_cpu", o.cpu}, {"server_cpu", "set on the server"}};
   Channel ch = Channel::connect_to(o.host, o.port, o.connect_timeout_s);
-  ch.send({{"transport", "verbs"}, {"window", o.window}, {"segment_bytes", o.segment_bytes}, {"session", session},
+  ch.send({{"transport", "verbs"}, {"window", o.window}, {"credits", o.credits}, {"segment_bytes", o.segment_bytes}, {"session", session},
            {"remote_read", needs_get(o)}, {"ud", o.ud}});
   verbs::Device dev(device_options(o, false, o.segment_bytes));
   auto t = connect(dev, ch, o, o.connect_timeout_s);

@@ -4,10 +4,19 @@
 // window (the network capacity) is full; that stall is what produces the transition and steady-state
 // regimes of the signature (section 3.1). Replies are sent from inside request handlers. Every frame
 // is validated before anything is dispatched; a bad one is counted by reason and dropped.
+//
+// One-way requests (oneway(), oneway_store()) get no reply: a flood of them measures how fast messages
+// can be injected, not a round trip (Bell et al. 4.2, Kielmann et al. 3). Flow control is by credits,
+// as in later AM specifications (AM-II): each one-way request spends one; the sender marks a request
+// "return credits" once it holds half or fewer, and the receiver answers that mark, after running the
+// handler, with one credit frame for everything consumed since its last. One credit frame per about
+// C/2 messages: a cost of o/(C/2) per message on either side, recorded with C in meta.am.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +30,7 @@ namespace logpb::am {
 
 struct Counters {
   std::uint64_t requests_sent = 0, replies_sent = 0, received = 0;
+  std::uint64_t oneway_sent = 0, oneway_received = 0, credit_frames = 0;
   std::array<std::uint64_t, static_cast<int>(Reject::count_)> rejected{};
   std::uint64_t rejected_total() const {
     std::uint64_t s = 0;
@@ -33,7 +43,8 @@ inline void to_json(nlohmann::json& j, const Counters& c) {
   for (int i = 0; i < static_cast<int>(Reject::count_); ++i)
     if (c.rejected[i]) rej[to_string(static_cast<Reject>(i))] = c.rejected[i];
   j = {{"requests_sent", c.requests_sent}, {"replies_sent", c.replies_sent}, {"received", c.received},
-       {"rejected", rej}};
+       {"oneway_sent", c.oneway_sent},     {"oneway_received", c.oneway_received},
+       {"credit_frames_received", c.credit_frames}, {"rejected", rej}};
 }
 
 struct EndpointOptions {
@@ -45,7 +56,13 @@ struct EndpointOptions {
   // declared lost, the window is emptied and replies still in flight become stale (0: never, for NIs
   // that do not lose messages). Methods see it through loss_events() and re-measure.
   double loss_timeout_s = 0;
+  int credits = 256;  // one-way requests in flight; the transport's queues may allow fewer (max_credits)
 };
+
+// The requester's loss epoch lives in the low 15 bits of Frame::flags; the top bit of a one-way request
+// asks its receiver to return credits.
+inline constexpr std::uint16_t kEpochMask = 0x7fff;
+inline constexpr std::uint16_t kCreditAsk = 0x8000;
 
 template <Transport T>
 class Endpoint {
@@ -61,9 +78,18 @@ class Endpoint {
     base.magic = kMagic;
     base.version = kVersion;
     base.session = opt.session;
-    req_ = rep_ = base;
+    req_ = rep_ = ow_ = cred_ = base;
     req_.kind = Kind::request;
     rep_.kind = Kind::reply;
+    ow_.kind = Kind::oneway;
+    cred_.kind = Kind::credit;
+    credit_limit_ = opt.credits;
+    if constexpr (CreditLimited<T>) credit_limit_ = std::min(credit_limit_, static_cast<int>(net.max_credits(window_)));
+    if (credit_limit_ < 2)
+      throw UsageError("the NI's queues leave room for " + std::to_string(credit_limit_) +
+                       " one-way messages beside the window of " + std::to_string(window_) +
+                       ": enlarge the queues (--ring, --rq-depth, --rx-ring) or shrink --window");
+    credits_ = credit_limit_;
     timeout_cycles_ = opt.stall_timeout_s > 0 ? clock.cycles(opt.stall_timeout_s * 1e9) : 0;
     loss_cycles_ = opt.loss_timeout_s > 0 ? clock.cycles(opt.loss_timeout_s * 1e9) : 0;
     check_interval_cycles_ = clock.cycles(1e6);  // 1 ms between liveness checks while stalled
@@ -128,6 +154,7 @@ class Endpoint {
   // full we wait for it without dispatching, so handlers never nest.
   void reply(const Frame& req, std::uint16_t handler, std::uint64_t a0 = 0, std::uint64_t a1 = 0,
              std::uint64_t a2 = 0, std::uint64_t a3 = 0) {
+    if (req.kind != Kind::request) throw std::logic_error("AM reply to a frame that is not a request (one-way requests get none)");
     fill(rep_, handler, req.token, a0, a1, a2, a3);
     rep_.flags = req.flags;
     while (!net_.try_send(rep_)) stall_check();
@@ -141,11 +168,61 @@ class Endpoint {
     requires BulkTransport<T>
   {
     check_bulk(n, remote_off, "reply");
+    if (req.kind != Kind::request) throw std::logic_error("AM reply to a frame that is not a request (one-way requests get none)");
     fill(rep_, handler, req.token, a0, a1, 0, 0, n, remote_off);
     rep_.flags = req.flags;
     while (!net_.try_store(rep_, src, n, remote_off)) stall_check();
     ++counters_.replies_sent;
   }
+
+  // A one-way request: its handler runs on the peer and sends nothing back. Stalls (polling) while no
+  // credit is left. With track, returns the operation's number for wait_local() (else 0).
+  std::uint64_t oneway(std::uint16_t handler, std::uint64_t a0 = 0, std::uint64_t a1 = 0, std::uint64_t a2 = 0,
+                       std::uint64_t a3 = 0, bool track = false) {
+    poll();
+    while (credits_ == 0) progress();
+    fill(ow_, handler, 0, a0, a1, a2, a3);
+    ow_.flags = credit_flags();
+    if (track) track_next();
+    while (!net_.try_send(ow_)) progress();
+    return sent_oneway(track);
+  }
+  // A one-way bulk store: n bytes land at remote_off of the peer's segment, then its handler runs.
+  std::uint64_t oneway_store(std::uint16_t handler, const void* src, std::uint32_t n, std::uint32_t remote_off,
+                             std::uint64_t a0 = 0, std::uint64_t a1 = 0, bool track = false)
+    requires BulkTransport<T>
+  {
+    check_bulk(n, remote_off, "store");
+    poll();
+    while (credits_ == 0) progress();
+    fill(ow_, handler, 0, a0, a1, 0, 0, n, remote_off);
+    ow_.flags = credit_flags();
+    if (track) track_next();
+    while (!net_.try_store(ow_, src, n, remote_off)) progress();
+    return sent_oneway(track);
+  }
+  // Wait (polling, dispatching) until send operation `op` (from oneway(..., track)) is locally complete:
+  // its buffer is free again. Says nothing of arrival.
+  void wait_local(std::uint64_t op)
+    requires LocalCompletion<T>
+  {
+    while (net_.tx_completed() < op) {
+      if (poll() > 0) {
+        idle_ = 0;
+        continue;
+      }
+      stall_check();
+    }
+  }
+  bool local_done(std::uint64_t op)
+    requires LocalCompletion<T>
+  {
+    return net_.tx_completed() >= op;
+  }
+  static constexpr bool has_local_completion = LocalCompletion<T>;
+  int credits() const { return credits_; }
+  int credit_limit() const { return credit_limit_; }
+  std::uint64_t credit_frames_sent() const { return credit_frames_sent_; }
 
   // Poll the NI once, dispatching what arrived.
   int poll() {
@@ -201,6 +278,7 @@ class Endpoint {
     if (f.magic != kMagic) return reject(Reject::bad_magic);
     if (f.version != kVersion) return reject(Reject::bad_version);
     if (f.session != session_) return reject(Reject::foreign_session);
+    if (credit_frame(f)) return;
     if (f.handler >= kMaxHandlers || handlers_[f.handler] == nullptr) return reject(Reject::bad_handler);
     if (f.bulk_len != 0 && (f.bulk_off > segment_bytes_ || f.bulk_len > segment_bytes_ - f.bulk_off))
       return reject(Reject::bad_bulk);
@@ -208,11 +286,62 @@ class Endpoint {
       if (f.flags != req_.flags) return reject(Reject::stale_reply);
       if (outstanding_ == 0) return reject(Reject::unexpected_reply);
       --outstanding_;
+    } else if (f.kind == Kind::oneway) {
+      ++counters_.received;
+      ++counters_.oneway_received;
+      ++owed_;
+      ask_epoch_ = f.flags & kEpochMask;
+      handlers_[f.handler](*this, f);
+      if (f.flags & kCreditAsk) return_credits();
+      return;
     } else if (f.kind != Kind::request) {
       return reject(Reject::bad_kind);
     }
     ++counters_.received;
     handlers_[f.handler](*this, f);
+  }
+  // Credit frames name no handler: they are checked and counted before the handler test.
+  bool credit_frame(const Frame& f) {
+    if (f.kind != Kind::credit) return false;
+    const std::uint64_t n = f.args[0];
+    if ((f.flags & kEpochMask) != (req_.flags & kEpochMask)) {
+      reject(Reject::stale_reply);
+    } else if (n == 0 || n > static_cast<std::uint64_t>(credit_limit_)) {
+      reject(Reject::bad_credit);
+    } else {
+      credits_ = std::min(credit_limit_, credits_ + static_cast<int>(n));
+      asked_ = false;
+      ++counters_.credit_frames;
+    }
+    return true;
+  }
+  void return_credits() {
+    cred_.args[0] = owed_;
+    cred_.flags = static_cast<std::uint16_t>(ask_epoch_);
+    while (!net_.try_send(cred_)) stall_check();
+    owed_ = 0;
+    ++credit_frames_sent_;
+  }
+  std::uint16_t credit_flags() {
+    // Ask for credits once half or fewer remain after this request, unless an ask is already on its way.
+    std::uint16_t fl = static_cast<std::uint16_t>(req_.flags & kEpochMask);
+    if (!asked_ && credits_ - 1 <= credit_limit_ / 2) {
+      fl |= kCreditAsk;
+      asked_ = true;
+    }
+    return fl;
+  }
+  std::uint64_t sent_oneway(bool track) {
+    --credits_;
+    ++counters_.oneway_sent;
+    if constexpr (LocalCompletion<T>) {
+      if (track) return net_.tx_posted();
+    }
+    return 0;
+  }
+  void track_next() {
+    if constexpr (LocalCompletion<T>) net_.track_next();
+    else throw UsageError("this transport cannot report local completion of a send");
   }
   void reject(Reject r) { ++counters_.rejected[static_cast<int>(r)]; }
   void check_bulk(std::uint32_t n, std::uint32_t off, const char* op) const {
@@ -246,23 +375,31 @@ class Endpoint {
     next_check_ = now + check_interval_cycles_;
     throw_if_interrupted();
     if (!net_.peer_alive()) throw PeerError("the peer is gone (process exited or connection closed)");
-    if (loss_cycles_ && outstanding_ > 0 && now - idle_since_ > loss_cycles_ * (1 + losses_in_stall_)) {
-      // Requests or their replies were lost. A new epoch makes any reply still in flight stale.
+    if (loss_cycles_ && (outstanding_ > 0 || credits_ == 0) && now - idle_since_ > loss_cycles_ * (1 + losses_in_stall_)) {
+      // Requests, one-way requests or their replies and credits were lost. A new epoch makes any reply
+      // or credit frame still in flight stale; after this long a silent peer holds nothing of ours.
       ++losses_in_stall_;
       ++loss_events_;
       lost_requests_ += static_cast<std::uint64_t>(outstanding_);
       outstanding_ = 0;
-      ++req_.flags;
+      credits_ = credit_limit_;
+      asked_ = false;
+      req_.flags = static_cast<std::uint16_t>((req_.flags + 1) & kEpochMask);
       return;
     }
     if (timeout_cycles_ && now - idle_since_ > timeout_cycles_)
       throw PeerError("no message from the peer for the stall timeout (" + std::to_string(outstanding_) +
-                      " requests outstanding): the peer is stuck or messages were lost");
+                      " requests outstanding, " + std::to_string(credit_limit_ - credits_) +
+                      " one-way requests unacknowledged): the peer is stuck or messages were lost");
   }
 
   T& net_;
   EndpointOptions options_;
-  Frame req_, rep_;
+  Frame req_, rep_, ow_, cred_;
+  int credit_limit_ = 0, credits_ = 0;
+  bool asked_ = false;
+  std::uint64_t owed_ = 0, credit_frames_sent_ = 0;
+  std::uint16_t ask_epoch_ = 0;
   int window_;
   int outstanding_ = 0;
   std::uint32_t segment_bytes_;

@@ -66,13 +66,8 @@ Emulation parse_emulation(const std::string& spec) {
     else throw UsageError("--emulate: unknown key '" + k + "' (known: os, or, g, L, C, G, os_per_byte, or_per_byte)");
   }
   if (!any) throw UsageError("--emulate: empty specification");
-  // LogP assumes a processor cannot inject or absorb messages faster than its own overhead allows.
-  if (e.g_ns < e.o_s_ns)
-    throw UsageError("--emulate: impossible machine: g (" + std::to_string(e.g_ns) + " ns) < o_s (" +
-                     std::to_string(e.o_s_ns) + " ns); LogP requires g >= o_s and g >= o_r");
-  if (e.g_ns < e.o_r_ns)
-    throw UsageError("--emulate: impossible machine: g (" + std::to_string(e.g_ns) + " ns) < o_r (" +
-                     std::to_string(e.o_r_ns) + " ns); LogP requires g >= o_s and g >= o_r");
+  // g < o_s or g < o_r is today's NI (a ConnectX-6 injects every ~5 ns against hundreds of ns of software
+  // overhead): accepted; the processor is then the bottleneck and methods must say g is hidden.
   if (e.o_s_ns + e.o_r_ns + e.g_ns + e.L_ns > 1e9)
     throw UsageError("--emulate: parameters above one second would make the run last hours");
   return e;

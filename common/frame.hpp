@@ -16,8 +16,10 @@ inline constexpr std::uint8_t kVersion = 1;
 inline constexpr std::uint16_t kMaxHandlers = 32;
 
 enum class Kind : std::uint8_t {
-  request = 1,  // counts against the requester's outstanding window
+  request = 1,  // counts against the requester's outstanding window; its handler replies
   reply = 2,    // returns one window slot to the requester
+  oneway = 3,   // a request whose handler sends no reply: costs one credit of the sender (see am.hpp)
+  credit = 4,   // flow control, never dispatched: args[0] credits returned to the sender of one-way requests
 };
 
 struct alignas(64) Frame {
@@ -38,7 +40,7 @@ static_assert(offsetof(Frame, seq) == 0, "the shm transport publishes a frame by
 
 // Why a received frame was refused. Counted per reason, never dispatched.
 enum class Reject : int { short_frame, bad_magic, bad_version, foreign_session, bad_kind, bad_handler,
-                          bad_bulk, unexpected_reply, stale_reply, count_ };
+                          bad_bulk, unexpected_reply, stale_reply, bad_credit, count_ };
 inline const char* to_string(Reject r) {
   switch (r) {
     case Reject::short_frame: return "short_frame";
@@ -50,6 +52,7 @@ inline const char* to_string(Reject r) {
     case Reject::bad_bulk: return "bad_bulk";
     case Reject::unexpected_reply: return "unexpected_reply";
     case Reject::stale_reply: return "stale_reply";
+    case Reject::bad_credit: return "bad_credit";
     default: return "?";
   }
 }

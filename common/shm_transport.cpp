@@ -158,6 +158,7 @@ ShmTransport::ShmTransport(const ShmRegion& region, int side, const Clock& clock
   my_segment_ = base + l.seg(side, segment_bytes_);
   peer_segment_ = base + l.seg(1 - side, segment_bytes_);
 
+  tx_done_at_.assign(slots_, 0);
   if (emu.enabled) {
     emulated_ = true;
     os_cycles_ = clock.cycles(emu.o_s_ns);
@@ -196,6 +197,10 @@ bool ShmTransport::peer_alive() const {
 nlohmann::json ShmTransport::describe() const {
   nlohmann::json j = {{"kind", "shm"},
                       {"ring_slots", slots_},
+                      {"local_completion", emulated_ ? "emulated: the NI has sent the last byte (departure + G*n)"
+                                                     : "the slot is written (the receiver reads it in place)"},
+                      {"medium_max_bytes", segment_bytes_},
+                      {"small_path", "one 64-byte slot; a store is one copy into the peer's segment and one slot"},
                       {"segment_bytes", segment_bytes_},
                       {"side", side_},
                       {"peer_pid", peer_pid_}};

@@ -17,6 +17,7 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -27,7 +28,7 @@
 namespace logpb {
 
 struct ShmOptions {
-  int ring_slots = 256;                  // per direction, a power of two >= 8
+  int ring_slots = 1024;                 // per direction, a power of two >= 8
   std::uint32_t segment_bytes = 1 << 20;  // per side
 };
 
@@ -100,6 +101,26 @@ class ShmTransport {
   }
   std::size_t max_bulk() const { return segment_bytes_; }
 
+  // Local completion: a written slot is complete at once (the receiver reads it in place, so the sender's
+  // buffer is free when send returns); on an emulated NI, once the NI has sent its last byte (departure
+  // + G*n), as a DMA engine would report it.
+  std::uint64_t tx_posted() const noexcept { return tail_; }
+  void track_next() noexcept {}
+  std::uint64_t tx_completed() noexcept {
+    if (!emulated_) return tail_;
+    if (done_ < tail_) {
+      const std::uint64_t now = tsc::now();
+      while (done_ < tail_ && tx_done_at_[done_ & mask_] <= now) ++done_;
+    }
+    return done_;
+  }
+  // The ring toward the peer carries our requests (window), our replies to its requests (its window, the
+  // same), at most two credit frames and the one-way requests; the receiver publishes what it consumed
+  // only every quarter ring, so that much more may look occupied. The one-way requests get what is left.
+  int max_credits(int window) const noexcept {
+    return static_cast<int>(slots_ - slots_ / 4) - 2 * window - 2;
+  }
+
  private:
   static constexpr std::size_t kLocalSlots = 1024;
   struct LocalCompletion {
@@ -135,7 +156,7 @@ class ShmTransport {
     std::memcpy(reinterpret_cast<char*>(s) + sizeof(std::uint32_t),
                 reinterpret_cast<const char*>(&f) + sizeof(std::uint32_t), sizeof(am::Frame) - sizeof(std::uint32_t));
     if (emulated_) [[unlikely]]
-      tx_visible_[i] = emulate_departure(t_enter, f.bulk_len);
+      tx_visible_[i] = emulate_departure(t_enter, f.bulk_len, tx_done_at_[i]);
     std::atomic_ref<std::uint32_t>(s->seq).store(static_cast<std::uint32_t>(tail_ + 1), std::memory_order_release);
     ++tail_;
     if (emulated_) [[unlikely]]
@@ -178,14 +199,15 @@ class ShmTransport {
   pid_t peer_pid() const { return peer_pid_; }
 
  private:
-  std::uint64_t emulate_departure(std::uint64_t t_enter, std::uint32_t bulk_len) noexcept {
+  std::uint64_t emulate_departure(std::uint64_t t_enter, std::uint32_t bulk_len, std::uint64_t& sent) noexcept {
     const std::uint64_t ready =
         t_enter + os_cycles_ + static_cast<std::uint64_t>(os_per_byte_cycles_ * bulk_len);
     // LogGP: a message holds the wire for g + G*n (Bell et al.'s per-message time), and its last byte
-    // leaves G*n after its first, so it is visible G*n + L after departure.
+    // leaves G*n after its first, so it is visible G*n + L after departure and locally complete G*n after.
     const std::uint64_t wire = static_cast<std::uint64_t>(G_cycles_ * bulk_len);
     const std::uint64_t dep = std::max(ready, next_departure_);
     next_departure_ = dep + g_cycles_ + wire;
+    sent = dep + wire;
     return dep + wire + L_cycles_;
   }
 
@@ -196,7 +218,8 @@ class ShmTransport {
   const std::uint64_t* rx_visible_ = nullptr;
   std::atomic<std::uint64_t>* tx_consumed_ = nullptr;  // written by the peer
   std::atomic<std::uint64_t>* rx_consumed_ = nullptr;  // written by us
-  std::uint64_t tail_ = 0, head_ = 0, cached_consumed_ = 0;
+  std::uint64_t tail_ = 0, head_ = 0, cached_consumed_ = 0, done_ = 0;
+  std::vector<std::uint64_t> tx_done_at_;  // emulated: when each slot's send completes locally
   std::uint64_t slots_ = 0, mask_ = 0, publish_mask_ = 0;
   bool emulated_ = false;
   std::uint64_t os_cycles_ = 0, or_cycles_ = 0, g_cycles_ = 0, L_cycles_ = 0;

@@ -34,6 +34,26 @@ concept Transport = requires(T& t, const T& ct, const am::Frame& f, RxSink sink)
   { ct.describe() } -> std::same_as<nlohmann::json>;
 };
 
+// Local completion (Bell et al. section 4.2, Doerfler & Brightwell section 2): the NI has taken a send's
+// data and its buffer may be reused; it says nothing of the message having arrived. Send operations (a
+// small AM, a store, however many NI work requests it takes) are numbered from 1 in the order posted.
+// track_next() asks that the next operation's completion be noticed (verbs signals its last work
+// request, DPDK holds a reference on its last mbuf); tx_completed() polls the NI and returns a number
+// up to which every operation is complete. A transport that cannot tell says so in describe().
+template <class T>
+concept LocalCompletion = requires(T& t) {
+  { t.tx_posted() } -> std::same_as<std::uint64_t>;
+  { t.track_next() } -> std::same_as<void>;
+  { t.tx_completed() } -> std::same_as<std::uint64_t>;
+};
+
+// How many one-way requests (am.hpp) the receiving side's queues hold beside the request window and the
+// replies: the most credits the AM layer may hand out over this NI.
+template <class T>
+concept CreditLimited = requires(const T& t, int window) {
+  { t.max_credits(window) } -> std::convertible_to<int>;
+};
+
 }  // namespace logpb
 
 namespace logpb {
