@@ -19,6 +19,12 @@ Param Param::invalid(std::string why, double raw) {
   return p;
 }
 
+Param Param::hidden(std::string why, double bound, double bound_ci) {
+  Param p = invalid(std::move(why));
+  p.upper_bound = bound + (std::isfinite(bound_ci) ? bound_ci : 0);
+  return p;
+}
+
 void to_json(nlohmann::json& j, const Param& p) {
   auto num = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); };
   if (p.valid) {
@@ -27,7 +33,9 @@ void to_json(nlohmann::json& j, const Param& p) {
   } else {
     j = {{"value_ns", nullptr}, {"ci95_ns", nullptr}, {"error", p.note}};
     if (std::isfinite(p.raw)) j["raw_value_ns"] = p.raw;
+    if (std::isfinite(p.upper_bound)) j["upper_bound_ns"] = p.upper_bound;
   }
+  if (!p.ci_method.empty()) j["ci_method"] = p.ci_method;
 }
 
 void to_json(nlohmann::json& j, const Check& c) { j = {{"name", c.name}, {"ok", c.ok}, {"detail", c.detail}}; }
@@ -126,7 +134,7 @@ std::vector<double> auto_deltas(double g_ns, const std::vector<double>& factors)
   return d;
 }
 
-SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, double raise_threshold) {
+SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, double raise_threshold, int window) {
   SignatureFit fit;
   fit.rtt = rtt;
   if (curves.empty() || curves.front().delta_ns != 0) {

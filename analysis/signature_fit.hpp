@@ -23,7 +23,11 @@ struct Param {
   bool valid = false;
   std::string note;  // why it is invalid, or how it was obtained
   static Param invalid(std::string why, double raw = std::nan(""));
+  // Not observable here, but known to be at most `bound` (e.g. the NI's gap hidden behind the processor).
+  static Param hidden(std::string why, double bound, double bound_ci = 0);
   double raw = std::nan("");  // the computed number even when invalid, for the record
+  double upper_bound = std::nan("");  // with !valid: the parameter is at most this (JSON upper_bound_ns)
+  std::string ci_method;              // how ci95 was computed, when it is not the obvious one
 };
 void to_json(nlohmann::json& j, const Param& p);
 
@@ -59,8 +63,19 @@ struct DeltaFit {
   Param o_r;
 };
 
+// What limits the steady state of a signature (Culler et al. 3.1): the NI's gap, the processor (o_s + o_r
+// per request-reply pair, Idle = 0: section 5's "the gap is equal to o_s + o_r"), or the capacity (the
+// window of W requests per round trip: g = RTT / W).
+inline constexpr const char* kBottleneckNI = "network interface";
+inline constexpr const char* kBottleneckProcessor = "processor";
+inline constexpr const char* kBottleneckCapacity = "capacity";
+
 struct SignatureFit {
   Param o_s, o_r, g, L, rtt;
+  Param idle;      // g - o_s - o_r (Culler 3.1), with its interval
+  Param g_ni;      // the NI's own gap: = g when the NI is the bottleneck, else hidden with upper_bound g
+  std::string bottleneck;  // one of the kBottleneck* names ("" when g itself is unknown)
+  int window = 0;          // the AM window W the run used (0: unknown: no capacity test)
   std::vector<double> send_only_M, steady_M;
   std::vector<DeltaFit> per_delta;
   std::vector<Check> checks;
@@ -68,7 +83,9 @@ struct SignatureFit {
 void to_json(nlohmann::json& j, const SignatureFit& f);
 
 // curves[0] must be the Delta = 0 curve. rtt is the round-trip estimate with its interval.
-SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, double raise_threshold = 1.2);
+// window: the AM window W of the run (for the capacity bound RTT / W; 0 skips that test).
+SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, double raise_threshold = 1.2,
+                           int window = 0);
 
 // The automatic Delta grid: factors x g, rounded to 10 ns.
 std::vector<double> auto_deltas(double g_ns, const std::vector<double>& factors);

@@ -206,13 +206,7 @@ class Endpoint {
   void wait_local(std::uint64_t op)
     requires LocalCompletion<T>
   {
-    while (net_.tx_completed() < op) {
-      if (poll() > 0) {
-        idle_ = 0;
-        continue;
-      }
-      stall_check();
-    }
+    while (net_.tx_completed() < op) progress();
   }
   bool local_done(std::uint64_t op)
     requires LocalCompletion<T>
@@ -356,6 +350,7 @@ class Endpoint {
       losses_in_stall_ = 0;
       return;
     }
+    if constexpr (IdleWait<T>) net_.idle_wait();
     stall_check();
   }
   // Nothing arrived. Only after many empty polls (microseconds) does the watchdog read the clock, so a

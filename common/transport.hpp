@@ -47,6 +47,15 @@ concept LocalCompletion = requires(T& t) {
   { t.tx_completed() } -> std::same_as<std::uint64_t>;
 };
 
+// An NI that can sleep until something arrives (verbs --event: a completion channel). The AM layer calls
+// idle_wait() after a poll found nothing, only inside its waiting loops (never from request()'s single
+// poll), so a sleeping endpoint costs one wakeup per message, not a timer tick. It must return within
+// a few milliseconds even if nothing comes, so the watchdog keeps running.
+template <class T>
+concept IdleWait = requires(T& t) {
+  { t.idle_wait() } -> std::same_as<void>;
+};
+
 // How many one-way requests (am.hpp) the receiving side's queues hold beside the request window and the
 // replies: the most credits the AM layer may hand out over this NI.
 template <class T>
