@@ -350,7 +350,11 @@ class Endpoint {
       losses_in_stall_ = 0;
       return;
     }
-    if constexpr (IdleWait<T>) net_.idle_wait();
+    if constexpr (IdleWait<T>) {
+      // A sleeping endpoint reads the clock after every sleep: the watchdog must not wait 4096 of them.
+      net_.idle_wait();
+      idle_ = std::max<std::uint64_t>(idle_, 4095);
+    }
     stall_check();
   }
   // Nothing arrived. Only after many empty polls (microseconds) does the watchdog read the clock, so a
