@@ -108,6 +108,13 @@ class BusyDelay {
     const std::uint64_t t0 = __rdtsc();
     return tsc::spin_until(t0 + cycles) - t0;
   }
+  // The same delay, stamped: its first TSC read goes to `start`, its last is returned (start when cycles
+  // is 0, which still costs one TSC read). Per-message stamps let a method take medians per message, so
+  // the interruptions a VM scatters over a long run (a 35 us tick every millisecond here) stay out.
+  std::uint64_t run_stamped(std::uint64_t cycles, std::uint64_t& start) const noexcept {
+    start = __rdtsc();
+    return cycles ? tsc::spin_until(start + cycles) : start;
+  }
   // Measures the achieved length of a requested delay (median of `reps` timed runs), in ns.
   double achieved_ns(double requested_ns, int reps = 2000) const;
 

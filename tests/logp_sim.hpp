@@ -49,10 +49,10 @@ struct Options {
   int min_window_multiple = 8;                // ... nor before M reaches this many windows
   StopRule rule;                              // as the real run: batches of 50, +-5%, cap 2000
   int rtt_iterations = 1000;
-  // The Delta handed to the fit as Curve::delta_ns. Today's harness (methods/signature.hpp) gives the
-  // median of 1001 standalone busy delays; issue 8 asks for the Delta actually spent inside the measured
-  // bursts, which is their mean (a burst's cost sums its delays). The two differ when delays are skewed.
-  enum class DeltaReport { standalone_median, in_burst_mean } delta_report = DeltaReport::standalone_median;
+  // The Delta handed to the fit as Curve::delta_ns. The harness (methods/signature.hpp) subtracts the
+  // Delta each burst actually spent (its mean); a standalone calibration (the median of 1001 delays, as the
+  // harness once did) differs from it when delays are skewed, and biases o_r upward with Delta.
+  enum class DeltaReport { standalone_median, in_burst_mean } delta_report = DeltaReport::in_burst_mean;
 };
 
 struct Result {

@@ -226,7 +226,7 @@ TEST_CASE("capacity-limited: the window is the bottleneck, g_ni hidden with a bo
 // ---- 4. With the noise of a VM. ----
 
 // Noise at both ends of what a VM shows (1% and 3% jitter), two seeds each. The Delta handed to the fit
-// is what today's harness hands it: the median of standalone busy delays.
+// is what the harness hands it: the Delta spent inside the bursts.
 TEST_CASE("noisy VM: the same recoveries hold, nothing valid is negative", "[sim][noise]") {
   for (double jitter : {0.01, 0.03}) {
     for (unsigned seed : {1u, 2u}) {
@@ -260,21 +260,16 @@ TEST_CASE("noisy VM: the same recoveries hold, nothing valid is negative", "[sim
   }
 }
 
-// Diagnostic for the test above: the same 3% noise, but the fit is given the Delta actually spent inside
-// the bursts (their mean; issue 8, "Truth that does not depend on the machine"). If this passes where the
-// test above fails on o_r, the error is the median-vs-mean gap of the Delta calibration, growing with
-// Delta, not the simulation.
-TEST_CASE("noisy VM: with the Delta spent inside the bursts, o_r is recovered", "[sim][noise][calibration]") {
+// Why the harness subtracts the Delta spent inside the bursts: with a standalone calibration (a median
+// of skewed delays) o_r comes out high by about jitter (1 - ln 2) Delta per curve, the error the issue saw
+// on a VM. At 3% jitter the capacity machine's large Deltas show it beyond tolerance.
+TEST_CASE("noisy VM: a Delta calibrated apart from the bursts biases o_r (why it is not done)", "[sim][noise][calibration]") {
   sim::Options opt;
-  opt.delta_report = sim::Options::DeltaReport::in_burst_mean;
-  for (unsigned seed : {1u, 2u}) {
-    for (const Named* n : {&kParagon, &kMyrinet, &kModern, &kFastNi, &kCapacity}) {
-      const Run r = run(*n, vm_noise(seed, 0.03), opt);
-      INFO(n->name << " seed " << seed << "\n" << show(r.fit, r.sim));
-      check_recovered("o_r", r.fit.o_r, n->m.o_r);
-      check_recovered("L", r.fit.L, n->m.L);
-    }
-  }
+  opt.delta_report = sim::Options::DeltaReport::standalone_median;
+  const Run r = run(kCapacity, vm_noise(1, 0.03), opt);
+  INFO(show(r.fit, r.sim));
+  REQUIRE(r.fit.o_r.valid);
+  CHECK(r.fit.o_r.value - kCapacity.m.o_r > 100);
 }
 
 TEST_CASE("noisy VM: the bottleneck is still named right", "[sim][noise][regime]") {

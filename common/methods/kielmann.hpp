@@ -135,6 +135,7 @@ KielmannResult kielmann(EP& ep, ClientState& st, const Clock& clock, const Kielm
     KielmannSize k;
     k.bytes = m;
     std::vector<double> sends;
+    for (int i = 0; i < 10; ++i) round_trip(ep, st, clock, m);  // untimed: caches, rings, the slot in use
     const Summary rtt = detail::repeat_until(cfg.eps, 10, max_n, [&] {
       const Timed t = round_trip(ep, st, clock, m);
       if (t.send_ns == t.send_ns) sends.push_back(t.send_ns);

@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""The truth matrix: every method run against emulated NIs whose parameters are known, in every regime.
+
+usage: truth.py LOGPBENCH SOURCE_DIR MACHINE|all [--table-only]
+
+For each machine x method x parameter the row says what the emulator was set to, what the method should
+see, and what it reported. A row passes when either
+  - the method reports the value within 5% or 100 ns (whichever is larger) of what it can observe, or
+  - the method reports the parameter unobservable (value null) with an upper bound that holds,
+and fails otherwise. Each machine's figures are also judged against another machine's truth: that negative
+control must fail, so the tolerance really tells machines apart.
+
+What each method can observe (DESIGN.md, "Regimes"), for a LogGP machine with overheads o_s + a n and
+o_r + b n, gap g, per-byte gap G, latency L, window W:
+  signature  o_s, o_r, L, RTT; its g (Culler) is the steady state max(g, o_s + o_r, RTT/W), and the NI's
+             own gap is seen only when it is the largest of these;
+  flood      its g (Bell) is max(g, o_s, o_r); the NI's gap only when larger than both overheads; o_s and
+             o_r by the overlap test; G = max(G, a, b) per byte;
+  overlap    o_s(n), o_r(n);
+  kielmann   o_s(m), o_r(m), RTT; g(0) by saturation as the flood; L by Table 1 = RTT(0)/2 - o_s - o_r;
+  availability  o_s(n) and o_r(n), waiting for local completion.
+"""
+import json
+import os
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from lpbtest import load, run  # noqa: E402
+
+TMP = tempfile.mkdtemp(prefix="logpb-truth-")
+REL, ABS_NS = 0.05, 100.0
+
+# Parameters in ns; a, b: per-byte o_s and o_r (ns/B); G: per-byte gap (ns/B); W: window (capacity).
+M = {
+    # Culler et al. Table 3: the 1990s regime, g > o_s + o_r.
+    "paragon": dict(os=1400, orr=2200, g=7600, L=6300, W=32),
+    "meiko": dict(os=1700, orr=1600, g=13600, L=7500, W=32),
+    "myrinet": dict(os=2000, orr=2600, g=12400, L=11100, W=32),
+    # Today's regime: g < o_s + o_r (the processor limits a request/reply stream), and g < o_s (it limits
+    # even a one-way flood).
+    "modern": dict(os=1000, orr=1200, g=1500, L=3000, W=32),
+    "fast_ni": dict(os=1000, orr=800, g=200, L=2000, W=32),
+    # Capacity-limited: a window of 4 against L/g = 20.
+    "capacity": dict(os=500, orr=500, g=1000, L=20000, W=4),
+    # Per-byte costs: a Paragon that copies by the CPU (o_s(n), o_r(n)) and has a per-byte wire time G.
+    "perbyte": dict(os=1400, orr=2200, g=7600, L=6300, W=32, G=0.2, a=0.1, b=0.05),
+}
+NEGATIVE = {"paragon": "myrinet", "meiko": "paragon", "myrinet": "meiko", "modern": "fast_ni",
+            "fast_ni": "modern", "capacity": "modern", "perbyte": "meiko"}
+
+
+def spec(m):
+    t = M[m]
+    s = f"os={t['os']}ns,or={t['orr']}ns,g={t['g']}ns,L={t['L']}ns,C={t['W']}"
+    if "G" in t:
+        s += f",G={t['G']}ns,os_per_byte={t['a']}ns,or_per_byte={t['b']}ns"
+    return s
+
+
+def rtt(t, n=0):
+    return 2 * (t["os"] + t["orr"] + t["L"]) + n * (t.get("a", 0) + t.get("G", 0) + t.get("b", 0))
+
+
+def o_s(t, n=0):
+    return t["os"] + t.get("a", 0) * n
+
+
+def o_r(t, n=0):
+    return t["orr"] + t.get("b", 0) * n
+
+
+def sig_steady(t):
+    return max(t["g"], t["os"] + t["orr"], rtt(t) / t["W"])
+
+
+def flood_gap(t, n=8):
+    return max(t["g"] + t.get("G", 0) * n, o_s(t, n), o_r(t, n))
+
+
+class Row:
+    def __init__(self, machine, method, param, expect, got, bound=None, kind="value", note=""):
+        self.machine, self.method, self.param = machine, method, param
+        self.expect, self.got, self.bound, self.kind, self.note = expect, got, bound, kind, note
+
+    def ok(self):
+        if self.kind == "value":
+            return self.got is not None and abs(self.got - self.expect) <= max(REL * abs(self.expect), ABS_NS)
+        if self.kind == "hidden":  # value null, with an upper bound that holds (>= the truth, within tolerance)
+            return self.got is None and self.bound is not None and \
+                self.bound >= self.expect - max(REL * abs(self.expect), ABS_NS)
+        if self.kind == "equals":
+            return self.got == self.expect
+        raise ValueError(self.kind)
+
+    def cells(self):
+        if self.kind == "equals":
+            return str(self.expect), str(self.got)
+        exp = f"{self.expect:.0f}" if self.kind == "value" else f"hidden, truth {self.expect:.0f}"
+        if self.got is None:
+            got = f"unobservable <= {self.bound:.0f}" if self.bound is not None else "null (no bound)"
+        else:
+            got = f"{self.got:.0f}"
+        return exp, got
+
+
+def value(p):
+    return None if p is None else p.get("value_ns")
+
+
+def bound(p):
+    return None if p is None else p.get("upper_bound_ns")
+
+
+def logpbench(machine, bench, extra, timeout=900):
+    out = os.path.join(TMP, f"{machine}-{bench}.json")
+    run(["local", "--bench", bench, "--emulate", spec(machine), "--json", out, "-q"] + extra, timeout=timeout)
+    doc = load(out)
+    assert doc["status"] == "complete", (machine, bench, doc.get("status"), doc.get("error"))
+    return doc
+
+
+def gap_rows(machine, method, t, p, seen, ni_visible, rows, key_ni="g_ni"):
+    """The paper's g (what the method sees) and the NI's own gap: its value when visible, else hidden."""
+    rows.append(Row(machine, method, "g (method's sense)", seen, value(p.get("g" if method != "kielmann" else "g0"))))
+    gni = p.get(key_ni)
+    if ni_visible:
+        rows.append(Row(machine, method, "g_ni", t["g"], value(gni)))
+    else:
+        rows.append(Row(machine, method, "g_ni", t["g"], value(gni), bound(gni), kind="hidden"))
+
+
+def rows_for(machine, truth_of=None):
+    """Runs every method on `machine`; judges against truth_of's parameters (default: its own)."""
+    t = M[truth_of or machine]
+    rows = []
+    name = machine if truth_of is None else f"{machine} as {truth_of}"
+
+    d = logpbench(machine, "signature", ["--runs", "1"])
+    p = d["parameters"]
+    rows.append(Row(name, "signature", "o_s", o_s(t), value(p["o_s"])))
+    rows.append(Row(name, "signature", "o_r", o_r(t), value(p["o_r"])))
+    rows.append(Row(name, "signature", "L", t["L"], value(p["L"])))
+    rows.append(Row(name, "signature", "rtt", rtt(t), value(p["rtt"])))
+    steady = sig_steady(t)
+    if steady == t["g"] and t["g"] > 1.05 * max(t["os"] + t["orr"], rtt(t) / t["W"]):
+        bott = "network interface"
+    elif rtt(t) / t["W"] > t["os"] + t["orr"]:
+        bott = "capacity"
+    else:
+        bott = "processor"
+    gap_rows(name, "signature", t, p, steady, bott == "network interface", rows)
+    rows.append(Row(name, "signature", "bottleneck", bott, p["g"].get("bottleneck"), kind="equals"))
+
+    sizes = "8,4096,32768" if "G" in t else "8"
+    common = ["--messages", "2000", "--bell-runs", "3", "--runs", "1"]
+    d = logpbench(machine, "flood", ["--sizes", sizes] + common)
+    p = d["parameters"]
+    seen = flood_gap(t)
+    ni = t["g"] > 1.05 * max(o_s(t, 8), o_r(t, 8))
+    gap_rows(name, "flood", t, p, seen, ni, rows)
+    rows.append(Row(name, "flood", "o_s (overlap)", o_s(t, 8), value(p.get("o_s"))))
+    rows.append(Row(name, "flood", "o_r (overlap)", o_r(t, 8), value(p.get("o_r"))))
+    rows.append(Row(name, "flood", "rtt (EEL, 8 B)", rtt(t, 8), value(p["rtt"])))
+    if "G" in t:
+        Gseen = max(t["G"], t["a"], t["b"])
+        rows.append(Row(name, "flood", "G (ns/B x 1000)", Gseen * 1000, (value(p["G"]) or 0) * 1000))
+
+    if "G" in t:
+        d = logpbench(machine, "overlap", ["--sizes", "8,4096,32768"] + common)
+        for e in d["per_size"]:
+            n = e["bytes"]
+            rows.append(Row(name, "overlap", f"o_s({n})", o_s(t, n), value(e["o_s"])))
+            rows.append(Row(name, "overlap", f"o_r({n})", o_r(t, n), value(e["o_r"])))
+
+    d = logpbench(machine, "kielmann", ["--sizes", "4096", "--runs", "1"])
+    p = d["parameters"]
+    rows.append(Row(name, "kielmann", "o_s(1)", o_s(t, 1), value(p["o_s"])))
+    rows.append(Row(name, "kielmann", "o_r(1)", o_r(t, 1), value(p["o_r"])))
+    rows.append(Row(name, "kielmann", "rtt", rtt(t), value(p["rtt"])))
+    rows.append(Row(name, "kielmann", "L (Table 1)", t["L"], value(p["L"])))
+    ni = t["g"] > 1.05 * max(t["os"], t["orr"])
+    gap_rows(name, "kielmann", t, p, flood_gap(t, 0), ni, rows)
+    if "G" not in t:
+        for e in d["per_size"]:
+            if e["bytes"] in (0, 1, 1024):
+                rows.append(Row(name, "kielmann", f"o_s({e['bytes']})", o_s(t, e["bytes"]), value(e["o_s"])))
+
+    sizes = "8,4096" if "G" in t else "8"
+    d = logpbench(machine, "availability", ["--sizes", sizes, "--runs", "1"])
+    for e in d["per_size"]:
+        n = e["bytes"]
+        rows.append(Row(name, "availability", f"send overhead({n})", o_s(t, n), value(e["send"]["overhead"])))
+        rows.append(Row(name, "availability", f"recv overhead({n})", o_r(t, n), value(e["recv"]["overhead"])))
+    return rows
+
+
+def table(rows):
+    w = [max(len(x) for x in col) for col in zip(*[(r.machine, r.method, r.param, *r.cells()) for r in rows])]
+    head = ("machine", "method", "parameter", "set / observable", "recovered")
+    w = [max(a, len(b)) for a, b in zip(w, head)]
+    line = lambda c: "  ".join(x.ljust(n) for x, n in zip(c, w))  # noqa: E731
+    out = [line(head) + "  verdict", line(["-" * n for n in w]) + "  -------"]
+    for r in rows:
+        out.append(line((r.machine, r.method, r.param, *r.cells())) + ("  ok" if r.ok() else "  MISS"))
+    return "\n".join(out)
+
+
+def check_machine(machine):
+    rows = rows_for(machine)
+    print(table(rows))
+    bad = [r for r in rows if not r.ok()]
+    # Negative control: the same runs' figures judged against another machine must miss somewhere.
+    other = NEGATIVE[machine]
+    t_other = M[other]
+    miss = 0
+    for r in rows:
+        if r.kind != "value" or r.got is None:
+            continue
+        # Re-judge each recovered number against the other machine's expected value for the same row.
+        alt = expected_for(r, t_other)
+        if alt is not None and abs(r.got - alt) > max(REL * abs(alt), ABS_NS):
+            miss += 1
+    print(f"negative control: {miss} of the figures miss {other}'s truth")
+    assert miss > 0, f"{machine}'s figures also pass as {other}: the check cannot tell machines apart"
+    assert not bad, f"{len(bad)} row(s) missed:\n" + table(bad)
+
+
+def expected_for(r, t):
+    """The expected value of row r for truth t (None where it does not translate)."""
+    p, meth = r.param, r.method
+    if p in ("o_s", "o_s(1)", "o_s (overlap)"):
+        return o_s(t, 1 if "(1)" in p else (8 if "overlap" in p else 0))
+    if p in ("o_r", "o_r(1)", "o_r (overlap)"):
+        return o_r(t, 1 if "(1)" in p else (8 if "overlap" in p else 0))
+    if p in ("L", "L (Table 1)"):
+        return t["L"]
+    if p == "rtt":
+        return rtt(t)
+    if p.startswith("rtt (EEL"):
+        return rtt(t, 8)
+    if p == "g (method's sense)":
+        return sig_steady(t) if meth == "signature" else flood_gap(t, 8 if meth == "flood" else 0)
+    if p.startswith("send overhead("):
+        return o_s(t, int(p[p.index("(") + 1:-1]))
+    if p.startswith("recv overhead("):
+        return o_r(t, int(p[p.index("(") + 1:-1]))
+    return None
+
+
+def main():
+    which = sys.argv[3]
+    if which == "all":
+        rows = []
+        for m in M:
+            rows += rows_for(m)
+        print(table(rows))
+        bad = [r for r in rows if not r.ok()]
+        print(f"\n{len(rows) - len(bad)} passed, {len(bad)} failed")
+        sys.exit(1 if bad else 0)
+    check_machine(which)
+    print(f"truth {which}: ok")
+
+
+if __name__ == "__main__":
+    main()
