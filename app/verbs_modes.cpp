@@ -1,6 +1,8 @@
 // --transport verbs. `local -d DEV` runs both ends on one device (loopback, as perftest allows): the
 // peer is forked, and the two exchange QP addresses over a socketpair; `server`/`client HOST` exchange
 // them over the TCP bootstrap. Both sides post their receives and say "ready" before anything is sent.
+// --event picks verbs::EventTransport (the AM layer may sleep in its idle_wait); busy polling keeps
+// verbs::Transport, which has no idle_wait, so its waiting loops never read the clock per empty poll.
 #include <cstdio>
 
 #include "app/modes_common.hpp"
@@ -14,8 +16,6 @@
 namespace logpb::app {
 namespace {
 
-using VerbsEndpoint = am::Endpoint<verbs::Transport>;
-
 verbs::DeviceOptions device_options(const Options& o, bool remote_read, std::uint32_t segment_bytes) {
   verbs::DeviceOptions d;
   d.device = o.ib_dev;
@@ -25,6 +25,7 @@ verbs::DeviceOptions device_options(const Options& o, bool remote_read, std::uin
   d.remote_read = remote_read;
   d.sq_depth = o.sq_depth;
   d.rq_depth = o.rq_depth;
+  d.recv_batch = o.recv_batch;
   d.inline_bytes = o.inline_bytes;
   d.mtu = o.ib_mtu;
   d.events = o.event_mode;
@@ -35,7 +36,6 @@ verbs::DeviceOptions device_options(const Options& o, bool remote_read, std::uin
 verbs::TransportOptions transport_options(const Options& o) {
   verbs::TransportOptions t;
   t.signal_every = o.signal_every;
-  t.recv_batch = o.recv_batch;
   return t;
 }
 
@@ -45,27 +45,28 @@ double loss_timeout(const Options& o) { return o.ud ? 0.05 : 0; }
 bool needs_get(const Options& o) { return o.bench == "verify" || o.bench == "bulk"; }
 
 // Address exchange and the ready handshake, the same on both sides of every mode.
-std::unique_ptr<verbs::Transport> connect(verbs::Device& dev, Channel& ch, const Options& o, double timeout) {
+template <class T>
+std::unique_ptr<T> connect(verbs::Device& dev, Channel& ch, const Options& o, double timeout) {
   ch.send({{"verbs_address", to_json(dev.local_address())}});
   const auto peer = verbs::address_from_json(ch.receive(timeout).at("verbs_address"));
   dev.connect(peer);
   const Channel* chp = &ch;
-  auto t = std::make_unique<verbs::Transport>(dev, peer, transport_options(o), [chp] { return chp->peer_alive(); });
+  auto t = std::make_unique<T>(dev, peer, transport_options(o), [chp] { return chp->peer_alive(); });
   ch.send({{"ready", true}});
   ch.receive(timeout);
   return t;
 }
 
-void run_on(verbs::Transport& t, const verbs::Device& dev, const Options& o, const Clock& clock, ResultsDoc& doc,
+template <class T>
+void run_on(T& t, const verbs::Device& dev, const Options& o, const Clock& clock, ResultsDoc& doc,
             Progress& progress, std::uint32_t session) {
-  VerbsEndpoint ep(t, clock, endpoint_options(o, session, t.segment().size(), false, loss_timeout(o)));
+  am::Endpoint<T> ep(t, clock, endpoint_options(o, session, t.segment().size(), false, loss_timeout(o)));
   doc.j["meta"]["numa_placement"] = numa_placement(o.cpu, dev.numa_node());
   run_connected(ep, o, clock, doc, progress, session);
 }
 
-}  // namespace
-
-void run_verbs(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress) {
+template <class T>
+void run_verbs_as(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress) {
   const std::uint32_t session = new_session();
   if (o.mode == "local") {
     check_cpu(o.cpu, "--cpu");
@@ -73,15 +74,15 @@ void run_verbs(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& 
     LocalPeer peer("verbs peer", [&](Channel& ch) {
       pin_to_cpu(o.peer_cpu, "--peer-cpu");
       verbs::Device dev(device_options(o, needs_get(o), o.segment_bytes));
-      auto t = connect(dev, ch, o, o.connect_timeout_s);
-      VerbsEndpoint ep(*t, clock, endpoint_options(o, session, o.segment_bytes, true, loss_timeout(o)));
+      auto t = connect<T>(dev, ch, o, o.connect_timeout_s);
+      am::Endpoint<T> ep(*t, clock, endpoint_options(o, session, o.segment_bytes, true, loss_timeout(o)));
       methods::serve(ep);
     });
     pin_to_cpu(o.cpu, "--cpu");
     doc.j["meta"]["pinning"] = {{"client_cpu", o.cpu}, {"server_cpu", o.peer_cpu}};
     peer.run([&] {
       verbs::Device dev(device_options(o, false, o.segment_bytes));
-      auto t = connect(dev, peer.channel(), o, o.connect_timeout_s);
+      auto t = connect<T>(dev, peer.channel(), o, o.connect_timeout_s);
       run_on(*t, dev, o, clock, doc, progress, session);
       peer.finish(o.timeout_s);
     });
@@ -99,8 +100,8 @@ void run_verbs(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& 
     const auto peer_session = hello.at("session").get<std::uint32_t>();
     so.ud = hello.value("ud", false);
     verbs::Device dev(device_options(so, hello.value("remote_read", false), segment));
-    auto t = connect(dev, ch, so, o.connect_timeout_s);
-    VerbsEndpoint ep(*t, clock, endpoint_options(so, peer_session, segment, true, loss_timeout(so)));
+    auto t = connect<T>(dev, ch, so, o.connect_timeout_s);
+    am::Endpoint<T> ep(*t, clock, endpoint_options(so, peer_session, segment, true, loss_timeout(so)));
     methods::serve(ep);
     ch.send({{"bye", true}});
     std::fprintf(stderr, "logpbench server: client done\n");
@@ -113,9 +114,16 @@ void run_verbs(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& 
   ch.send({{"transport", "verbs"}, {"window", o.window}, {"credits", o.credits}, {"segment_bytes", o.segment_bytes}, {"session", session},
            {"remote_read", needs_get(o)}, {"ud", o.ud}});
   verbs::Device dev(device_options(o, false, o.segment_bytes));
-  auto t = connect(dev, ch, o, o.connect_timeout_s);
+  auto t = connect<T>(dev, ch, o, o.connect_timeout_s);
   run_on(*t, dev, o, clock, doc, progress, session);
   ch.receive(o.timeout_s);
+}
+
+}  // namespace
+
+void run_verbs(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress) {
+  if (o.event_mode) run_verbs_as<verbs::EventTransport>(o, clock, doc, progress);
+  else run_verbs_as<verbs::Transport>(o, clock, doc, progress);
 }
 
 }  // namespace logpb::app

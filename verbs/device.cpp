@@ -3,6 +3,9 @@
 #include <arpa/inet.h>
 #include <numa.h>
 
+#include <fcntl.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -120,15 +123,20 @@ Device::Device(const DeviceOptions& opt) : opt_(opt) {
   if (opt.events) {
     channel_ = ibv_create_comp_channel(ctx_);
     if (!channel_) fail("ibv_create_comp_channel", errno, "");
+    // Non-blocking: the transport sleeps in poll() with a timeout and then takes every queued event.
+    const int fl = fcntl(channel_->fd, F_GETFL);
+    if (fl < 0 || fcntl(channel_->fd, F_SETFL, fl | O_NONBLOCK) < 0) fail("fcntl(completion channel, O_NONBLOCK)", errno, "");
   }
-  send_cq_ = ibv_create_cq(ctx_, opt.sq_depth, nullptr, nullptr, 0);
+  // Both CQs report to the channel: event mode also sleeps for a get's or a tracked send's completion.
+  send_cq_ = ibv_create_cq(ctx_, opt.sq_depth, nullptr, channel_, 0);
   recv_cq_ = ibv_create_cq(ctx_, opt.rq_depth, nullptr, channel_, 0);
   if (!send_cq_ || !recv_cq_) fail("ibv_create_cq", errno, "the device's max_cqe");
 
   // Memory, on the device's NUMA node, each region with only the access it needs: receive buffers
   // local only; bulk headers remote-write; the segment remote-write, and remote-read only when asked.
+  construct_mtu_ = opt.mtu > 0 ? static_cast<ibv_mtu>(opt.mtu) : port_attr_.active_mtu;
   segment_alloc_ = opt.segment_bytes;
-  headers_alloc_ = kHeaderSlots * 64;
+  headers_alloc_ = static_cast<std::size_t>(header_slots()) * 64;
   recv_alloc_ = static_cast<std::size_t>(opt.rq_depth) * recv_slot_bytes();
   segment_ = alloc_on(numa_node_, segment_alloc_);
   headers_ = alloc_on(numa_node_, headers_alloc_);
@@ -137,7 +145,7 @@ Device::Device(const DeviceOptions& opt) : opt_(opt) {
   seg_mr_ = ibv_reg_mr(pd_, segment_, segment_alloc_, seg_access);
   hdr_mr_ = ibv_reg_mr(pd_, headers_, headers_alloc_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   recv_mr_ = ibv_reg_mr(pd_, recv_buf_, recv_alloc_, IBV_ACCESS_LOCAL_WRITE);
-  tx_alloc_ = static_cast<std::size_t>(opt.sq_depth) * 64;
+  tx_alloc_ = static_cast<std::size_t>(opt.sq_depth) * tx_slot_bytes();
   tx_buf_ = alloc_on(numa_node_, tx_alloc_);
   staging_ = alloc_on(numa_node_, segment_alloc_);
   tx_mr_ = ibv_reg_mr(pd_, tx_buf_, tx_alloc_, 0);
@@ -151,7 +159,7 @@ Device::Device(const DeviceOptions& opt) : opt_(opt) {
   qa.sq_sig_all = 0;
   qa.cap.max_send_wr = static_cast<std::uint32_t>(opt.sq_depth);
   qa.cap.max_recv_wr = static_cast<std::uint32_t>(opt.rq_depth);
-  qa.cap.max_send_sge = 1;
+  qa.cap.max_send_sge = 2;  // a medium AM: the frame, then its payload in place
   qa.cap.max_recv_sge = 1;
   qa.cap.max_inline_data = static_cast<std::uint32_t>(opt.inline_bytes);
   qp_ = ibv_create_qp(pd_, &qa);
@@ -159,13 +167,16 @@ Device::Device(const DeviceOptions& opt) : opt_(opt) {
     qa.cap.max_inline_data = 0;
     qp_ = ibv_create_qp(pd_, &qa);
   }
-  if (!qp_) fail(opt.ud ? "ibv_create_qp(UD)" : "ibv_create_qp(RC)", errno, "the device's max_qp_wr against --sq-depth/--rq-depth");
+  if (!qp_) fail(opt.ud ? "ibv_create_qp(UD)" : "ibv_create_qp(RC)", errno, "the device's max_qp_wr against --sq-depth/--rq-depth, max_sge >= 2");
   max_inline_ = qa.cap.max_inline_data;
 
   std::random_device rd;
   psn_ = rd() & 0xffffff;
-  path_mtu_ = opt.mtu > 0 ? static_cast<ibv_mtu>(opt.mtu) : port_attr_.active_mtu;
+  path_mtu_ = construct_mtu_;
 }
+
+// The transport re-posts consumed receives in batches of this many; the peer counts on the rest.
+int Device::recv_batch() const { return std::clamp(opt_.recv_batch, 1, std::min(512, opt_.rq_depth / 2)); }
 
 Device::~Device() {
   if (ah_) ibv_destroy_ah(ah_);
@@ -200,6 +211,10 @@ Address Device::local_address() const {
   a.headers_rkey = hdr_mr_->rkey;
   a.mtu = path_mtu_;
   a.remote_read = opt_.remote_read;
+  a.rq_depth = static_cast<std::uint32_t>(opt_.rq_depth);
+  a.recv_batch = static_cast<std::uint32_t>(recv_batch());
+  a.header_slots = header_slots();
+  a.recv_slot_bytes = recv_slot_bytes() - recv_frame_offset();
   return a;
 }
 
@@ -292,6 +307,9 @@ nlohmann::json Device::describe() const {
           {"inline_requested", opt_.inline_bytes},
           {"sq_depth", opt_.sq_depth},
           {"rq_depth", opt_.rq_depth},
+          {"recv_batch", recv_batch()},
+          {"recv_slot_bytes", recv_slot_bytes()},
+          {"header_slots", header_slots()},
           {"segment_bytes", segment_alloc_},
           {"segment_remote_read", opt_.remote_read},
           {"completions", opt_.events ? "event" : "busy-poll"},
@@ -304,7 +322,8 @@ nlohmann::json to_json(const Address& a) {
   return {{"qpn", a.qpn},   {"psn", a.psn},   {"lid", a.lid}, {"gid", gid},
           {"segment_addr", a.segment_addr}, {"segment_rkey", a.segment_rkey}, {"segment_bytes", a.segment_bytes},
           {"headers_addr", a.headers_addr}, {"headers_rkey", a.headers_rkey}, {"mtu", a.mtu},
-          {"remote_read", a.remote_read}};
+          {"remote_read", a.remote_read}, {"rq_depth", a.rq_depth}, {"recv_batch", a.recv_batch},
+          {"header_slots", a.header_slots}, {"recv_slot_bytes", a.recv_slot_bytes}};
 }
 
 Address address_from_json(const nlohmann::json& j) {
@@ -323,7 +342,14 @@ Address address_from_json(const nlohmann::json& j) {
     a.headers_rkey = j.at("headers_rkey").get<std::uint32_t>();
     a.mtu = j.at("mtu").get<int>();
     a.remote_read = j.at("remote_read").get<bool>();
+    a.rq_depth = j.at("rq_depth").get<std::uint32_t>();
+    a.recv_batch = j.at("recv_batch").get<std::uint32_t>();
+    a.header_slots = j.at("header_slots").get<std::uint32_t>();
+    a.recv_slot_bytes = j.at("recv_slot_bytes").get<std::uint32_t>();
     if (a.mtu < IBV_MTU_256 || a.mtu > IBV_MTU_4096) throw std::invalid_argument("mtu");
+    if (a.recv_batch < 1 || a.recv_batch >= a.rq_depth || a.header_slots < 1 || a.header_slots > 65536 ||
+        a.recv_slot_bytes < 64)
+      throw std::invalid_argument("queue sizes");
     return a;
   } catch (const std::exception& e) {
     throw PeerError(std::string("malformed verbs address from the peer: ") + e.what());
