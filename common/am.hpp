@@ -183,8 +183,13 @@ class Endpoint {
     while (credits_ == 0) progress();
     fill(ow_, handler, 0, a0, a1, a2, a3);
     ow_.flags = credit_flags();
-    if (track) track_next();
-    while (!net_.try_send(ow_)) progress();
+    // Tracking is asked again before every try: a retry's progress() may run a handler whose reply or
+    // credit frame would otherwise take the tracking for itself.
+    for (;;) {
+      if (track) track_next();
+      if (net_.try_send(ow_)) break;
+      progress();
+    }
     return sent_oneway(track);
   }
   // A one-way bulk store: n bytes land at remote_off of the peer's segment, then its handler runs.
@@ -197,8 +202,11 @@ class Endpoint {
     while (credits_ == 0) progress();
     fill(ow_, handler, 0, a0, a1, 0, 0, n, remote_off);
     ow_.flags = credit_flags();
-    if (track) track_next();
-    while (!net_.try_store(ow_, src, n, remote_off)) progress();
+    for (;;) {
+      if (track) track_next();
+      if (net_.try_store(ow_, src, n, remote_off)) break;
+      progress();
+    }
     return sent_oneway(track);
   }
   // Wait (polling, dispatching) until send operation `op` (from oneway(..., track)) is locally complete:
@@ -243,10 +251,6 @@ class Endpoint {
 
   int outstanding() const { return outstanding_; }
   int window() const { return window_; }
-  void set_window(int w) {
-    if (w < 1) throw UsageError("AM window must be at least 1");
-    window_ = w;
-  }
   std::uint32_t session() const { return session_; }
   const EndpointOptions& options() const { return options_; }
   T& transport() { return net_; }

@@ -57,12 +57,22 @@ inline RunsFigure runs_figure(const std::vector<double>& v) {
   return f;
 }
 
-// One flood of `messages` one-way n-byte messages at queue depth q, ending with one reply. ns per
-// message; NaN when a message was lost (the run is then repeated by the caller's minimum).
+// One flood: the time per message over the whole run (the paper's total / N, the final reply amortized)
+// and its steady rate (the median over segments of 64 messages past the first credits' worth).
+struct FloodTime {
+  double total_ns = NAN, steady_ns = NAN;
+  double value() const { return std::isfinite(steady_ns) ? steady_ns : total_ns; }
+};
+
+// One flood of `messages` one-way n-byte messages at queue depth q, ending with one reply. NaN when a
+// message was lost (the run is then repeated by the caller's minimum).
 template <class EP>
-double flood_once(EP& ep, ClientState& st, const Clock& clock, std::uint32_t n, int q, int messages) {
+FloodTime flood_once(EP& ep, ClientState& st, const Clock& clock, std::uint32_t n, int q, int messages) {
   require_local_completion<EP>();
+  FloodTime ft;
   if constexpr (EP::has_local_completion) {
+    StreamStamps stamps;
+    stamps.reset(messages);
     const int half = std::max(1, q / 2);
     std::vector<std::uint64_t> op(static_cast<std::size_t>(q), 0);
     const std::uint64_t losses = ep.loss_events();
@@ -73,8 +83,10 @@ double flood_once(EP& ep, ClientState& st, const Clock& clock, std::uint32_t n, 
       const bool track = issued % half == half - 1 || issued == messages - 1;
       op[static_cast<std::size_t>(issued % q)] = send_oneway(ep, n, static_cast<std::uint64_t>(issued), track);
       ++issued;
+      stamps.at(issued);
     };
     const std::uint64_t t0 = tsc::now();
+    stamps.at(0);
     while (issued < std::min(q, messages)) issue();
     while (issued < messages) {
       ep.wait_local(op[static_cast<std::size_t>((issued - q + half - 1) % q)]);
@@ -83,10 +95,11 @@ double flood_once(EP& ep, ClientState& st, const Clock& clock, std::uint32_t n, 
     ep.wait_local(op[static_cast<std::size_t>((messages - 1) % q)]);
     const bool ok = final_reply(ep, st);
     const std::uint64_t t1 = tsc::now_end();
-    if (!ok || ep.loss_events() != losses) return NAN;
-    return clock.ns(static_cast<double>(t1 - t0) - clock.timer_cost_cycles()) / messages;
+    if (!ok || ep.loss_events() != losses) return ft;
+    ft.total_ns = clock.ns(static_cast<double>(t1 - t0) - clock.timer_cost_cycles()) / messages;
+    ft.steady_ns = stamps.steady_ns(clock, messages, ep.credit_limit() + q);
   }
-  return NAN;
+  return ft;
 }
 
 // The overlap curve of one side: time per message T(c) against the computation c actually spent per
@@ -233,7 +246,8 @@ OverlapSide overlap_side(const Clock& clock, const BellConfig& cfg, Once&& once)
 
 struct BellSize {
   std::uint32_t bytes = 0;
-  RunsFigure gap;          // flood: time per message
+  RunsFigure gap;          // flood: time per message (steady rate; see FloodTime)
+  RunsFigure gap_total;    // flood: total / N per run, as the paper divides, for the record
   RunsFigure rtt;          // ping-pong (EEL for the smallest size)
   OverlapSide send, recv;  // CPU overlap test (only where it was run)
   bool overlap_run = false;
@@ -260,16 +274,19 @@ std::vector<BellSize> bell_flood(EP& ep, ClientState& st, const Clock& clock, co
     progress("flood " + std::to_string(n) + " B");
     BellSize b;
     b.bytes = n;
-    std::vector<double> g, r;
+    std::vector<double> g, gt, r;
     flood_once(ep, st, clock, n, cfg.queue_depth, std::min(cfg.messages, 200));  // warm up
     for (int k = 0; k < cfg.runs; ++k) {
       throw_if_interrupted();
-      g.push_back(flood_once(ep, st, clock, n, cfg.queue_depth, cfg.messages));
+      const FloodTime ft = flood_once(ep, st, clock, n, cfg.queue_depth, cfg.messages);
+      g.push_back(ft.value());
+      gt.push_back(ft.total_ns);
       std::vector<double> rt;
       for (int i = 0; i < std::max(10, cfg.messages / 100); ++i) rt.push_back(round_trip(ep, st, clock, n).total_ns);
       r.push_back(summarize(rt).median);
     }
     b.gap = runs_figure(g);
+    b.gap_total = runs_figure(gt);
     b.rtt = runs_figure(r);
     // Which of g, o_s and o_r the flood saw: Bell et al. use their tests in combination.
     if (cfg.infer_overheads && (n == cfg.sizes.front() || n == cfg.sizes.back())) {

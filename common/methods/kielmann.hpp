@@ -69,22 +69,31 @@ Summary repeat_until(double eps, int min_n, int max_n, F&& f) {
 
 // Time per message of n one-way m-byte messages in a row and one reply (Kielmann et al. section 3): the
 // messages are not answered, so the time is the sender's injection gap, not a round trip per message.
+// Also returns (in *steady) the stream's steady rate past the first credits' worth (messages.hpp).
 template <class EP>
-double saturation_once(EP& ep, ClientState& st, const Clock& clock, std::uint32_t m, int n) {
+double saturation_once(EP& ep, ClientState& st, const Clock& clock, std::uint32_t m, int n, double* steady = nullptr) {
   const std::uint64_t losses = ep.loss_events();
+  StreamStamps stamps;
+  stamps.reset(n);
   const std::uint64_t t0 = tsc::now();
-  for (int i = 0; i < n; ++i) send_oneway(ep, m, static_cast<std::uint64_t>(i));
+  stamps.at(0);
+  for (int i = 0; i < n; ++i) {
+    send_oneway(ep, m, static_cast<std::uint64_t>(i));
+    stamps.at(i + 1);
+  }
   const bool ok = final_reply(ep, st);
   const std::uint64_t t1 = tsc::now_end();
   if (!ok || ep.loss_events() != losses) return NAN;
+  if (steady) *steady = stamps.steady_ns(clock, n, ep.credit_limit());
   return clock.ns(static_cast<double>(t1 - t0) - clock.timer_cost_cycles()) / n;
 }
 
 struct Saturation {
   double g = NAN, ci95 = NAN;
+  double g_total = NAN;  // RTT_n / n at the converged n, as the paper takes it
   int n = 0;
   bool converged = false;
-  std::vector<double> repeats;  // the converged n timed again, for the interval
+  std::vector<double> repeats;  // the converged n timed again: their steady rates, for the value and interval
 };
 
 // g(m) by saturation: n = 10, 20, 40, ... until the gap per message changes by less than eps and
@@ -99,16 +108,22 @@ Saturation saturate(EP& ep, ClientState& st, const Clock& clock, std::uint32_t m
     const double g = saturation_once(ep, st, clock, m, n);
     if (!std::isfinite(g)) continue;
     if (std::isfinite(prev) && std::fabs(g - prev) < eps * g && rtt1 < eps * g * n) {
+      // Saturated (the paper's rule on RTT_n / n). The figure is the steady rate of five streams of
+      // this n, taken past their first credits' worth, which interruptions cannot move.
       s.n = n;
       s.converged = true;
-      s.repeats.push_back(g);
-      for (int k = 0; k < 4; ++k) {
-        const double x = saturation_once(ep, st, clock, m, n);
-        if (std::isfinite(x)) s.repeats.push_back(x);
+      s.g_total = g;
+      std::vector<double> totals;
+      for (int k = 0; k < 5; ++k) {
+        double steady = NAN;
+        const double x = saturation_once(ep, st, clock, m, n, &steady);
+        if (std::isfinite(x)) totals.push_back(x);
+        s.repeats.push_back(std::isfinite(steady) ? steady : x);
       }
       const Summary sum = summarize(s.repeats);
       s.g = sum.median;
-      s.ci95 = sum.ci95_mean;
+      s.ci95 = sum.ci95_median;
+      if (!std::isfinite(s.ci95)) s.ci95 = sum.ci95_mean;
       return s;
     }
     prev = g;

@@ -24,54 +24,12 @@ MACHINES = {
     "meiko": dict(o_s=1.7, o_r=1.6, g=13.6, L=7.5, rtt=(20.3, 21.6)),
     "myrinet": dict(o_s=2.0, o_r=2.6, g=12.4, L=11.1, rtt=(30.6, 31.5)),
 }
-TOL_US = 0.3  # the acceptance rule: within 10% or 0.3 us, whichever is larger
+TOL_US = 0.3  # method_bulk's acceptance rule: within 10% or 0.3 us (the truth matrix holds 5% / 100 ns)
 
 
 def spec(m):
     t = MACHINES[m]
     return f"os={t['o_s']}us,or={t['o_r']}us,g={t['g']}us,L={t['L']}us"
-
-
-def failures_against(doc, truth):
-    """What in `doc` misses `truth`: a list of sentences, empty when everything is within tolerance."""
-    bad = []
-    params = doc["parameters"]
-    for k in ("o_s", "o_r", "g", "L"):
-        v = params[k]["value_ns"]
-        if v is None:
-            bad.append(f"{k} not extracted: {params[k].get('error')}")
-            continue
-        want = truth[k] * 1e3
-        tol = max(0.1 * want, TOL_US * 1e3)
-        if abs(v - want) > tol:
-            bad.append(f"{k} = {v:.0f} ns, set {want:.0f} ns (tolerance {tol:.0f} ns)")
-    rtt = params["rtt"]["value_ns"]
-    lo, hi = truth["rtt"]
-    # The emulator adds the host's own per-message cost on top of the set parameters; Table 3's range
-    # is widened by the same 0.3 us as the parameters.
-    if rtt is None or not (lo * 1e3 - TOL_US * 1e3 <= rtt <= hi * 1e3 + TOL_US * 1e3):
-        bad.append(f"rtt = {rtt} ns outside Table 3's {lo}-{hi} us (+-{TOL_US} us)")
-    return bad
-
-
-def test_emulated(machine):
-    out = os.path.join(TMP, f"{machine}.json")
-    run(["local", "--emulate", spec(machine), "--runs", "1", "--json", out, "-q"])
-    doc = load(out)
-    assert doc["status"] == "complete", doc["status"]
-    assert doc["meta"]["emulation"]["spec"] == spec(machine)
-    bad = failures_against(doc, MACHINES[machine])
-    for c in doc["checks"]:
-        if not c["ok"]:
-            bad.append(f"check failed: {c['name']}: {c['detail']}")
-    # Negative control: the same figures judged against another machine must fail, so the tolerance
-    # really discriminates between parameter sets.
-    other = {"paragon": "myrinet", "meiko": "paragon", "myrinet": "meiko"}[machine]
-    if not failures_against(doc, MACHINES[other]):
-        bad.append(f"{machine}'s figures also pass as {other}: the check cannot tell machines apart")
-    p = doc["parameters"]
-    print(f"{machine}: " + ", ".join(f"{k}={p[k]['value_ns'] / 1e3:.3f}us" for k in ("o_s", "o_r", "g", "L", "rtt")))
-    assert not bad, "\n".join(bad)
 
 
 def expect_usage_error(args, needle, code=2):
@@ -259,69 +217,6 @@ def method(bench, spec, extra):
 
 def per_size(doc):
     return {e["bytes"]: e for e in doc["per_size"]}
-
-
-def test_method_flood():
-    # Bell et al.: the flood's time per message is the wire's g + G*n here.
-    doc = method("flood", DMA, ["--sizes", "8,512,4096,16384,65536", "--messages", "300", "--bell-runs", "3"])
-    bad = []
-    p = doc["parameters"]
-    near(p["g"]["value_ns"], 7600 + 0.2 * 8, "g", bad)
-    near(p["G"]["value_ns"] * 1e4, 0.2 * 1e4, "G (x 1e4)", bad)
-    for n, e in per_size(doc).items():
-        near(e["g"]["value_ns"], 7600 + 0.2 * n, f"g({n})", bad)
-    near(p["rtt"]["value_ns"], 19800 + 0.2 * 8, "EEL rtt", bad)
-    print("flood g", p["g"]["value_ns"], "G", p["G"]["value_ns"], "crossover", p["crossover_bytes"]["value_ns"])
-    assert not bad, "\n".join(bad)
-
-
-def test_method_overlap():
-    doc = method("overlap", PIO, ["--sizes", "8,4096,32768", "--messages", "2000", "--bell-runs", "3"])
-    bad = []
-    for n, e in per_size(doc).items():
-        near(e["o_s"]["value_ns"], 1400 + 0.1 * n, f"o_s({n})", bad)
-        near(e["o_r"]["value_ns"], 2200 + 0.05 * n, f"o_r({n})", bad)
-    print({n: (e["o_s"]["value_ns"], e["o_r"]["value_ns"]) for n, e in per_size(doc).items()})
-    assert not bad, "\n".join(bad)
-
-
-def test_method_kielmann():
-    doc = method("kielmann", DMA, ["--sizes", "32768"])
-    bad = []
-    p = doc["parameters"]
-    for n, e in per_size(doc).items():
-        if n <= 4096:  # above that the emulator's own copy outgrows the set o_s
-            near(e["o_s"]["value_ns"], 1400, f"o_s({n})", bad)
-        near(e["o_r"]["value_ns"], 2200, f"o_r({n})", bad)
-        near(e["g"]["value_ns"], 7600 + 0.2 * n, f"g({n})", bad)
-    near(p["g0"]["value_ns"], 7600, "g(0)", bad)
-    near(p["L"]["value_ns"], 6300, "L (LogP, by Table 1)", bad)
-    near(p["L_plogp"]["value_ns"], (19800 - 2 * 7600) / 2, "L (parameterized)", bad)
-    run_ = doc["runs"][0]
-    print("kielmann sizes", sorted(per_size(doc)), "L", p["L"]["value_ns"], "L_plogp", p["L_plogp"]["value_ns"],
-          "fast", run_["fast_seconds"], "s, saturation", run_["saturation_seconds"], "s")
-    for n, e in per_size(doc).items():
-        if n > 0 and "g_saturation" in e:
-            near(e["g_saturation"]["value_ns"], 7600 + 0.2 * n, f"g_saturation({n})", bad)
-    # The time ratio is reported, not asserted: on a shared machine one stall decides it (a benchmark's job).
-    assert run_["saturation_seconds"] > 0 and run_["fast_seconds"] > 0, run_
-    assert not bad, "\n".join(bad)
-
-
-def test_method_availability():
-    # Doerfler & Brightwell: what the CPU cannot overlap is posting plus completing: o_s(n) + o_r of the
-    # acknowledgement for a send, o_s of the request + o_r(n) for a receive.
-    doc = method("availability", PIO, ["--sizes", "8,4096,32768"])
-    bad = []
-    for n, e in per_size(doc).items():
-        near(e["send"]["overhead"]["value_ns"], 1400 + 0.1 * n + 2200, f"send overhead({n})", bad)
-        near(e["recv"]["overhead"]["value_ns"], 1400 + 2200 + 0.05 * n, f"recv overhead({n})", bad)
-        for side in ("send", "recv"):
-            a = e[side]["availability"]
-            assert a is not None and 0 <= a <= 1, (n, side, a)
-    print({n: (e["send"]["overhead"]["value_ns"], e["recv"]["overhead"]["value_ns"], e["send"]["availability"])
-           for n, e in per_size(doc).items()})
-    assert not bad, "\n".join(bad)
 
 
 def test_method_bulk():
