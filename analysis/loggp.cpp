@@ -64,6 +64,38 @@ GapFit fit_gap(const std::vector<double>& sizes, const std::vector<double>& gap,
   return f;
 }
 
+Bottleneck classify_flood(double gap, double gap_ci, const Param& o_s, const Param& o_r) {
+  Bottleneck b;
+  if (!std::isfinite(gap)) {
+    b.ni = Param::invalid("no flood time");
+    return b;
+  }
+  const double ci = std::isfinite(gap_ci) ? gap_ci : 0;
+  // An overhead "reaches" the flood's time when it is within 5% of it, or within the two intervals.
+  auto reaches = [&](const Param& o) {
+    return o.valid && o.value >= gap - std::max(0.05 * gap, ci + (std::isfinite(o.ci95) ? o.ci95 : 0));
+  };
+  const bool s = reaches(o_s), r = reaches(o_r);
+  if (s || r) {
+    b.stage = s && (!r || o_s.value >= o_r.value) ? kStageSend : kStageRecv;
+    b.ni = Param::hidden("hidden: the flood runs at the " + b.stage + " (the overlap test's " +
+                             (b.stage == kStageSend ? "o_s" : "o_r") + " reaches the time per message), so the NI's "
+                             "own gap is at most the flood's time",
+                         gap, ci);
+  } else if (o_s.valid && o_r.valid) {
+    b.stage = kStageNI;
+    b.ni.value = b.ni.raw = gap;
+    b.ni.ci95 = ci;
+    b.ni.valid = true;
+    b.ni.note = "the NI's gap: both overheads stay below the flood's time per message";
+  } else {
+    b.ni = Param::hidden("the overheads are unknown at this size, so the flood cannot tell the NI's gap from an "
+                         "overhead; the NI's gap is at most the flood's time",
+                         gap, ci);
+  }
+  return b;
+}
+
 NaiveBulk fit_naive_bulk(const std::vector<double>& sizes, const std::vector<double>& T) {
   NaiveBulk b;
   std::vector<double> w(sizes.size(), 1);

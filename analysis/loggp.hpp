@@ -19,6 +19,19 @@ struct GapFit {
 // sizes ascending; gap[i] the per-message time at sizes[i] (ns); ci[i] its half-width (may be NaN).
 GapFit fit_gap(const std::vector<double>& sizes, const std::vector<double>& gap, const std::vector<double>& ci);
 
+// Which stage a one-way flood saw (Bell et al. 4.2-4.3): its time per message is max(g_NI, o_s, o_r)
+// (+ G n), so with the overheads from the overlap test of the same size it says which one it was. The
+// NI's own gap is reported only when neither overhead reaches the flood's time; otherwise it is hidden
+// and bounded by it.
+struct Bottleneck {
+  std::string stage;  // "network interface", "send overhead", "receive overhead", or "" (unknown)
+  Param ni;           // the NI's gap at this size: valid, or hidden with upper_bound
+};
+Bottleneck classify_flood(double gap, double gap_ci, const Param& o_s, const Param& o_r);
+inline constexpr const char* kStageNI = "network interface";
+inline constexpr const char* kStageSend = "send overhead";
+inline constexpr const char* kStageRecv = "receive overhead";
+
 struct NaiveBulk {
   Param T0, R_inf;  // T0 ns; R_inf in bytes per ns (= GB/s)
   std::string warning;

@@ -48,21 +48,43 @@ double safe_ci(double ci, double v) {
 }
 }  // namespace
 
-SendOnly send_only_cost(const Curve& c, double tolerance) {
+namespace {
+// The points a fit may use: those whose stop rule converged, when there are enough of them; a point that
+// hit its sample or time cap has a wide, less trustworthy median.
+Curve converged_only(const Curve& c, std::size_t min_points) {
+  if (c.converged.size() != c.M.size()) return c;
+  Curve k;
+  k.delta_ns = c.delta_ns;
+  for (std::size_t i = 0; i < c.M.size(); ++i)
+    if (c.converged[i]) {
+      k.M.push_back(c.M[i]);
+      k.cost_ns.push_back(c.cost_ns[i]);
+      k.ci95_ns.push_back(c.ci95_ns[i]);
+      k.converged.push_back(true);
+    }
+  return k.M.size() >= min_points ? k : c;
+}
+}  // namespace
+
+SendOnly send_only_cost(const Curve& c_all, double tolerance) {
   SendOnly r;
+  const Curve c = converged_only(c_all, 4);
   const std::size_t n = c.M.size();
   if (n == 0) {
     r.o_s = Param::invalid("the Delta = 0 curve has no points");
     return r;
   }
   // The send-only plateau: the cheapest of the first few points, and every leading point within
-  // `tolerance` of it. Points before the cheapest that cost more (a cold first message) are skipped.
+  // tolerance of it: `tolerance` (a fraction) of the cheapest, or what its interval allows, whichever
+  // is wider. A loose tolerance takes in the first transition point and biases o_s up. Points before
+  // the cheapest that cost more (a cold first message) are skipped.
   const std::size_t head = std::min<std::size_t>(n, 4);
   const auto best = static_cast<std::size_t>(std::min_element(c.cost_ns.begin(), c.cost_ns.begin() + head) - c.cost_ns.begin());
   const double m = c.cost_ns[best];
+  const double band = std::max(tolerance * m, 2 * safe_ci(c.ci95_ns[best], m));
   double sum = 0, var = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    const bool within = c.cost_ns[i] <= m * (1 + tolerance);
+    const bool within = c.cost_ns[i] <= m + band;
     if (!within) {
       if (i > best) break;
       continue;
@@ -81,17 +103,19 @@ SendOnly send_only_cost(const Curve& c, double tolerance) {
   return r;
 }
 
-Steady steady_state_cost(const Curve& c) {
+Steady steady_state_cost(const Curve& c_all) {
   Steady r;
+  const Curve c = converged_only(c_all, 5);
   const std::size_t n = c.M.size();
   if (n < 2) {
     r.cost = Param::invalid("fewer than two points: no steady state");
     return r;
   }
-  // The tail: the points with M >= M_max / 4, at least three.
+  // The tail: the points with M >= M_max / 2, at least three. Closer in, the curve may still be leaving
+  // its transition (the window filling), which a weighted fit would let pull the slope up.
   const double mmax = c.M.back();
   std::size_t first = n;
-  while (first > 0 && c.M[first - 1] >= mmax / 4) --first;
+  while (first > 0 && c.M[first - 1] >= mmax / 2) --first;
   first = std::min(first, n >= 3 ? n - 3 : 0);
   std::vector<double> x, y, w;
   for (std::size_t i = first; i < n; ++i) {
@@ -112,15 +136,29 @@ Steady steady_state_cost(const Curve& c) {
   r.cost.raw = f.slope;
   r.cost.valid = f.slope > 0;
   if (!r.cost.valid) r.cost = Param::invalid("the issue time does not grow with M: no steady state", f.slope);
-  // In the steady state T(M) is a straight line: the marginal cost between the last two points equals
-  // the one between the first two of the tail. A curve still in its transition bends upwards.
-  const std::size_t a = first, b = n - 1;
+  // In the steady state T(M) is a straight line: its slope over the first half of the tail equals the
+  // one over the second half, within what the points' intervals can resolve (a curve still in its
+  // transition bends upwards). Differences of noisy points are themselves noisy, so the test is
+  // statistical, with a 10% allowance below which a bend would not matter.
+  const std::size_t a = first, b = n - 1, m = (a + b + 1) / 2;
   if (b >= a + 2) {
-    const double s_first = (c.M[a + 1] * c.cost_ns[a + 1] - c.M[a] * c.cost_ns[a]) / (c.M[a + 1] - c.M[a]);
-    const double s_last = (c.M[b] * c.cost_ns[b] - c.M[b - 1] * c.cost_ns[b - 1]) / (c.M[b] - c.M[b - 1]);
-    r.reached = std::fabs(s_last - s_first) <= 0.10 * f.slope;
+    auto slope = [&](std::size_t i, std::size_t j, double& var) {
+      const double ti = c.M[i] * c.cost_ns[i], tj = c.M[j] * c.cost_ns[j];
+      const double si = safe_ci(c.ci95_ns[i], c.cost_ns[i]) * c.M[i] / 1.96, sj = safe_ci(c.ci95_ns[j], c.cost_ns[j]) * c.M[j] / 1.96;
+      var = (si * si + sj * sj) / ((c.M[j] - c.M[i]) * (c.M[j] - c.M[i]));
+      return (tj - ti) / (c.M[j] - c.M[i]);
+    };
+    double v1 = 0, v2 = 0;
+    const double s1 = slope(a, m, v1), s2 = slope(m, b, v2);
+    const double allowed = std::max(0.10 * std::fabs(f.slope), 1.96 * std::sqrt(v1 + v2));
+    r.reached = std::fabs(s2 - s1) <= allowed;
+    char buf[200];
+    std::snprintf(buf, sizeof buf, "slope of T(M) %.1f ns over M = %g..%g, %.1f ns over M = %g..%g (allowed difference %.1f ns)",
+                  s1, c.M[a], c.M[m], s2, c.M[m], c.M[b], allowed);
+    r.detail = buf;
   } else {
     r.reached = false;  // too few points to tell
+    r.detail = "fewer than three points in the tail";
   }
   return r;
 }
@@ -151,8 +189,8 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
   if (fit.g.valid) fit.g.note = "steady-state slope of the Delta = 0 curve";
   fit.steady_M = st.used_M;
   fit.checks.push_back({"steady state reached at Delta = 0", st.reached,
-                        st.reached ? "the issue time grows linearly over the largest M"
-                                   : "the issue time still bends over the largest M: the curve is in its transition (raise --max-burst or --max-burst-time)"});
+                        st.reached ? st.detail
+                                   : "the issue time still bends over the largest M: the curve is in its transition (" + st.detail + ")"});
   fit.checks.push_back({"send-only regime seen", so.used_M.size() >= 2,
                         so.used_M.size() >= 2 ? "" : "only one point in the send-only plateau: o_s rests on it alone"});
 
@@ -236,6 +274,53 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
   }
   fit.checks.push_back({"L >= 0", fit.L.valid || !std::isfinite(fit.L.raw), fit.L.valid ? "" : fit.L.note});
 
+  // What limits the steady state (Culler et al. 3.1 and 5). Idle = g - o_s - o_r is the time the NI
+  // leaves the processor per message; when it is zero the processor is the bottleneck and the steady
+  // state is o_s + o_r, which hides the NI's own gap (today's NIs: g of a few ns). With a window of W
+  // requests per round trip, the steady state cannot be below RTT / W: the capacity bound.
+  fit.window = window;
+  if (fit.g.valid && fit.o_s.valid && fit.o_r.valid) {
+    fit.idle.value = fit.idle.raw = fit.g.value - fit.o_s.value - fit.o_r.value;
+    fit.idle.ci95 = std::sqrt(fit.g.ci95 * fit.g.ci95 + fit.o_s.ci95 * fit.o_s.ci95 + fit.o_r.ci95 * fit.o_r.ci95);
+    fit.idle.valid = true;
+    fit.idle.note = "g - o_s - o_r (Culler et al. 3.1): time the NI leaves the processor per message";
+    // Idle >= 0 within its interval; a clearly negative Idle means the parameters do not form a LogP machine.
+    const bool ok = fit.idle.value + fit.idle.ci95 + 0.02 * fit.g.value >= 0;
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "Idle = %.1f +- %.1f ns%s", fit.idle.value, fit.idle.ci95,
+                  ok ? "" : ": the steady state is cheaper than o_s + o_r, which LogP does not allow");
+    fit.checks.push_back({"Idle >= 0", ok, buf});
+  } else {
+    fit.idle = Param::invalid("needs g, o_s and o_r");
+  }
+  const double cap = window > 0 && fit.rtt.valid ? fit.rtt.value / window : NAN;
+  const double tol_g = fit.g.valid ? std::max(0.05 * fit.g.value, fit.g.ci95) : 0;
+  const bool capacity = fit.g.valid && std::isfinite(cap) && fit.g.value <= cap + tol_g &&
+                        (!fit.idle.valid || fit.o_s.value + fit.o_r.value < cap);
+  const bool processor = fit.idle.valid && fit.idle.value <= std::max(fit.idle.ci95, 0.05 * fit.g.value);
+  if (!fit.g.valid) {
+    fit.g_ni = Param::invalid("no steady state: " + fit.g.note);
+  } else if (capacity) {
+    fit.bottleneck = kBottleneckCapacity;
+    char buf[240];
+    std::snprintf(buf, sizeof buf, "hidden: the steady state is the capacity bound RTT / W = %.1f ns (W = %d requests "
+                  "per round trip); the NI's gap is at most the steady-state cost. A larger --window would show more", cap, window);
+    fit.g_ni = Param::hidden(buf, fit.g.value, fit.g.ci95);
+  } else if (processor) {
+    fit.bottleneck = kBottleneckProcessor;
+    fit.g_ni = Param::hidden("hidden: Idle = g - o_s - o_r is zero, so the steady state is the processor's o_s + o_r "
+                             "(Culler et al. section 5: 'the gap is equal to o_s + o_r'); the NI's own gap is at most this",
+                             fit.g.value, fit.g.ci95);
+  } else if (fit.idle.valid) {
+    fit.bottleneck = kBottleneckNI;
+    fit.g_ni = fit.g;
+    fit.g_ni.note = "the NI's gap: Idle > 0, so the processor waits for the NI in the steady state";
+  } else {
+    fit.g_ni = Param::hidden("o_r unknown, so Idle = g - o_s - o_r cannot tell the NI from the processor; the NI's gap "
+                             "is at most the steady-state cost", fit.g.value, fit.g.ci95);
+  }
+  if (!fit.bottleneck.empty()) fit.g.note += " (bottleneck: " + fit.bottleneck + ")";
+
   auto ge = [&](const char* name, const Param& a, const Param& b, const char* why) {
     if (!a.valid || !b.valid) return;
     // Allow for the intervals: only a difference the data can resolve counts as a violation.
@@ -252,7 +337,8 @@ void to_json(nlohmann::json& j, const SignatureFit& f) {
   for (const auto& d : f.per_delta)
     pd.push_back({{"delta_ns", d.delta_ns}, {"steady_ns", d.steady}, {"raised", d.raised}, {"o_r", d.o_r}});
   j = {{"o_s", f.o_s},         {"o_r", f.o_r},     {"g", f.g},          {"L", f.L},
-       {"rtt", f.rtt},         {"send_only_M", f.send_only_M},         {"steady_M", f.steady_M},
+       {"rtt", f.rtt},         {"idle", f.idle},   {"g_ni", f.g_ni},    {"bottleneck", f.bottleneck},
+       {"window", f.window},   {"send_only_M", f.send_only_M},         {"steady_M", f.steady_M},
        {"per_delta", pd},      {"checks", f.checks}};
 }
 
@@ -276,6 +362,10 @@ Combined combine_runs(const std::vector<Param>& per_run) {
   }
   if (v.empty()) {
     c.param = Param::invalid(why.empty() ? "no run produced this parameter" : why);
+    double bound = -INFINITY;
+    for (const auto& p : per_run)
+      if (std::isfinite(p.upper_bound)) bound = std::max(bound, p.upper_bound);
+    if (std::isfinite(bound)) c.param.upper_bound = bound;  // the loosest of the runs' bounds
     c.min = c.max = std::nan("");
     return c;
   }

@@ -41,18 +41,20 @@ void to_json(nlohmann::json& j, const Check& c);
 struct Curve {
   double delta_ns = 0;  // the achieved compute delay
   std::vector<double> M, cost_ns, ci95_ns;
+  std::vector<bool> converged;  // per point, from the stop rule (empty: all converged)
 };
 
 struct SendOnly {
   Param o_s;
   std::vector<double> used_M;
 };
-SendOnly send_only_cost(const Curve& c, double tolerance = 0.10);
+SendOnly send_only_cost(const Curve& c, double tolerance = 0.03);
 
 struct Steady {
   Param cost;  // per-message steady-state cost (g for Delta = 0, g' otherwise)
   std::vector<double> used_M;
-  bool reached = false;  // the curve's last point agrees with the slope
+  bool reached = false;  // the slope of T(M) is the same over both halves of the tail, within the data
+  std::string detail;    // the two slopes, in words
 };
 Steady steady_state_cost(const Curve& c);
 

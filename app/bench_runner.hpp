@@ -34,15 +34,18 @@ struct ResultsDoc {
 nlohmann::json distribution_json(const std::vector<double>& samples, bool raw);
 nlohmann::json signature_curves_json(const methods::SignatureData& d, bool raw);
 std::vector<analysis::Curve> to_fit_curves(const methods::SignatureData& d);
+analysis::Curve to_fit_curve(const methods::SignatureCurve& c);
 analysis::Param rtt_param(const Summary& s);
 // Fills doc.j["parameters"] and ["checks"] from the per-run fits.
 void summarize_runs(ResultsDoc& doc, const std::vector<analysis::SignatureFit>& fits);
 void summarize_pingpong_runs(ResultsDoc& doc, const std::vector<analysis::Param>& rtts);
 
-nlohmann::json bell_json(ResultsDoc& doc, const std::vector<methods::BellSize>& v, bool flood);
-nlohmann::json kielmann_json(ResultsDoc& doc, const methods::KielmannResult& r);
-nlohmann::json doerfler_json(ResultsDoc& doc, const std::vector<methods::DoerflerSize>& v, const Options& o);
-nlohmann::json bulk_json(ResultsDoc& doc, const std::vector<methods::BulkSize>& v, bool raw);
+// Each takes every run so far (--runs): the run's own record is returned, and doc's parameters, per-size
+// table and checks are rebuilt from all runs (each parameter over runs by combine_runs).
+nlohmann::json bell_json(ResultsDoc& doc, const std::vector<std::vector<methods::BellSize>>& runs, bool flood);
+nlohmann::json kielmann_json(ResultsDoc& doc, const std::vector<methods::KielmannResult>& runs);
+nlohmann::json doerfler_json(ResultsDoc& doc, const std::vector<std::vector<methods::DoerflerSize>>& runs, const Options& o);
+nlohmann::json bulk_json(ResultsDoc& doc, const std::vector<std::vector<methods::BulkSize>>& runs, bool raw);
 std::vector<std::uint32_t> default_sizes(const std::string& bench, std::uint32_t max_bytes);
 
 // Bulk, Bell (flood, overlap), Kielmann and Doerfler: the methods that run over message sizes.
@@ -57,35 +60,51 @@ void run_size_method(EP& ep, methods::ClientState& st, const Clock& clock, const
     for (auto n : sizes)
       if (n > methods::max_message(ep))
         throw UsageError("size " + std::to_string(n) + " exceeds half the segment (" + std::to_string(methods::max_message(ep)) + ")");
-    nlohmann::json run;
-    if (o.bench == "flood" || o.bench == "overlap") {
-      methods::BellConfig cfg{sizes, o.queue_depth, o.messages, o.bell_runs};
-      const auto v = o.bench == "flood" ? methods::bell_flood(ep, st, clock, cfg, say) : methods::bell_overlap(ep, st, clock, cfg, say);
-      run = bell_json(doc, v, o.bench == "flood");
-    } else if (o.bench == "kielmann") {
-      methods::KielmannConfig cfg;
-      cfg.eps = o.eps;
-      cfg.compare_saturation = o.compare_saturation;
-      if (!o.sizes.empty()) cfg.max_bytes = o.sizes.back();  // the largest size given bounds the range
-      run = kielmann_json(doc, methods::kielmann(ep, st, clock, cfg, say));
-    } else if (o.bench == "availability") {
-      methods::DoerflerConfig cfg;
-      cfg.sizes = sizes;
-      cfg.base_threshold = o.base_threshold;
-      cfg.stop_threshold = o.stop_threshold;
-      run = doerfler_json(doc, methods::doerfler(ep, st, clock, cfg, say), o);
-    } else {  // bulk
-      methods::SignatureConfig cfg;
-      cfg.bursts = o.bursts.empty() ? methods::default_bursts(std::min(o.max_burst, 64)) : o.bursts;
-      cfg.rule = o.rule;
-      cfg.rtt = {std::min(o.iterations, 2000), 0};
-      cfg.max_burst_ns = o.max_burst_time_ns;
-      methods::Hooks hooks;
-      hooks.progress = say;
-      run = bulk_json(doc, methods::bulk(ep, st, clock, sizes, cfg, o.deltas_ns, hooks), o.raw);
+    // One repetition loop serves every method: --runs repeats the whole method, and every parameter is
+    // then reported over the runs with their spread.
+    std::vector<std::vector<methods::BellSize>> bell_runs;
+    std::vector<methods::KielmannResult> kielmann_runs;
+    std::vector<std::vector<methods::DoerflerSize>> doerfler_runs;
+    std::vector<std::vector<methods::BulkSize>> bulk_runs;
+    for (int r = 0; r < o.runs; ++r) {
+      const std::string run_label = o.runs > 1 ? "run " + std::to_string(r + 1) + "/" + std::to_string(o.runs) + ": " : "";
+      auto say_run = [&](const std::string& s) { progress(run_label + s); };
+      nlohmann::json run;
+      if (o.bench == "flood" || o.bench == "overlap") {
+        methods::BellConfig cfg{sizes, o.queue_depth, o.messages, o.bell_runs, true};
+        bell_runs.push_back(o.bench == "flood" ? methods::bell_flood(ep, st, clock, cfg, say_run)
+                                               : methods::bell_overlap(ep, st, clock, cfg, say_run));
+        run = bell_json(doc, bell_runs, o.bench == "flood");
+      } else if (o.bench == "kielmann") {
+        methods::KielmannConfig cfg;
+        cfg.eps = o.eps;
+        cfg.compare_saturation = o.compare_saturation;
+        if (!o.sizes.empty()) cfg.max_bytes = o.sizes.back();  // the largest size given bounds the range
+        kielmann_runs.push_back(methods::kielmann(ep, st, clock, cfg, say_run));
+        run = kielmann_json(doc, kielmann_runs);
+      } else if (o.bench == "availability") {
+        methods::DoerflerConfig cfg;
+        cfg.sizes = sizes;
+        cfg.base_threshold = o.base_threshold;
+        cfg.stop_threshold = o.stop_threshold;
+        doerfler_runs.push_back(methods::doerfler(ep, st, clock, cfg, say_run));
+        run = doerfler_json(doc, doerfler_runs, o);
+      } else {  // bulk
+        methods::SignatureConfig cfg;
+        cfg.bursts = o.bursts.empty() ? methods::default_bursts(std::min(o.max_burst, 64)) : o.bursts;
+        cfg.rule = o.rule;
+        cfg.rtt = {std::min(o.iterations, 2000), 0};
+        cfg.max_burst_ns = o.max_burst_time_ns;
+        cfg.window = ep.window();
+        cfg.max_extend = 0;  // bulk curves are read for o_s(n) and T(n); the steady state is not required
+        methods::Hooks hooks;
+        hooks.progress = say_run;
+        bulk_runs.push_back(methods::bulk(ep, st, clock, sizes, cfg, o.deltas_ns, hooks));
+        run = bulk_json(doc, bulk_runs, o.raw);
+      }
+      doc.j["runs"].push_back(run);
+      doc.save();
     }
-    doc.j["runs"].push_back(run);
-    doc.save();
   }
 }
 
@@ -154,6 +173,7 @@ void run_client_bench(EP& ep, const Clock& clock, const Options& o, ResultsDoc& 
   cfg.rule = o.rule;
   cfg.rtt = {o.iterations, o.warmup};
   cfg.max_burst_ns = o.max_burst_time_ns;
+  cfg.window = ep.window();
   if (!cfg.deltas_ns.empty() && cfg.deltas_ns.front() != 0) cfg.deltas_ns.insert(cfg.deltas_ns.begin(), 0.0);
 
   std::vector<analysis::SignatureFit> fits;
@@ -168,6 +188,7 @@ void run_client_bench(EP& ep, const Clock& clock, const Options& o, ResultsDoc& 
                               {"signature", signature_curves_json(d, o.raw)}};
       doc.save();
     };
+    hooks.steady_reached = [](const methods::SignatureCurve& c) { return analysis::steady_state_cost(to_fit_curve(c)).reached; };
     hooks.deltas_after_first = [&](const methods::SignatureCurve& c0) {
       methods::SignatureData tmp;
       tmp.curves.push_back(c0);
@@ -176,7 +197,7 @@ void run_client_bench(EP& ep, const Clock& clock, const Options& o, ResultsDoc& 
       return analysis::auto_deltas(g.value, cfg.auto_delta_factors);
     };
     const auto data = methods::signature(ep, st, clock, cfg, hooks);
-    fits.push_back(analysis::fit_signature(to_fit_curves(data), rtt_param(data.rtt.summary)));
+    fits.push_back(analysis::fit_signature(to_fit_curves(data), rtt_param(data.rtt.summary), 1.2, ep.window()));
     doc.j["runs"].back()["fit"] = fits.back();
     summarize_runs(doc, fits);
     doc.save();

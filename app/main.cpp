@@ -2,6 +2,8 @@
 #include <signal.h>
 
 #include <cstdio>
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <iostream>
 
@@ -10,6 +12,7 @@
 #include "app/report.hpp"
 #include "common/errors.hpp"
 #include "common/results.hpp"
+#include "common/stats.hpp"
 
 namespace {
 
@@ -45,6 +48,7 @@ int main(int argc, char** argv) {
   int code = 0;
   try {
     const Clock clock(Clock::Options{100, o.allow_variant_tsc});
+    set_ci_floor_ns(clock.resolution_ns());
     if (clock.calibration_spread() > 0.01)
       std::fprintf(stderr, "logpbench: warning: TSC calibration windows disagree by %.2f%%: the clock or VM is unstable\n",
                    clock.calibration_spread() * 100);
@@ -60,6 +64,23 @@ int main(int argc, char** argv) {
         const double got = d.achieved_ns(req, 500);
         doc.j["meta"]["delta_calibration"].push_back({{"requested_ns", req}, {"achieved_ns", got}});
       }
+    }
+    {
+      // How this core is interrupted while spinning: recorded, and the automatic burst cap follows it.
+      const Interruptions irq = measure_interruptions(clock, 200);
+      doc.j["meta"]["interruptions"] = {{"window_ms", irq.window_ms},
+                                        {"threshold_ns", irq.threshold_ns},
+                                        {"count", irq.count},
+                                        {"median_interval_us", std::isfinite(irq.median_interval_us) ? nlohmann::json(irq.median_interval_us) : nlohmann::json(nullptr)},
+                                        {"median_length_us", std::isfinite(irq.median_length_us) ? nlohmann::json(irq.median_length_us) : nlohmann::json(nullptr)},
+                                        {"max_length_us", std::isfinite(irq.max_length_us) ? nlohmann::json(irq.max_length_us) : nlohmann::json(nullptr)},
+                                        {"stolen_fraction", irq.stolen_fraction}};
+      if (o.max_burst_time_ns == 0) {
+        o.max_burst_time_ns = std::isfinite(irq.median_interval_us) && irq.count >= 3
+                                  ? std::clamp(0.4 * irq.median_interval_us * 1e3, 1e5, 2e6)
+                                  : 2e6;
+      }
+      doc.j["meta"]["flags"]["max_burst_time_effective_ns"] = o.max_burst_time_ns;
     }
     app::Progress progress(o.quiet);
     if (o.transport == "shm") {

@@ -44,7 +44,7 @@ std::vector<int> parse_int_list(const std::string& what, const std::string& s) {
 
 bool parse_options(int argc, const char* const* argv, Options& o) {
   po::options_description general("Run");
-  std::string bursts, deltas, factors, estimator = "median", burst_time = "2ms", sizes_arg;
+  std::string bursts, deltas, factors, estimator = "median", burst_time = "auto", sizes_arg;
   general.add_options()
       ("help,h", "this text")
       ("version", "print the version")
@@ -97,7 +97,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
       ("warmup", po::value(&o.warmup)->default_value(o.warmup), "ping-pong iterations before timing")
       ("size,s", po::value(&o.size)->default_value(o.size), "ping-pong message bytes: 0 = one small AM (64-byte frame), n = a bulk store of n bytes")
       ("max-burst", po::value(&o.max_burst)->default_value(o.max_burst), "signature: largest M")
-      ("max-burst-time", po::value(&burst_time)->default_value(burst_time), "signature: longest timed burst; longer M are skipped (interrupts)")
+      ("max-burst-time", po::value(&burst_time)->default_value(burst_time), "signature: longest timed burst, or auto: 0.4 x this core's measured interval between interruptions (ticks, VM exits), within 100us..2ms; longer M are skipped unless the steady state needs them")
       ("bursts", po::value(&bursts), "signature: explicit M list, e.g. 1,2,4,8")
       ("deltas", po::value(&deltas), "signature: Delta list with units, e.g. 0,2us,8us (default: automatic)")
       ("delta-factors", po::value(&factors), "signature: automatic Deltas as multiples of g (default 0.5,1,2,4)")
@@ -168,8 +168,12 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
     if (o.emulation.capacity > 0) o.window = o.emulation.capacity;
   }
   o.rule.estimator = parse_estimator(estimator);
-  o.max_burst_time_ns = parse_duration_ns(burst_time);
-  if (!(o.max_burst_time_ns > 0)) throw UsageError("--max-burst-time must be positive");
+  if (burst_time == "auto") {
+    o.max_burst_time_ns = 0;  // set from the measured interruptions (main)
+  } else {
+    o.max_burst_time_ns = parse_duration_ns(burst_time);
+    if (!(o.max_burst_time_ns > 0)) throw UsageError("--max-burst-time must be positive (or auto)");
+  }
   if (!bursts.empty()) o.bursts = parse_int_list("--bursts", bursts);
   if (!deltas.empty() && deltas != "auto") {
     double last = -1;

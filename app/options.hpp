@@ -27,7 +27,7 @@ struct Options {
   int iterations = 10000, warmup = 1000;
   std::uint32_t size = 0;  // ping-pong message size (perftest's -s)
   int max_burst = 512;
-  double max_burst_time_ns = 2e6;
+  double max_burst_time_ns = 0;  // 0: auto (from the measured interruptions)
   std::vector<int> bursts;
   std::vector<double> deltas_ns;  // empty: automatic
   std::vector<double> delta_factors{0.5, 1, 2, 4};

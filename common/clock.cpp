@@ -113,11 +113,62 @@ Clock::Clock(const Options& opt) : cpuid_(read_cpuid_tsc()) {
   }
   std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());
   timer_cost_cycles_ = static_cast<double>(d[d.size() / 2]);
+
+  // Resolution: the smallest non-zero difference between consecutive TSC reads. On a TSC that counts
+  // every cycle this is the read cost itself; on one that advances in steps it is the step.
+  std::uint64_t step = ~0ull;
+  for (int i = 0; i < 20000; ++i) {
+    const std::uint64_t a = __rdtsc();
+    std::uint64_t b;
+    while ((b = __rdtsc()) == a) {
+    }
+    step = std::min(step, b - a);
+  }
+  resolution_ns_ = ns(step);
 }
 
 double Clock::cpuid_disagreement() const {
   if (cpuid_.reported_hz <= 0) return std::nan("");
   return std::fabs(hz_ - cpuid_.reported_hz) / cpuid_.reported_hz;
+}
+
+Interruptions measure_interruptions(const Clock& clock, double window_ms, double threshold_ns) {
+  Interruptions r;
+  r.window_ms = window_ms;
+  r.threshold_ns = threshold_ns;
+  const std::uint64_t thr = clock.cycles(threshold_ns);
+  std::vector<std::uint64_t> at, len;
+  at.reserve(4096);
+  len.reserve(4096);
+  const std::uint64_t start = __rdtsc(), end = start + clock.cycles(window_ms * 1e6);
+  std::uint64_t prev = start;
+  for (;;) {
+    const std::uint64_t t = __rdtsc();
+    if (t - prev > thr && at.size() < 100000) {
+      at.push_back(prev);
+      len.push_back(t - prev);
+    }
+    prev = t;
+    if (t >= end) break;
+  }
+  r.count = static_cast<int>(at.size());
+  std::vector<double> iv, ln;
+  double stolen = 0;
+  for (std::size_t i = 0; i < at.size(); ++i) {
+    ln.push_back(clock.ns(len[i]) / 1e3);
+    stolen += clock.ns(len[i]);
+    if (i) iv.push_back(clock.ns(at[i] - at[i - 1]) / 1e3);
+  }
+  auto med = [](std::vector<double> v) {
+    if (v.empty()) return std::nan("");
+    std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  r.median_interval_us = med(iv);
+  r.median_length_us = med(ln);
+  r.max_length_us = ln.empty() ? std::nan("") : *std::max_element(ln.begin(), ln.end());
+  r.stolen_fraction = stolen / (window_ms * 1e6);
+  return r;
 }
 
 double BusyDelay::achieved_ns(double requested_ns, int reps) const {
@@ -133,16 +184,5 @@ double BusyDelay::achieved_ns(double requested_ns, int reps) const {
   return clock_->ns(static_cast<double>(d[d.size() / 2]) - clock_->timer_cost_cycles());
 }
 
-double BusyDelay::achieved_mean_ns(double requested_ns, double min_total_ms) const {
-  const std::uint64_t cyc = clock_->cycles(requested_ns);
-  const long reps = std::max(200L, static_cast<long>(min_total_ms * 1e6 / std::max(requested_ns, 1.0)));
-  double total = 0;
-  for (long i = 0; i < reps; ++i) {
-    const std::uint64_t a = tsc::now();
-    run(cyc);
-    total += static_cast<double>(tsc::now_end() - a) - clock_->timer_cost_cycles();
-  }
-  return clock_->ns(total / static_cast<double>(reps));
-}
 
 }  // namespace logpb

@@ -7,6 +7,7 @@
 // what CPUID (leaves 0x15/0x16 or the hypervisor leaf 0x40000010) reports.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -26,9 +27,12 @@ inline std::uint64_t now_end() noexcept {
   return t;
 }
 // Busy wait until the TSC reaches `deadline`. Reads the TSC each turn, so no optimiser can remove it.
-inline void spin_until(std::uint64_t deadline) noexcept {
-  while (__rdtsc() < deadline) {
+// Returns the last TSC read (at or past the deadline).
+inline std::uint64_t spin_until(std::uint64_t deadline) noexcept {
+  std::uint64_t t;
+  while ((t = __rdtsc()) < deadline) {
   }
+  return t;
 }
 }  // namespace tsc
 
@@ -57,6 +61,9 @@ class Clock {
 
   // Median cost of one back-to-back now()/now_end() pair, in cycles: what a timed interval adds.
   double timer_cost_cycles() const { return timer_cost_cycles_; }
+  // The smallest step the TSC is seen to advance by, in ns (a virtual TSC may advance in ~10 ns steps).
+  // No interval of a timed figure is reported narrower than this: it is the floor of every ci95.
+  double resolution_ns() const { return resolution_ns_; }
   // Relative disagreement between the two calibration windows; large means the TSC or the VM is unstable.
   double calibration_spread() const { return calibration_spread_; }
   const CpuidTsc& cpuid() const { return cpuid_; }
@@ -66,9 +73,25 @@ class Clock {
  private:
   double hz_ = 0, ns_per_cycle_ = 0;
   double timer_cost_cycles_ = 0;
+  double resolution_ns_ = 0;
   double calibration_spread_ = 0;
   CpuidTsc cpuid_;
 };
+
+// How often and how long this core is taken away from a spinning process (timer ticks, VM exits, other
+// tasks), seen as gaps between consecutive TSC reads in a busy loop. A timed burst longer than the usual
+// interval between interruptions nearly always contains one, so no median can leave it out: the
+// signature keeps its bursts shorter than that where it can (DESIGN.md: machines differ; on one VM seen
+// here the 1 kHz tick costs ~35 us, 3-7% of the core).
+struct Interruptions {
+  double window_ms = 0;       // how long the loop watched
+  int count = 0;              // gaps above threshold_ns
+  double threshold_ns = 0;
+  double median_interval_us = NAN;  // between the starts of consecutive interruptions
+  double median_length_us = NAN, max_length_us = NAN;
+  double stolen_fraction = 0;       // of the window
+};
+Interruptions measure_interruptions(const Clock& clock, double window_ms = 200, double threshold_ns = 2000);
 
 // The compute delay Delta of the Culler signature and the work loop of Doerfler & Brightwell: a busy
 // spin to a TSC deadline. It occupies the CPU like computation and cannot be optimised away.
@@ -78,12 +101,15 @@ class BusyDelay {
   void run(std::uint64_t cycles) const noexcept {
     if (cycles) tsc::spin_until(__rdtsc() + cycles);
   }
+  // The same delay, returning the cycles it actually took (from its first TSC read to its last), so a
+  // timed loop can subtract exactly the Delta it spent rather than a calibration taken elsewhere.
+  std::uint64_t run_measured(std::uint64_t cycles) const noexcept {
+    if (!cycles) return 0;
+    const std::uint64_t t0 = __rdtsc();
+    return tsc::spin_until(t0 + cycles) - t0;
+  }
   // Measures the achieved length of a requested delay (median of `reps` timed runs), in ns.
   double achieved_ns(double requested_ns, int reps = 2000) const;
-  // The mean achieved length over at least `min_total_ms` of delays. Unlike the median it includes the
-  // interrupts and VM exits that land in a delay at their natural rate, as they land in a long timed
-  // burst: subtracting it from a burst's per-message cost leaves no interrupt share of Delta behind.
-  double achieved_mean_ns(double requested_ns, double min_total_ms = 100) const;
 
  private:
   const Clock* clock_;

@@ -74,7 +74,9 @@ nlohmann::json host_meta(const Clock& clock) {
         {"cpuid_hz", clock.cpuid().reported_hz > 0 ? nlohmann::json(clock.cpuid().reported_hz) : nlohmann::json(nullptr)},
         {"cpuid_source", clock.cpuid().reported_by},
         {"cpuid_disagreement", std::isfinite(dis) ? nlohmann::json(dis) : nlohmann::json(nullptr)},
-        {"timer_cost_ns", clock.ns(clock.timer_cost_cycles())}}},
+        {"timer_cost_ns", clock.ns(clock.timer_cost_cycles())},
+        {"resolution_ns", clock.resolution_ns()},
+        {"resolution_note", "smallest step between consecutive TSC reads; the floor of every reported ci95"}}},
   };
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <random>
 #include <stdexcept>
 
 #include <boost/math/distributions/students_t.hpp>
@@ -24,14 +25,44 @@ double t975(double dof) {
 }
 
 namespace {
-double quantile_sorted(const std::vector<double>& s, double q) {
+double g_ci_floor_ns = 0;
+}  // namespace
+void set_ci_floor_ns(double ns) { g_ci_floor_ns = std::isfinite(ns) && ns > 0 ? ns : 0; }
+double ci_floor_ns() { return g_ci_floor_ns; }
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return std::nan("");
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+double bootstrap_ci95(const std::vector<double>& v, const std::function<double(const std::vector<double>&)>& stat,
+                      int reps) {
+  if (v.size() < 2) return std::nan("");
+  std::mt19937_64 rng(0x6c6f677062ull);
+  std::uniform_int_distribution<std::size_t> pick(0, v.size() - 1);
+  std::vector<double> r(v.size()), out;
+  out.reserve(static_cast<std::size_t>(reps));
+  for (int k = 0; k < reps; ++k) {
+    for (auto& x : r) x = v[pick(rng)];
+    const double s = stat(r);
+    if (std::isfinite(s)) out.push_back(s);
+  }
+  if (out.size() < 20) return std::nan("");
+  std::sort(out.begin(), out.end());
+  const double lo = out[static_cast<std::size_t>(0.025 * static_cast<double>(out.size() - 1))];
+  const double hi = out[static_cast<std::size_t>(0.975 * static_cast<double>(out.size() - 1))];
+  return std::max((hi - lo) / 2, g_ci_floor_ns);
+}
+
+double quantile_of_sorted(const std::vector<double>& s, double q) {
   if (s.empty()) return std::nan("");
   const double pos = q * static_cast<double>(s.size() - 1);
   const auto lo = static_cast<std::size_t>(pos);
   const std::size_t hi = std::min(lo + 1, s.size() - 1);
   return s[lo] + (s[hi] - s[lo]) * (pos - static_cast<double>(lo));
 }
-}  // namespace
 
 Summary summarize(std::vector<double> v) {
   Summary s;
@@ -48,19 +79,19 @@ Summary summarize(std::vector<double> v) {
   double ss = 0;
   for (double x : v) ss += (x - s.mean) * (x - s.mean);
   s.stdev = v.size() > 1 ? std::sqrt(ss / static_cast<double>(v.size() - 1)) : 0;
-  s.median = quantile_sorted(v, 0.5);
-  s.p90 = quantile_sorted(v, 0.90);
-  s.p99 = quantile_sorted(v, 0.99);
-  s.p999 = quantile_sorted(v, 0.999);
+  s.median = quantile_of_sorted(v, 0.5);
+  s.p90 = quantile_of_sorted(v, 0.90);
+  s.p99 = quantile_of_sorted(v, 0.99);
+  s.p999 = quantile_of_sorted(v, 0.999);
   const double n = static_cast<double>(v.size());
-  s.ci95_mean = v.size() > 1 ? t975(n - 1) * s.stdev / std::sqrt(n) : std::nan("");
+  s.ci95_mean = v.size() > 1 ? std::max(t975(n - 1) * s.stdev / std::sqrt(n), g_ci_floor_ns) : std::nan("");
   // Distribution-free interval of the median: the order statistics at ranks n/2 -+ 1.96 sqrt(n)/2
   // (normal approximation to the binomial). Needs about 6 samples to be bounded at all.
   if (v.size() >= 6) {
     const double half = 1.96 * std::sqrt(n) / 2;
     const auto lo = static_cast<std::size_t>(std::max(0.0, std::floor(n / 2 - half)));
     const auto hi = static_cast<std::size_t>(std::min(n - 1, std::ceil(n / 2 + half)));
-    s.ci95_median = (v[hi] - v[lo]) / 2;
+    s.ci95_median = std::max((v[hi] - v[lo]) / 2, g_ci_floor_ns);
   } else {
     s.ci95_median = std::nan("");
   }

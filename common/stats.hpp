@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,21 @@ struct Summary {
 
 // Two-sided 95% Student-t quantile for `dof` degrees of freedom (Boost.Math).
 double t975(double dof);
+
+// The floor of every reported interval: the clock's resolution (a TSC that advances in 10 ns steps cannot
+// tell a median to better than that, whatever the order statistics say). Set once, from the Clock.
+void set_ci_floor_ns(double ns);
+double ci_floor_ns();
+
+// Half-width of the 95% percentile-bootstrap interval of stat(sample) (2000 resamples, fixed seed so a
+// run's figures are reproducible from its raw data). For statistics with no closed-form interval: a
+// minimum over runs, a median of differences, an inferred overhead. NaN for fewer than two values.
+double bootstrap_ci95(const std::vector<double>& v, const std::function<double(const std::vector<double>&)>& stat,
+                      int reps = 2000);
+double median_of(std::vector<double> v);  // NaN when empty
+// The q-quantile of sorted values, interpolated between order statistics: the one percentile
+// definition every figure and table uses.
+double quantile_of_sorted(const std::vector<double>& sorted, double q);
 Summary summarize(std::vector<double> samples);  // by value: sorted in place
 void to_json(nlohmann::json& j, const Summary& s);
 

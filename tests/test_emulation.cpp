@@ -21,9 +21,15 @@ TEST_CASE("bulk emulation keys") {
   CHECK(e.G_ns == Approx(0.25));
 }
 
+TEST_CASE("today's NIs, g below the overheads, are machines the emulator accepts") {
+  // A ConnectX-6 injects every ~5 ns against software overheads of hundreds of ns: the processor is the
+  // bottleneck, which the methods must say, not a configuration to refuse.
+  const Emulation e = parse_emulation("os=300ns,or=250ns,g=5ns,L=1us");
+  CHECK(e.g_ns == Approx(5));
+  CHECK(e.o_s_ns == Approx(300));
+}
+
 TEST_CASE("impossible or malformed emulations are refused with a reason") {
-  CHECK_THROWS_WITH(parse_emulation("os=2us,or=1us,g=1us,L=1us"), Catch::Contains("g (") && Catch::Contains("o_s"));
-  CHECK_THROWS_WITH(parse_emulation("os=1us,or=3us,g=2us,L=1us"), Catch::Contains("o_r"));
   CHECK_THROWS_WITH(parse_emulation("os=-1us,g=2us"), Catch::Contains("negative"));
   CHECK_THROWS_WITH(parse_emulation("os=1,g=2us"), Catch::Contains("unit"));
   CHECK_THROWS_WITH(parse_emulation("x=1us"), Catch::Contains("unknown key"));

@@ -1,10 +1,13 @@
 // Send and receive overhead and application availability (Doerfler & Brightwell, section 2): a
 // post-work-wait loop whose work grows each iteration. While the work hides inside the transfer the
 // iteration time stays at the transfer time base_t (averaged over all iterations still within
-// base_threshold x base_t); once it exceeds stop_threshold x base_t the work without messaging, work_t,
-// is measured, and overhead = iter_t - work_t, availability = 1 - overhead / base_t.
-// Send: post a message of n bytes, work, wait for its completion (the peer's acknowledgement).
-// Receive: post a request for n bytes, work, then complete the receive.
+// base_threshold x base_t); once it exceeds stop_threshold x base_t, overhead = iter_t - work_t and
+// availability = 1 - overhead / base_t.
+// The wait is for *local* completion, as MPI_Wait on an MPI_Isend is (the paper's footnote 2: the buffer
+// may be reused): send = post a one-way message of n bytes, work, wait until the NI reports it complete.
+// Receive = the receive is posted (the peer is asked, untimed, to send one n-byte message), work, then
+// complete the receive (poll for it and handle it). work_t is the work actually spent inside each timed
+// iteration (measured there, not calibrated elsewhere), so overhead is iter_t - work_t per iteration.
 #pragma once
 
 #include <cmath>
@@ -24,6 +27,7 @@ struct DoerflerConfig {
   double stop_threshold = 1.5;
   int reps = 15;        // iterations per work value; their median is iter_t
   int max_steps = 400;  // work values tried before giving up
+  int final_reps = 201; // iterations at the stop point, for the overhead and its interval
 };
 
 struct DoerflerPoint {
@@ -32,6 +36,7 @@ struct DoerflerPoint {
 
 struct DoerflerSide {
   double base_t = NAN, iter_t = NAN, work_t = NAN, overhead = NAN, availability = NAN;
+  double overhead_ci = NAN, availability_ci = NAN;
   bool completed = false;
   std::vector<DoerflerPoint> curve;  // the growing-work curve, for the paper's Figure 2
 };
@@ -44,26 +49,39 @@ struct DoerflerSize {
 template <class EP>
 DoerflerSide doerfler_side(EP& ep, ClientState& st, const Clock& clock, std::uint32_t n, bool receive,
                            const DoerflerConfig& cfg) {
+  if (!receive) require_local_completion<EP>();
   const BusyDelay delay(clock);
-  auto iteration = [&](std::uint64_t work) {
-    const std::uint64_t want = st.acks + 1;
-    const std::uint64_t t0 = tsc::now();
-    if (receive)
-      ask_for(ep, n);
-    else
-      send_message(ep, n);
-    delay.run(work);
-    const bool ok = ep.wait_until([&] { return st.acks == want; });
-    const std::uint64_t t1 = tsc::now_end();
-    return ok ? clock.ns(static_cast<double>(t1 - t0) - clock.timer_cost_cycles()) : NAN;
+  struct Sample {
+    double iter_ns, work_ns;
+  };
+  auto iteration = [&](std::uint64_t work) -> Sample {
+    std::uint64_t spent = 0;
+    bool ok = true;
+    std::uint64_t t0 = 0, t1 = 0;
+    if (receive) {
+      const std::uint64_t want = st.arrivals + 1;
+      ep.oneway(kFloodMe, 1, n, max_message(ep));  // post the receive: the peer sends one message
+      t0 = tsc::now();
+      spent = delay.run_measured(work);
+      ok = ep.wait_until([&] { return st.arrivals >= want; });
+      t1 = tsc::now_end();
+    } else if constexpr (EP::has_local_completion) {
+      t0 = tsc::now();
+      const std::uint64_t op = send_oneway(ep, n, 0, true);
+      spent = delay.run_measured(work);
+      ep.wait_local(op);
+      t1 = tsc::now_end();
+    }
+    if (!ok) return {NAN, NAN};
+    return {clock.ns(static_cast<double>(t1 - t0) - clock.timer_cost_cycles()), clock.ns(static_cast<double>(spent))};
   };
   auto iter_t = [&](std::uint64_t work) {
     std::vector<double> v;
     for (int i = 0; i < cfg.reps; ++i) {
-      const double x = iteration(work);
-      if (x == x) v.push_back(x);
+      const Sample x = iteration(work);
+      if (std::isfinite(x.iter_ns)) v.push_back(x.iter_ns);
     }
-    return summarize(v).median;
+    return median_of(v);
   };
   DoerflerSide s;
   for (int i = 0; i < 20; ++i) iteration(0);  // warm up
@@ -82,11 +100,25 @@ DoerflerSide doerfler_side(EP& ep, ClientState& st, const Clock& clock, std::uin
       ++base_n;
       s.base_t = base_sum / base_n;
     } else if (it >= cfg.stop_threshold * s.base_t) {
-      s.iter_t = it;
-      s.work_t = delay.achieved_ns(work_ns, 501);
-      s.overhead = s.iter_t - s.work_t;
+      // The stop point, measured again with enough iterations for an interval: per iteration, the time
+      // not spent in the work is the overhead.
+      std::vector<double> iters, works, over;
+      for (int i = 0; i < cfg.final_reps; ++i) {
+        const Sample x = iteration(clock.cycles(work_ns));
+        if (!std::isfinite(x.iter_ns)) continue;
+        iters.push_back(x.iter_ns);
+        works.push_back(x.work_ns);
+        over.push_back(x.iter_ns - x.work_ns);
+      }
+      const Summary so = summarize(over);
+      s.iter_t = median_of(iters);
+      s.work_t = median_of(works);
+      s.overhead = so.median;
+      s.overhead_ci = so.ci95_median;
       s.availability = 1 - s.overhead / s.base_t;
-      s.completed = true;
+      // The availability's interval: the overhead's, scaled by base_t (base_t's own spread is smaller).
+      s.availability_ci = s.overhead_ci / s.base_t;
+      s.completed = std::isfinite(s.overhead);
       break;
     }
   }

@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "../stats.hpp"
-#include "bell.hpp"
 #include "messages.hpp"
 
 namespace logpb::methods {
@@ -38,10 +37,12 @@ struct KielmannSize {
   double o_s_ci = NAN, o_r_ci = NAN, rtt_ci = NAN;
   int samples = 0;
   double g_saturation = NAN;  // same size, by saturation (only when compared)
+  double g_saturation_ci = NAN;
 };
 
 struct KielmannResult {
-  double g0 = NAN, g0_n = 0;
+  double g0 = NAN, g0_n = 0, g0_ci = NAN;
+  bool g0_converged = false;
   std::vector<KielmannSize> sizes;  // ascending
   double fast_seconds = 0, saturation_seconds = 0;
   std::vector<std::string> notes;
@@ -66,22 +67,54 @@ Summary repeat_until(double eps, int min_n, int max_n, F&& f) {
   }
 }
 
-// Gap per message by saturation: n messages of m bytes in a row (window = n: nothing stalls before
-// the pipeline does), one reply awaited at the end.
+// Time per message of n one-way m-byte messages in a row and one reply (Kielmann et al. section 3): the
+// messages are not answered, so the time is the sender's injection gap, not a round trip per message.
 template <class EP>
-double saturate(EP& ep, ClientState& st, const Clock& clock, std::uint32_t m, double eps, double rtt1, double* n_used) {
+double saturation_once(EP& ep, ClientState& st, const Clock& clock, std::uint32_t m, int n) {
+  const std::uint64_t losses = ep.loss_events();
+  const std::uint64_t t0 = tsc::now();
+  for (int i = 0; i < n; ++i) send_oneway(ep, m, static_cast<std::uint64_t>(i));
+  const bool ok = final_reply(ep, st);
+  const std::uint64_t t1 = tsc::now_end();
+  if (!ok || ep.loss_events() != losses) return NAN;
+  return clock.ns(static_cast<double>(t1 - t0) - clock.timer_cost_cycles()) / n;
+}
+
+struct Saturation {
+  double g = NAN, ci95 = NAN;
+  int n = 0;
+  bool converged = false;
+  std::vector<double> repeats;  // the converged n timed again, for the interval
+};
+
+// g(m) by saturation: n = 10, 20, 40, ... until the gap per message changes by less than eps and
+// RTT_1 < eps * RTT_n. A saturation that never converges says so; it never returns its last value as if
+// it had.
+template <class EP>
+Saturation saturate(EP& ep, ClientState& st, const Clock& clock, std::uint32_t m, double eps, double rtt1) {
+  Saturation s;
   double prev = NAN;
   for (int n = 10; n <= (1 << 20); n *= 2) {
-    const double g = flood_once(ep, st, clock, m, std::min(n, 1024), n);
-    if (g != g) continue;
-    const double rtt_n = g * n;
-    if (prev == prev && std::fabs(g - prev) < eps * g && rtt1 < eps * rtt_n) {
-      if (n_used) *n_used = n;
-      return g;
+    throw_if_interrupted();
+    const double g = saturation_once(ep, st, clock, m, n);
+    if (!std::isfinite(g)) continue;
+    if (std::isfinite(prev) && std::fabs(g - prev) < eps * g && rtt1 < eps * g * n) {
+      s.n = n;
+      s.converged = true;
+      s.repeats.push_back(g);
+      for (int k = 0; k < 4; ++k) {
+        const double x = saturation_once(ep, st, clock, m, n);
+        if (std::isfinite(x)) s.repeats.push_back(x);
+      }
+      const Summary sum = summarize(s.repeats);
+      s.g = sum.median;
+      s.ci95 = sum.ci95_mean;
+      return s;
     }
     prev = g;
+    s.n = n;
   }
-  return prev;
+  return s;  // not converged: g stays NaN
 }
 
 }  // namespace detail
@@ -121,7 +154,14 @@ KielmannResult kielmann(EP& ep, ClientState& st, const Clock& clock, const Kielm
   };
 
   const KielmannSize& zero = measure(0);
-  r.g0 = detail::saturate(ep, st, clock, 0, cfg.eps, zero.rtt, &r.g0_n);
+  progress("kielmann g(0) by saturation");
+  const detail::Saturation sat0 = detail::saturate(ep, st, clock, 0, cfg.eps, zero.rtt);
+  r.g0 = sat0.g;
+  r.g0_ci = sat0.ci95;
+  r.g0_n = sat0.n;
+  r.g0_converged = sat0.converged;
+  if (!sat0.converged)
+    r.notes.push_back("g(0): the saturation did not converge up to n = " + std::to_string(sat0.n) + " messages");
   auto gap = [&](const KielmannSize& k) { return k.rtt - zero.rtt + r.g0; };
   // A value at m extrapolated on the line through the two sizes below it.
   auto extrapolate = [](double m0, double v0, double m1, double v1, double m) { return v1 + (v1 - v0) / (m1 - m0) * (m - m1); };
@@ -167,7 +207,9 @@ KielmannResult kielmann(EP& ep, ClientState& st, const Clock& clock, const Kielm
     const auto t_sat = std::chrono::steady_clock::now();
     for (auto& k : r.sizes) {
       progress("saturation g(" + std::to_string(k.bytes) + " B)");
-      k.g_saturation = detail::saturate(ep, st, clock, k.bytes, cfg.eps, k.rtt, nullptr);
+      const detail::Saturation sm = detail::saturate(ep, st, clock, k.bytes, cfg.eps, k.rtt);
+      k.g_saturation = sm.g;
+      k.g_saturation_ci = sm.ci95;
     }
     r.saturation_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_sat).count();
   }

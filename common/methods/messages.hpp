@@ -33,6 +33,38 @@ void send_message(EP& ep, std::uint32_t n, std::uint64_t slot = 0) {
   }
 }
 
+template <class EP>
+void require_local_completion() {
+  if constexpr (!EP::has_local_completion)
+    throw UsageError("this transport cannot report local completion of a send, which Bell et al.'s flood and "
+                     "Doerfler & Brightwell's loop wait for");
+}
+
+// One one-way message of n bytes (Bell et al.'s flood, Kielmann's saturation, Doerfler's posted send):
+// no reply; credits keep it from overrunning the peer. With track, returns the operation number whose
+// local completion wait_local() waits for.
+template <class EP>
+std::uint64_t send_oneway(EP& ep, std::uint32_t n, std::uint64_t slot = 0, bool track = false) {
+  if (n == 0) return ep.oneway(kQuiet, 0, 0, 0, 0, track);
+  if constexpr (BulkTransport<std::remove_reference_t<decltype(ep.transport())>>) {
+    const std::uint32_t half = max_message(ep);
+    const std::uint32_t slots = std::max<std::uint32_t>(1, half / n);
+    const auto off = static_cast<std::uint32_t>((slot % slots) * n);
+    return ep.oneway_store(kQuiet, ep.transport().segment().data(), n, off, 0, 0, track);
+  } else {
+    throw UsageError("this transport has no bulk transfers: only size 0 is possible");
+  }
+}
+
+// The final reply of a flood or a saturation (Bell 4.2, Kielmann 3): one request whose reply, on an NI
+// that keeps order, proves every message sent before it has arrived and been handled.
+template <class EP>
+bool final_reply(EP& ep, ClientState& st) {
+  const std::uint64_t want = st.acks + 1;
+  ep.request(kEcho);
+  return ep.wait_until([&] { return st.acks == want; });
+}
+
 // Ask the peer for n bytes (0: an empty reply).
 template <class EP>
 void ask_for(EP& ep, std::uint32_t n) {

@@ -17,14 +17,22 @@ enum Handler : std::uint16_t {
   kGotBack = 5,     // get completion (runs on the client)
   kSink = 6,        // bulk store request: reply kAck at once (the data has landed)
   kSendBack = 7,    // request (args: bytes n, offset in the requester's segment): reply kAck carrying n bytes
+  kQuiet = 8,       // one-way request (small or a store): counted, no reply
+  kFloodMe = 9,     // one-way request (args: count, bytes n, offset in the requester's segment): the server
+                    // sends `count` one-way messages of n bytes (kArrived) back, from its serving loop
+  kArrived = 10,    // one-way request on the client: counted
 };
 
 struct ClientState {
   std::uint64_t acks = 0;
+  std::uint64_t arrivals = 0;  // one-way messages the peer sent us (kArrived)
   std::uint64_t last_args[4] = {};
 };
 struct ServerState {
   bool quit = false;
+  std::uint64_t quiet = 0;     // one-way messages received
+  std::uint64_t to_send = 0;   // kFloodMe: one-way messages still to send back
+  std::uint32_t send_bytes = 0, send_off = 0;
 };
 
 template <class EP>
@@ -35,6 +43,7 @@ void install_client(EP& ep, ClientState& st) {
     ++s->acks;
     for (int i = 0; i < 4; ++i) s->last_args[i] = f.args[i];
   });
+  ep.on(kArrived, [](EP& e, const am::Frame&) { ++static_cast<ClientState*>(e.user)->arrivals; });
 }
 
 template <class EP>
@@ -54,6 +63,13 @@ void install_server(EP& ep, ServerState& st) {
       e.reply(f, kAck, 0);
     }
   });
+  ep.on(kQuiet, [](EP& e, const am::Frame&) { ++static_cast<ServerState*>(e.user)->quiet; });
+  ep.on(kFloodMe, [](EP& e, const am::Frame& f) {
+    auto* s = static_cast<ServerState*>(e.user);
+    s->to_send = f.args[0];
+    s->send_bytes = static_cast<std::uint32_t>(f.args[1]);
+    s->send_off = static_cast<std::uint32_t>(f.args[2]);
+  });
   ep.on(kStoreCheck, [](EP& e, const am::Frame& f) {
     const auto seg = e.transport().segment();  // the AM layer has checked the range against it
     std::uint64_t h = 1469598103934665603ull;
@@ -62,12 +78,31 @@ void install_server(EP& ep, ServerState& st) {
   });
 }
 
-// Serve until the client says quit. A dead client ends this with PeerError.
+// Serve until the client says quit. A dead client ends this with PeerError. One-way messages the client
+// asked for (kFloodMe) are sent from this loop, never from inside a handler, so handlers never nest.
 template <class EP>
 void serve(EP& ep) {
   ServerState st;
   install_server(ep, st);
-  ep.wait_until([&] { return st.quit; });
+  for (;;) {
+    ep.wait_until([&] { return st.quit || st.to_send > 0; });
+    if (st.quit) break;
+    const std::uint32_t n = st.send_bytes;
+    if (n == 0) {
+      ep.oneway(kArrived);
+    } else if constexpr (BulkTransport<std::remove_reference_t<decltype(ep.transport())>>) {
+      const auto seg = ep.transport().segment();
+      if (n > seg.size() / 2 || st.send_off > seg.size() - n) {  // refuse: the client sees nothing come
+        st.to_send = 0;
+        continue;
+      }
+      ep.oneway_store(kArrived, seg.data(), n, st.send_off);
+    } else {
+      st.to_send = 0;
+      continue;
+    }
+    --st.to_send;
+  }
   ep.user = nullptr;
 }
 

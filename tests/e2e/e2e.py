@@ -91,7 +91,6 @@ def test_cli_errors():
     t0 = time.time()
     expect_usage_error(["--peer-cpu", "4000"], "--peer-cpu 4000: cannot run there")
     assert time.time() - t0 < 5
-    expect_usage_error(["--emulate", "os=2us,or=1us,g=1us,L=1us"], "impossible machine")
     expect_usage_error(["--emulate", "os=-1us,g=2us"], "negative")
     expect_usage_error(["--emulate", "os=1,g=2us"], "unit")
     expect_usage_error(["--emulate", "os=1us,g=2us", "--transport", "dpdk"], "only with --transport shm")
