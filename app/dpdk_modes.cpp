@@ -4,8 +4,11 @@
 // --reflector` measures against a reflector nobody here wrote (testpmd in macswap mode).
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <sstream>
+#include <thread>
 
 #include "app/modes_common.hpp"
 #include "app/modes.hpp"
@@ -68,7 +71,9 @@ dpdk::PortOptions port_options(const Options& o, std::vector<std::string> eal) {
   return p;
 }
 
-dpdk::TransportOptions transport_options(const Options& o, std::uint32_t session, bool server) {
+// peer_rx_ring: the other side's rx ring as it reported it (0: unknown, taken as ours); the one-way
+// credit limit must fit the smaller of the two.
+dpdk::TransportOptions transport_options(const Options& o, std::uint32_t session, bool server, int peer_rx_ring = 0) {
   dpdk::TransportOptions t;
   t.session = session;
   t.burst = o.burst;
@@ -78,6 +83,7 @@ dpdk::TransportOptions transport_options(const Options& o, std::uint32_t session
   t.reflector_reply_handler = methods::kAck;
   t.segment_bytes = o.segment_bytes;
   t.seed = session;
+  t.peer_rx_ring = peer_rx_ring;
   return t;
 }
 
@@ -97,6 +103,24 @@ void run_on(dpdk::Transport& t, const Options& o, const Clock& clock, ResultsDoc
   run_connected(ep, o, clock, doc, progress, session);
 }
 
+// testpmd's memif (DPDK 22.11) can crash when its peer disconnects while it forwards: its forwarding
+// lcore reads a ring the control thread has just unmapped (SIGSEGV in eth_memif_rx, seen here under
+// load). With LOGPB_REFLECTOR_LINGER_S set, the client says when it is done measuring and keeps the link
+// up until the reflector closes it (or that many seconds pass), so the reflector stops forwarding before
+// anything is unmapped. scripts/dpdk-vs-testpmd uses it.
+void linger_for_reflector(dpdk::Port& port) {
+  const char* env = std::getenv("LOGPB_REFLECTOR_LINGER_S");
+  if (!env) return;
+  const double limit = std::atof(env);
+  std::fprintf(stderr, "logpbench: reflector run done\n");
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(limit);
+  rte_eth_link l{};
+  do {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    rte_eth_link_get_nowait(port.id(), &l);
+  } while (l.link_status == RTE_ETH_LINK_UP && std::chrono::steady_clock::now() < end);
+}
+
 }  // namespace
 
 void run_dpdk(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress) {
@@ -114,6 +138,7 @@ void run_dpdk(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& p
       return l.link_status == RTE_ETH_LINK_UP;
     });
     run_on(t, o, clock, doc, progress, session);
+    linger_for_reflector(port);
     return;
   }
 
@@ -124,12 +149,14 @@ void run_dpdk(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& p
     // The peer takes memif's server role; its socket must listen before this side connects as client.
     LocalPeer peer("dpdk peer", [&](Channel& ch) {
       dpdk::Port port(port_options(o, eal_args(o, o.peer_cpu, {"--no-pci", "--vdev=net_memif0,role=server,socket=" + sock})));
-      ch.send({{"mac", port.mac_string()}});
+      ch.send({{"mac", port.mac_string()}, {"rx_ring", port.rx_ring()}});
       std::uint8_t peer_mac[6];
-      dpdk::parse_mac(ch.receive(o.connect_timeout_s).at("mac").get<std::string>(), peer_mac);
+      const auto their = ch.receive(o.connect_timeout_s);
+      dpdk::parse_mac(their.at("mac").get<std::string>(), peer_mac);
       port.wait_link(o.link_timeout_s);
       const Channel* chp = &ch;
-      dpdk::Transport t(port, peer_mac, transport_options(o, session, true), [chp] { return chp->peer_alive(); });
+      dpdk::Transport t(port, peer_mac, transport_options(o, session, true, their.value("rx_ring", 0)),
+                        [chp] { return chp->peer_alive(); });
       DpdkEndpoint ep(t, clock, endpoint_options(o, session, o.segment_bytes, true, kEthernetLossTimeout));
       methods::serve(ep);
     });
@@ -137,12 +164,14 @@ void run_dpdk(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& p
     peer.run([&] {
       Channel& ch = peer.channel();
       std::uint8_t peer_mac[6];
-      dpdk::parse_mac(ch.receive(o.connect_timeout_s).at("mac").get<std::string>(), peer_mac);
+      const auto their = ch.receive(o.connect_timeout_s);
+      dpdk::parse_mac(their.at("mac").get<std::string>(), peer_mac);
       dpdk::Port port(port_options(o, eal_args(o, o.cpu, {"--no-pci", "--vdev=net_memif0,role=client,socket=" + sock})));
-      ch.send({{"mac", port.mac_string()}});
+      ch.send({{"mac", port.mac_string()}, {"rx_ring", port.rx_ring()}});
       port.wait_link(o.link_timeout_s);
       const Channel* chp = &ch;
-      dpdk::Transport t(port, peer_mac, transport_options(o, session, false), [chp] { return chp->peer_alive(); });
+      dpdk::Transport t(port, peer_mac, transport_options(o, session, false, their.value("rx_ring", 0)),
+                        [chp] { return chp->peer_alive(); });
       run_on(t, o, clock, doc, progress, session);
       peer.finish(o.timeout_s);  // memif must stay up until the peer has read the quit
     });
@@ -161,10 +190,11 @@ void run_dpdk(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& p
     const auto peer_session = hello.at("session").get<std::uint32_t>();
     std::uint8_t peer_mac[6];
     dpdk::parse_mac(hello.at("mac").get<std::string>(), peer_mac);
-    ch.send({{"mac", port.mac_string()}});
+    ch.send({{"mac", port.mac_string()}, {"rx_ring", port.rx_ring()}});
     port.wait_link(o.link_timeout_s);
     const Channel* chp = &ch;
-    dpdk::Transport t(port, peer_mac, transport_options(so, peer_session, true), [chp] { return chp->peer_alive(); });
+    dpdk::Transport t(port, peer_mac, transport_options(so, peer_session, true, hello.value("rx_ring", 0)),
+                      [chp] { return chp->peer_alive(); });
     DpdkEndpoint ep(t, clock, endpoint_options(so, peer_session, so.segment_bytes, true, kEthernetLossTimeout));
     methods::serve(ep);
     ch.send({{"bye", true}});
@@ -177,12 +207,14 @@ void run_dpdk(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& p
   dpdk::Port port(port_options(o, eal_args(o, o.cpu, {})));
   Channel ch = Channel::connect_to(o.host, o.port, o.connect_timeout_s);
   ch.send({{"transport", "dpdk"}, {"window", o.window}, {"credits", o.credits}, {"segment_bytes", o.segment_bytes}, {"session", session},
-           {"mac", port.mac_string()}});
+           {"mac", port.mac_string()}, {"rx_ring", port.rx_ring()}});
   std::uint8_t peer_mac[6];
-  dpdk::parse_mac(ch.receive(o.connect_timeout_s).at("mac").get<std::string>(), peer_mac);
+  const auto their = ch.receive(o.connect_timeout_s);
+  dpdk::parse_mac(their.at("mac").get<std::string>(), peer_mac);
   port.wait_link(o.link_timeout_s);
   const Channel* chp = &ch;
-  dpdk::Transport t(port, peer_mac, transport_options(o, session, false), [chp] { return chp->peer_alive(); });
+  dpdk::Transport t(port, peer_mac, transport_options(o, session, false, their.value("rx_ring", 0)),
+                    [chp] { return chp->peer_alive(); });
   run_on(t, o, clock, doc, progress, session);
   ch.receive(o.timeout_s);  // the server's goodbye: it has read the quit
 }

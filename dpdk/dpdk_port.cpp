@@ -2,6 +2,7 @@
 
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <rte_lcore.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
@@ -67,7 +68,22 @@ void parse_mac(const std::string& s, std::uint8_t out[6]) {
   for (int i = 0; i < 6; ++i) out[i] = static_cast<std::uint8_t>(v[i]);
 }
 
+// Ports of one process share its EAL: the first initialises it, the last cleans it up (a test drives
+// both ends of a memif pair from one process).
+static int eal_users = 0;
+
 Port::Port(const PortOptions& opt) {
+  if (eal_users == 0) init_eal(opt);
+  ++eal_users;
+  try {
+    setup(opt);
+  } catch (...) {
+    if (--eal_users == 0) rte_eal_cleanup();
+    throw;
+  }
+}
+
+void Port::init_eal(const PortOptions& opt) {
   if (!has_arg(opt.eal_args, "--no-huge") && free_hugepages() == 0)
     throw UsageError("DPDK needs hugepages and none are free: reserve some (echo 512 > /proc/sys/vm/nr_hugepages; "
                      "scripts/setup does) or run with --no-huge");
@@ -87,7 +103,9 @@ Port::Port(const PortOptions& opt) {
     else if (e == ENODEV || e == EINVAL) advice = "no such device or bad vdev arguments: check --eal \"--vdev ...\"";
     throw dpdk_error("rte_eal_init", e, advice);
   }
+}
 
+void Port::setup(const PortOptions& opt) {
   const std::uint16_t n = rte_eth_dev_count_avail();
   if (n == 0)
     throw UsageError("no DPDK port: give a virtual device (e.g. --eal \"--vdev net_memif0,role=server\") or bind a NIC "
@@ -112,16 +130,25 @@ Port::Port(const PortOptions& opt) {
     throw UsageError("--mtu " + std::to_string(mtu) + " outside what " + info.driver_name + " allows [" +
                      std::to_string(std::max<int>(info.min_mtu, 128)) + ", " + std::to_string(max_mtu) + "]");
   const std::uint32_t room = RTE_PKTMBUF_HEADROOM + std::max<std::uint32_t>(2048, static_cast<std::uint32_t>(mtu) + 64);
-  const std::string pool_name = "logpb_pool_" + std::to_string(port_);
-  // 8191 mbufs: both rings full plus bursts in flight, on the port's NUMA node.
-  pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), 8191, 256, 0, static_cast<std::uint16_t>(room), socket_);
-  if (!pool_) throw dpdk_error("rte_pktmbuf_pool_create", rte_errno, "not enough hugepage memory? try -m or --no-huge");
 
   rte_eth_conf conf{};
   conf.rxmode.mtu = static_cast<std::uint32_t>(mtu);
   if (int r = rte_eth_dev_configure(port_, 1, 1, &conf); r != 0) throw dpdk_error("rte_eth_dev_configure", r, "");
   std::uint16_t nrx = static_cast<std::uint16_t>(opt.rx_ring), ntx = static_cast<std::uint16_t>(opt.tx_ring);
   if (int r = rte_eth_dev_adjust_nb_rx_tx_desc(port_, &nrx, &ntx); r != 0) throw dpdk_error("rte_eth_dev_adjust_nb_rx_tx_desc", r, "");
+
+  // The pool holds every mbuf that can be out at once: a full rx ring (a NIC keeps it stocked), a full
+  // tx ring, an rx burst being consumed, tracked sends awaiting tx completion (dpdk_transport.hpp),
+  // the per-lcore caches, and slack. Never fewer than 8191, a size known to work.
+  const unsigned cache = 256;
+  const unsigned need = nrx + ntx + 512 + 1024 + cache * (rte_lcore_count() + 1) + 1024;
+  unsigned pool_n = 8191;
+  while (pool_n < need) pool_n = pool_n * 2 + 1;
+  const std::string pool_name = "logpb_pool_" + std::to_string(port_);
+  pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), pool_n, cache, 0, static_cast<std::uint16_t>(room), socket_);
+  if (!pool_)
+    throw dpdk_error("rte_pktmbuf_pool_create", rte_errno,
+                     "not enough hugepage memory for " + std::to_string(pool_n) + " mbufs? lower --rx-ring/--tx-ring, try -m or --no-huge");
   if (int r = rte_eth_rx_queue_setup(port_, 0, nrx, static_cast<unsigned>(socket_), nullptr, pool_); r != 0)
     throw dpdk_error("rte_eth_rx_queue_setup", r, "--rx-ring too large for this device?");
   if (int r = rte_eth_tx_queue_setup(port_, 0, ntx, static_cast<unsigned>(socket_), nullptr); r != 0)
@@ -134,6 +161,10 @@ Port::Port(const PortOptions& opt) {
   std::copy(a.addr_bytes, a.addr_bytes + 6, mac_);
 
   max_payload_ = static_cast<std::uint32_t>(mtu);
+  // The ring the PMD really built, where it says (memif sizes its rings from its own devargs).
+  rte_eth_rxq_info qi{};
+  rx_ring_ = nrx;
+  if (rte_eth_rx_queue_info_get(port_, 0, &qi) == 0 && qi.nb_desc > 0) rx_ring_ = qi.nb_desc;
   desc_ = {{"kind", "dpdk"},
            {"driver", info.driver_name},
            {"port", port_},
@@ -141,6 +172,8 @@ Port::Port(const PortOptions& opt) {
            {"numa_socket", socket_},
            {"mtu", mtu},
            {"rx_ring", nrx},
+           {"rx_ring_effective", rx_ring_},
+           {"mbuf_pool", pool_n},
            {"tx_ring", ntx},
            {"eal_args", opt.eal_args}};
 }
@@ -164,7 +197,8 @@ void Port::wait_link(double timeout_s) {
 Port::~Port() {
   rte_eth_dev_stop(port_);
   rte_eth_dev_close(port_);
-  rte_eal_cleanup();
+  rte_mempool_free(pool_);
+  if (--eal_users == 0) rte_eal_cleanup();
 }
 
 std::string Port::mac_string() const {

@@ -1,4 +1,5 @@
 // DPDK control path: EAL, one port with one rx and one tx queue, a NUMA-local mempool, link wait.
+// Several Ports in one process share its EAL (the test that drives both ends of a memif pair).
 // Everything here runs before any timed loop; the datapath is in dpdk_transport.hpp.
 #pragma once
 
@@ -34,6 +35,7 @@ class Port {
   std::string mac_string() const;
   int socket() const { return socket_; }
   std::uint32_t max_frame_payload() const { return max_payload_; }  // bytes after the Ethernet header
+  int rx_ring() const { return rx_ring_; }  // rx descriptors as built (the PMD's word where it gives one)
   nlohmann::json describe() const;
 
  private:
@@ -42,6 +44,9 @@ class Port {
   std::uint8_t mac_[6] = {};
   int socket_ = 0;
   std::uint32_t max_payload_ = 0;
+  int rx_ring_ = 0;
+  void init_eal(const PortOptions& opt);
+  void setup(const PortOptions& opt);
   nlohmann::json desc_;
 };
 

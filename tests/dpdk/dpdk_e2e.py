@@ -172,12 +172,66 @@ for i in range(50):
 def test_testpmd():
     p = subprocess.run([os.path.join(SRC, "scripts", "dpdk-vs-testpmd"), "2", "20000"], capture_output=True, text=True,
                        timeout=240, env=ENV)
+    if p.returncode == 77:  # testpmd itself could not serve here: say why, never pass
+        print(p.stdout + p.stderr)
+        sys.exit(77)
     assert p.returncode == 0, p.stdout + p.stderr
     line = [l for l in p.stdout.splitlines() if l.startswith("dpdk-vs-testpmd rtt ratio: ")]
     assert line, p.stdout
     ratio = float(line[0].split(": ")[1])
     assert 0.3 < ratio < 5, ratio  # a sanity bound only: the figure itself is reported, not judged here
     print(p.stdout)
+
+
+def test_medium_switch():
+    # A store that fits beside the AM frame is one frame (a medium AM); beyond, chunks. The switch is at
+    # MTU - 16 (wire header) - 64 (AM frame): at --mtu 1080 the verify size 1000 is the largest medium
+    # store, at 1079 the smallest chunked one. Byte-exact on both sides of it, and the JSON names it.
+    for mtu, medium_sizes in ((1080, 4), (1079, 3)):
+        out = os.path.join(TMP, f"medium{mtu}.json")
+        run(["local", "--transport", "dpdk", "--bench", "verify", "--mtu", str(mtu), "--json", out, "-q"])
+        doc = load(out)
+        t = doc["meta"]["transport"]
+        assert t["medium_max_bytes"] == mtu - 80, t
+        cases = doc["runs"][0]["verify"]
+        assert any(c["bytes"] <= t["medium_max_bytes"] for c in cases) and any(c["bytes"] > t["medium_max_bytes"] for c in cases)
+        assert all(c["store_ok"] and c["get_ok"] for c in cases), cases
+        assert t["counters"]["medium_sent"] == medium_sizes, t["counters"]  # stores of 1, 7, 64 (, 1000) bytes
+        assert t["counters"]["medium_rejected"] == 0 and t["counters"]["malformed"] == 0, t["counters"]
+        print(f"mtu {mtu}: medium up to {t['medium_max_bytes']} B, {t['counters']['medium_sent']} medium stores, all exact")
+
+
+def test_local_completion():
+    # A method that waits for local completion, over memif. The one-way flood waits for it once the lead's
+    # rewritten methods (issue 8) are merged; until then nothing here tracks a send, and this says so.
+    out = os.path.join(TMP, "flood.json")
+    run(["local", "--transport", "dpdk", "--bench", "flood", "--runs", "1", "--json", out, "-q"], timeout=240)
+    lc = load(out)["meta"]["transport"]["local_completion"]
+    print("memif local completion:", lc)
+    if lc["tracked"] == 0:
+        print("SKIP: --bench flood on this branch does not wait for local completion yet (issue 8 methods not merged)")
+        sys.exit(77)
+    assert lc["completed"] >= lc["tracked"] - 1, lc  # at most the last one outstanding at exit
+    assert lc["completed_in_tx_burst"] == lc["tracked"], lc  # memif copy mode frees inside tx_burst
+
+
+def test_afxdp_pair():
+    # The datapath checks of dpdk_pair_test (medium AMs, malformed medium frames, local completion) on
+    # af_xdp, both ends of a veth pair inside a private network namespace.
+    exe = os.path.join(os.path.dirname(os.path.dirname(BIN)), "tests", "dpdk", "dpdk_pair_test")
+    ns = f"lpbt-{os.getpid()}"
+    sh = lambda *a: subprocess.run(["ip", "-n", ns] + list(a), check=True)
+    subprocess.run(["ip", "netns", "add", ns], check=True)
+    try:
+        sh("link", "add", "xa", "type", "veth", "peer", "name", "xb")
+        sh("link", "set", "xa", "up")
+        sh("link", "set", "xb", "up")
+        p = subprocess.run(["ip", "netns", "exec", ns, exe, "afxdp", "xa", "xb"], capture_output=True, text=True, timeout=120)
+        print(p.stdout)
+        assert p.returncode == 0 and "all checks held" in p.stdout, p.stdout + p.stderr
+        assert "af_xdp local completion" in p.stdout
+    finally:
+        subprocess.run(["ip", "netns", "del", ns])
 
 
 if __name__ == "__main__":
