@@ -9,7 +9,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-PARAMS = ("o_s", "o_r", "g", "G", "L", "rtt")
+PARAMS = ("o_s", "o_r", "g", "g_ni", "G", "L", "rtt")
 
 
 def load(path):
@@ -173,6 +173,8 @@ def fmt(p):
         return ""
     v = p.get("value_ns")
     if v is None:
+        if p.get("upper_bound_ns") is not None:  # not observable by this method, but bounded
+            return f"≤ {p['upper_bound_ns'] / 1e3:.4g} (hidden)"
         return "n/a" + (f" ({p['error']})" if p.get("error") else "")
     ci = p.get("ci95_ns")
     s = f"{v / 1e3:.4g}" if abs(v) >= 1 else f"{v:.3g} ns"
@@ -212,15 +214,20 @@ def summary(docs_and_paths, outdir):
     lines += ["## LogGP side by side", "",
               "What each method says the parameters are (µs; G in ns per byte). The methods define them "
               "differently — Kielmann's g(m) includes per-byte CPU costs, Doerfler's overhead includes completing "
-              "the operation, Bell's g is a flood's time per message — so disagreement is information, not error.", "",
-              "| method | transport | " + " | ".join(PARAMS) + " |", "|---|---|" + "---|" * len(PARAMS)]
+              "the operation, Bell's g is a flood's time per message — so disagreement is information, not error. "
+              "`g` is each method's own g; `g_ni` is the NI's gap, given only where the method could see it "
+              "(else bounded: ≤, hidden behind the stage named under 'g limited by').", "",
+              "| method | transport | " + " | ".join(PARAMS) + " | g limited by |", "|---|---|" + "---|" * (len(PARAMS) + 1)]
     for bench, transport, params in side:
         cells = []
         for k in PARAMS:
             p = params.get(k)
             cells.append(f"{p['value_ns']:.4g} ns/B" if k == "G" and isinstance(p, dict) and p.get("value_ns") is not None
                          else fmt(p))
-        lines.append(f"| {bench} | {transport} | " + " | ".join(cells) + " |")
+        g = params.get("g") or {}
+        g0 = params.get("g0") or {}
+        limit = g.get("bottleneck") or g0.get("bottleneck") or ""
+        lines.append(f"| {bench} | {transport} | " + " | ".join(cells) + f" | {limit} |")
     lines.append("")
     with open(os.path.join(outdir, "report.md"), "w") as f:
         f.write("\n".join(lines))

@@ -379,14 +379,17 @@ Combined combine_runs(const std::vector<Param>& per_run) {
   c.max = *std::max_element(v.begin(), v.end());
   const double within_ci = std::sqrt(within) / n;
   double ci = within_ci;
-  c.ci_method = "propagated within the run";
+  std::string own;  // how the runs computed their own intervals, when they said
+  for (const auto& p : per_run)
+    if (p.valid && !p.ci_method.empty()) own = p.ci_method;
+  c.ci_method = own.empty() ? "propagated within the run" : own;
   if (v.size() >= 2) {
     const double between = t975(n - 1) * std::sqrt(ss / (n - 1)) / std::sqrt(n);
     if (between > ci) {
       ci = between;
       c.ci_method = "Student-t over " + std::to_string(v.size()) + " runs";
     } else {
-      c.ci_method = "propagated within runs (exceeds the between-run interval)";
+      c.ci_method = (own.empty() ? std::string("propagated within runs") : own) + " (exceeds the between-run interval)";
     }
   }
   c.param.value = c.param.raw = mean;

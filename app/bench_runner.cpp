@@ -171,6 +171,14 @@ analysis::Param param_of(double v, double ci, const std::string& note = "", cons
   p.ci_method = ci_method;
   return p;
 }
+// An overhead inferred by the overlap test: a positive value, or invalid with the reason (a non-positive
+// one means the computation loop or the timer misbehaved, and is never shown as a figure).
+analysis::Param overhead_param(const methods::OverlapSide& s) {
+  if (!s.ok) return analysis::Param::invalid(s.note.empty() ? "overlap test not run at this size" : s.note);
+  if (!(s.overhead > 0))
+    return analysis::Param::invalid("the inferred overhead is not positive: the computation loop or the timer is wrong", s.overhead);
+  return param_of(s.overhead, s.ci95, "", s.ci_method);
+}
 // One parameter over the runs (combine_runs), as JSON.
 nlohmann::json over_runs(const std::vector<analysis::Param>& v) { return analysis::combine_runs(v); }
 }  // namespace
@@ -187,10 +195,8 @@ nlohmann::json bell_json(ResultsDoc& doc, const std::vector<std::vector<methods:
     std::vector<std::string> stages;
     for (const auto& run : runs) {
       const auto& b = run[i];
-      const auto o_s = b.send.ok ? param_of(b.send.overhead, b.send.ci95, "", b.send.ci_method)
-                                 : analysis::Param::invalid(b.send.note.empty() ? "overlap test not run at this size" : b.send.note);
-      const auto o_r = b.recv.ok ? param_of(b.recv.overhead, b.recv.ci95, "", b.recv.ci_method)
-                                 : analysis::Param::invalid(b.recv.note.empty() ? "overlap test not run at this size" : b.recv.note);
+      const auto o_s = overhead_param(b.send);
+      const auto o_r = overhead_param(b.recv);
       os.push_back(o_s);
       orr.push_back(o_r);
       rtt.push_back(param_of(flood ? b.rtt.min : b.rtt.median, b.rtt.ci95, "", b.rtt.ci_method));
@@ -257,9 +263,7 @@ nlohmann::json bell_json(ResultsDoc& doc, const std::vector<std::vector<methods:
       cross.push_back(f.crossover);
       const auto& lo = run.front();
       const auto& hi = run.back();
-      auto op = [](const methods::OverlapSide& s) {
-        return s.ok ? param_of(s.overhead, s.ci95) : analysis::Param::invalid(s.note);
-      };
+      auto op = [](const methods::OverlapSide& s) { return overhead_param(s); };
       if (lo.overlap_run) gni.push_back(analysis::classify_flood(lo.gap.min, lo.gap.ci95, op(lo.send), op(lo.recv)).ni);
       if (hi.overlap_run && run.size() >= 2 && f.G.valid) {
         // G is the NI's only if the overheads at the largest size stay below the flood's time there.
@@ -437,8 +441,10 @@ nlohmann::json doerfler_json(ResultsDoc& doc, const std::vector<std::vector<meth
       std::vector<analysis::Param> over, avail;
       for (const auto& run : runs) {
         const auto& s = send ? run[i].send : run[i].recv;
-        over.push_back(s.completed ? param_of(s.overhead, s.overhead_ci, "", how)
-                                   : analysis::Param::invalid("the iteration time never reached the stop threshold"));
+        over.push_back(!s.completed ? analysis::Param::invalid("the iteration time never reached the stop threshold")
+                       : !(s.overhead > 0) ? analysis::Param::invalid("iteration minus work is not positive: the work loop "
+                                                                      "or the timer is wrong", s.overhead)
+                                           : param_of(s.overhead, s.overhead_ci, "", how));
         // availability is a fraction, carried in Param's value for combine_runs.
         avail.push_back(s.completed && s.availability >= 0 && s.availability <= 1
                             ? param_of(s.availability, s.availability_ci)

@@ -13,11 +13,11 @@ void print_table(std::FILE* out, const nlohmann::json& doc) {
   if (meta.contains("transport") && meta["transport"].contains("emulation") && !meta["transport"]["emulation"].is_null())
     emu = " emulating " + meta["transport"]["emulation"].value("spec", std::string{});
   const std::string bench = flags.value("bench", "?");
-  const bool repeated = bench == "signature" || bench == "pingpong";
+  const bool repeated = bench != "verify";
   std::fprintf(out, "logpbench %s: %s over %s%s%s\n", meta.value("version", "?").c_str(), bench.c_str(),
                flags.value("transport", "?").c_str(), emu.c_str(),
                repeated ? (", " + std::to_string(flags.value("runs", 1)) + " run(s)").c_str() : "");
-  std::fprintf(out, "  %-5s %12s %12s %25s\n", "", "value (us)", "95% CI (us)", "runs min..max (us)");
+  std::fprintf(out, "  %-7s %12s %12s %25s  %s\n", "", "value (us)", "95% CI (us)", "runs min..max (us)", "interval");
   const auto& params = doc.value("parameters", nlohmann::json::object());
   // The LogP/LogGP keys first, in the usual order, then whatever else the method reported.
   std::vector<std::string> keys{"o_s", "o_r", "g", "G", "L", "L_plogp", "g0", "rtt"};
@@ -29,16 +29,21 @@ void print_table(std::FILE* out, const nlohmann::json& doc) {
     const auto& p = params[key];
     if (key == "G" || key == "R_inf_bytes_per_ns" || key == "crossover_bytes") {  // not times
       if (p["value_ns"].is_null()) {
-        std::fprintf(out, "  %-5s %12s   (%s)\n", k, "n/a", p.value("error", std::string("not measured")).c_str());
+        std::fprintf(out, "  %-7s %12s   (%s)\n", k, "n/a", p.value("error", std::string("not measured")).c_str());
       } else {
         const char* unit = key == "G" ? "ns/byte" : key == "crossover_bytes" ? "bytes" : "bytes/ns";
-        std::fprintf(out, "  %-5s %12.5g %12.3g  %s\n", k, p["value_ns"].get<double>(),
+        std::fprintf(out, "  %-7s %12.5g %12.3g  %s\n", k, p["value_ns"].get<double>(),
                      p["ci95_ns"].is_null() ? 0.0 : p["ci95_ns"].get<double>(), unit);
       }
       continue;
     }
     if (p["value_ns"].is_null()) {
-      std::fprintf(out, "  %-5s %12s   (%s)\n", k, "n/a", p.value("error", std::string("not measured")).c_str());
+      if (p.contains("upper_bound_ns")) {  // not observable here: a bound, never a guessed value
+        std::fprintf(out, "  %-7s %12s   at most %.4f us (%s)\n", k, "hidden", p["upper_bound_ns"].get<double>() / 1e3,
+                     p.value("error", std::string()).c_str());
+      } else {
+        std::fprintf(out, "  %-7s %12s   (%s)\n", k, "n/a", p.value("error", std::string("not measured")).c_str());
+      }
       continue;
     }
     std::string range;
@@ -49,7 +54,9 @@ void print_table(std::FILE* out, const nlohmann::json& doc) {
       range = b;
     }
     const double ci = p["ci95_ns"].is_null() ? 0.0 : p["ci95_ns"].get<double>();
-    std::fprintf(out, "  %-5s %12.4f %12.4f %25s\n", k, p["value_ns"].get<double>() / 1e3, ci / 1e3, range.c_str());
+    std::string how = p.value("ci_method", std::string());
+    if (p.contains("bottleneck") && p["bottleneck"].is_string()) how += (how.empty() ? "" : "; ") + std::string("limited by the ") + p["bottleneck"].get<std::string>();
+    std::fprintf(out, "  %-7s %12.4f %12.4f %25s  %s\n", k, p["value_ns"].get<double>() / 1e3, ci / 1e3, range.c_str(), how.c_str());
   }
   for (const auto& r : doc.value("runs", nlohmann::json::array())) {
     if (!r.contains("verify")) continue;

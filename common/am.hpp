@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -222,6 +223,22 @@ class Endpoint {
     return net_.tx_completed() >= op;
   }
   static constexpr bool has_local_completion = LocalCompletion<T>;
+  // The pace at which the peer consumes our one-way requests: each credit frame's arrival time and the
+  // credits returned so far. Off by default; a method turns it on around a stream (one TSC read per
+  // credit frame, i.e. per ~C/2 messages). The receiver consumes at the stream's bottleneck rate from its
+  // first message on, whatever the sender's start-up burst, so the intervals between credit frames give
+  // the steady rate; their median leaves out the interruptions of either host.
+  struct CreditMark {
+    std::uint64_t tsc, returned;
+  };
+  void log_credits(bool on) {  // on: a new log; off: stop, keeping the log for reading
+    if (on) {
+      credit_log_.clear();
+      credit_log_.reserve(1 << 16);
+    }
+    logging_credits_ = on;
+  }
+  const std::vector<CreditMark>& credit_log() const { return credit_log_; }
   int credits() const { return credits_; }
   int credit_limit() const { return credit_limit_; }
   std::uint64_t credit_frames_sent() const { return credit_frames_sent_; }
@@ -310,6 +327,9 @@ class Endpoint {
       credits_ = std::min(credit_limit_, credits_ + static_cast<int>(n));
       asked_ = false;
       ++counters_.credit_frames;
+      credits_returned_ += n;
+      if (logging_credits_ && credit_log_.size() < credit_log_.capacity())
+        credit_log_.push_back({tsc::now(), credits_returned_});
     }
     return true;
   }
@@ -401,6 +421,9 @@ class Endpoint {
   Frame req_, rep_, ow_, cred_;
   int credit_limit_ = 0, credits_ = 0;
   bool asked_ = false;
+  bool logging_credits_ = false;
+  std::uint64_t credits_returned_ = 0;
+  std::vector<CreditMark> credit_log_;
   std::uint64_t owed_ = 0, credit_frames_sent_ = 0;
   std::uint16_t ask_epoch_ = 0;
   int window_;

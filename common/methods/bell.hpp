@@ -58,7 +58,7 @@ inline RunsFigure runs_figure(const std::vector<double>& v) {
 }
 
 // One flood: the time per message over the whole run (the paper's total / N, the final reply amortized)
-// and its steady rate (the median over segments of 64 messages past the first credits' worth).
+// and its steady rate (the pace of the receiver's credit returns: messages.hpp, credit_rate_ns).
 struct FloodTime {
   double total_ns = NAN, steady_ns = NAN;
   double value() const { return std::isfinite(steady_ns) ? steady_ns : total_ns; }
@@ -71,8 +71,7 @@ FloodTime flood_once(EP& ep, ClientState& st, const Clock& clock, std::uint32_t 
   require_local_completion<EP>();
   FloodTime ft;
   if constexpr (EP::has_local_completion) {
-    StreamStamps stamps;
-    stamps.reset(messages);
+    ep.log_credits(true);
     const int half = std::max(1, q / 2);
     std::vector<std::uint64_t> op(static_cast<std::size_t>(q), 0);
     const std::uint64_t losses = ep.loss_events();
@@ -83,10 +82,8 @@ FloodTime flood_once(EP& ep, ClientState& st, const Clock& clock, std::uint32_t 
       const bool track = issued % half == half - 1 || issued == messages - 1;
       op[static_cast<std::size_t>(issued % q)] = send_oneway(ep, n, static_cast<std::uint64_t>(issued), track);
       ++issued;
-      stamps.at(issued);
     };
     const std::uint64_t t0 = tsc::now();
-    stamps.at(0);
     while (issued < std::min(q, messages)) issue();
     while (issued < messages) {
       ep.wait_local(op[static_cast<std::size_t>((issued - q + half - 1) % q)]);
@@ -95,9 +92,10 @@ FloodTime flood_once(EP& ep, ClientState& st, const Clock& clock, std::uint32_t 
     ep.wait_local(op[static_cast<std::size_t>((messages - 1) % q)]);
     const bool ok = final_reply(ep, st);
     const std::uint64_t t1 = tsc::now_end();
+    ep.log_credits(false);
     if (!ok || ep.loss_events() != losses) return ft;
     ft.total_ns = clock.ns(static_cast<double>(t1 - t0) - clock.timer_cost_cycles()) / messages;
-    ft.steady_ns = stamps.steady_ns(clock, messages, ep.credit_limit() + q);
+    ft.steady_ns = credit_rate_ns(ep, clock);
   }
   return ft;
 }

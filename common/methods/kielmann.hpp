@@ -69,22 +69,18 @@ Summary repeat_until(double eps, int min_n, int max_n, F&& f) {
 
 // Time per message of n one-way m-byte messages in a row and one reply (Kielmann et al. section 3): the
 // messages are not answered, so the time is the sender's injection gap, not a round trip per message.
-// Also returns (in *steady) the stream's steady rate past the first credits' worth (messages.hpp).
+// Also returns (in *steady) the stream's steady rate from the receiver's credit returns (messages.hpp).
 template <class EP>
 double saturation_once(EP& ep, ClientState& st, const Clock& clock, std::uint32_t m, int n, double* steady = nullptr) {
   const std::uint64_t losses = ep.loss_events();
-  StreamStamps stamps;
-  stamps.reset(n);
+  ep.log_credits(steady != nullptr);
   const std::uint64_t t0 = tsc::now();
-  stamps.at(0);
-  for (int i = 0; i < n; ++i) {
-    send_oneway(ep, m, static_cast<std::uint64_t>(i));
-    stamps.at(i + 1);
-  }
+  for (int i = 0; i < n; ++i) send_oneway(ep, m, static_cast<std::uint64_t>(i));
   const bool ok = final_reply(ep, st);
   const std::uint64_t t1 = tsc::now_end();
+  ep.log_credits(false);
   if (!ok || ep.loss_events() != losses) return NAN;
-  if (steady) *steady = stamps.steady_ns(clock, n, ep.credit_limit());
+  if (steady) *steady = credit_rate_ns(ep, clock);
   return clock.ns(static_cast<double>(t1 - t0) - clock.timer_cost_cycles()) / n;
 }
 
@@ -109,7 +105,7 @@ Saturation saturate(EP& ep, ClientState& st, const Clock& clock, std::uint32_t m
     if (!std::isfinite(g)) continue;
     if (std::isfinite(prev) && std::fabs(g - prev) < eps * g && rtt1 < eps * g * n) {
       // Saturated (the paper's rule on RTT_n / n). The figure is the steady rate of five streams of
-      // this n, taken past their first credits' worth, which interruptions cannot move.
+      // this n, from the receiver's credit returns, which neither a start-up burst nor interruptions move.
       s.n = n;
       s.converged = true;
       s.g_total = g;

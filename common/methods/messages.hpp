@@ -58,25 +58,21 @@ std::uint64_t send_oneway(EP& ep, std::uint32_t n, std::uint64_t slot = 0, bool 
   }
 }
 
-// Stamps along a stream of one-way messages: every kEvery-th issue reads the TSC (a few ns per 64
-// messages). The median time per message over the segments past the start-up (the first credits' worth,
-// issued before any flow control bites) is the stream's steady rate, which the interruptions a VM
-// scatters over a long run (a 35 us tick every millisecond on one seen here) cannot move; total / N can.
-struct StreamStamps {
-  static constexpr int kEvery = 64;
-  std::vector<std::uint64_t> t;
-  void reset(int messages) { t.assign(static_cast<std::size_t>(messages / kEvery + 2), 0); }
-  void at(int issued) {
-    if (issued % kEvery == 0) t[static_cast<std::size_t>(issued / kEvery)] = tsc::now();
+// The steady rate of a stream of one-way requests, from the credit frames the receiver sent back (see
+// Endpoint::log_credits): the median of (time between consecutive credit frames) / (credits they
+// returned). This is the rate at which the bottleneck stage passed messages: the sender's o_s, the
+// NI's g or the receiver's o_r, whichever is slowest; a start-up burst of the sender (the first credits'
+// worth) and the interruptions of either host stay out of the median. NaN with fewer than three intervals.
+template <class EP>
+double credit_rate_ns(const EP& ep, const Clock& clock) {
+  const auto& log = ep.credit_log();
+  std::vector<double> per;
+  for (std::size_t i = 1; i < log.size(); ++i) {
+    const std::uint64_t dn = log[i].returned - log[i - 1].returned;
+    if (dn > 0) per.push_back(clock.ns(log[i].tsc - log[i - 1].tsc) / static_cast<double>(dn));
   }
-  // NaN when fewer than three segments lie past `skip` messages.
-  double steady_ns(const Clock& clock, int messages, int skip) const {
-    std::vector<double> seg;
-    for (int k = (skip + kEvery - 1) / kEvery; (k + 1) * kEvery <= messages - 1; ++k)
-      seg.push_back(clock.ns(t[static_cast<std::size_t>(k + 1)] - t[static_cast<std::size_t>(k)]) / kEvery);
-    return seg.size() >= 3 ? median_of(seg) : std::nan("");
-  }
-};
+  return per.size() >= 3 ? median_of(per) : std::nan("");
+}
 
 // The final reply of a flood or a saturation (Bell 4.2, Kielmann 3): one request whose reply, on an NI
 // that keeps order, proves every message sent before it has arrived and been handled.
