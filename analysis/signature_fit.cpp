@@ -308,6 +308,7 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
     fit.g_ni = Param::hidden(buf, fit.g.value, fit.g.ci95);
   } else if (processor) {
     fit.bottleneck = kBottleneckProcessor;
+    fit.idle.note = "zero within its interval: the processor (o_s + o_r per request) is the bottleneck";
     fit.g_ni = Param::hidden("hidden: Idle = g - o_s - o_r is zero, so the steady state is the processor's o_s + o_r "
                              "(Culler et al. section 5: 'the gap is equal to o_s + o_r'); the NI's own gap is at most this",
                              fit.g.value, fit.g.ci95);

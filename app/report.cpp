@@ -56,6 +56,8 @@ void print_table(std::FILE* out, const nlohmann::json& doc) {
     const double ci = p["ci95_ns"].is_null() ? 0.0 : p["ci95_ns"].get<double>();
     std::string how = p.value("ci_method", std::string());
     if (p.contains("bottleneck") && p["bottleneck"].is_string()) how += (how.empty() ? "" : "; ") + std::string("limited by the ") + p["bottleneck"].get<std::string>();
+    // A negative figure is never shown without what explains it.
+    if (p["value_ns"].get<double>() < 0 && p.contains("note")) how += (how.empty() ? "" : "; ") + p["note"].get<std::string>();
     std::fprintf(out, "  %-7s %12.4f %12.4f %25s  %s\n", k, p["value_ns"].get<double>() / 1e3, ci / 1e3, range.c_str(), how.c_str());
   }
   for (const auto& r : doc.value("runs", nlohmann::json::array())) {
