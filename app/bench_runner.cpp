@@ -223,6 +223,12 @@ nlohmann::json bell_json(ResultsDoc& doc, const std::vector<std::vector<methods:
         e["bottleneck"] = stages.back();
         e["o_s"] = over_runs(os);
         e["o_r"] = over_runs(orr);
+        const auto& b = last[i];
+        for (const auto* side : {&b.send, &b.recv}) {
+          nlohmann::json c = nlohmann::json::array();
+          for (const auto& p : side->curve) c.push_back({p.c_ns, p.t_ns, p.o_ns});
+          e[side == &b.send ? "overlap_send_curve" : "overlap_recv_curve"] = c;
+        }
       }
     } else {
       e["o_s"] = over_runs(os);
@@ -230,9 +236,9 @@ nlohmann::json bell_json(ResultsDoc& doc, const std::vector<std::vector<methods:
       e["rtt"] = over_runs(rtt);
       const auto& b = last[i];
       e["send_curve"] = nlohmann::json::array();
-      for (const auto& p : b.send.curve) e["send_curve"].push_back({p.c_ns, p.t_ns});
+      for (const auto& p : b.send.curve) e["send_curve"].push_back({p.c_ns, p.t_ns, p.o_ns});
       e["recv_curve"] = nlohmann::json::array();
-      for (const auto& p : b.recv.curve) e["recv_curve"].push_back({p.c_ns, p.t_ns});
+      for (const auto& p : b.recv.curve) e["recv_curve"].push_back({p.c_ns, p.t_ns, p.o_ns});
       e["t0_send_ns"] = b.send.t0_ns;
       e["t0_recv_ns"] = b.recv.t0_ns;
       e["hidden_c_send_ns"] = b.send.hidden_c_ns;

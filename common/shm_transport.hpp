@@ -1,3 +1,7 @@
+// The emulator's own time stamps are plain rdtsc, not the fenced reads of a timed interval: they need no
+// ordering against the loads and stores around them, and on some CPUs (an AMD VM seen here: ~20 ns per
+// read) every fence would add to the overheads the emulated NI is meant to set exactly.
+//
 // The shm transport: two processes, one cache-line slot per small AM in a shared mapping, busy polling.
 // The fastest NI this machine can have, and the embedded default. With an Emulation it becomes a LogP
 // machine with known parameters (see emulation.hpp); the invariant TSC is shared by both cores, so the
@@ -62,7 +66,7 @@ class ShmTransport {
   ~ShmTransport();
 
   bool try_send(const am::Frame& f) noexcept {
-    const std::uint64_t t_enter = emulated_ ? tsc::now() : 0;
+    const std::uint64_t t_enter = emulated_ ? __rdtsc() : 0;
     if (!ring_has_room()) return false;
     publish(f, t_enter);
     return true;
@@ -71,7 +75,7 @@ class ShmTransport {
   // Bulk store: the bytes are copied straight into the peer's segment, then the frame is published; the
   // copy happens inside the emulated o_s(n), as a CPU-driven NI (the paper's Myrinet) would do it.
   bool try_store(const am::Frame& f, const void* src, std::uint32_t n, std::uint32_t remote_off) noexcept {
-    const std::uint64_t t_enter = emulated_ ? tsc::now() : 0;
+    const std::uint64_t t_enter = emulated_ ? __rdtsc() : 0;
     if (!ring_has_room() || remote_off > segment_bytes_ || n > segment_bytes_ - remote_off) return false;
     std::memcpy(peer_segment_ + remote_off, src, n);
     publish(f, t_enter);
@@ -81,7 +85,7 @@ class ShmTransport {
   // Bulk get: a one-sided copy from the peer's segment (no peer CPU, like RDMA READ); the frame is
   // delivered here by poll(). Emulated: it completes after o_s, a round trip of 2L and G per byte.
   bool try_get(const am::Frame& f, std::uint32_t remote_off, std::uint32_t n, std::uint32_t local_off) noexcept {
-    const std::uint64_t t_enter = emulated_ ? tsc::now() : 0;
+    const std::uint64_t t_enter = emulated_ ? __rdtsc() : 0;
     if (local_count_ == kLocalSlots || remote_off > segment_bytes_ || n > segment_bytes_ - remote_off ||
         local_off > segment_bytes_ || n > segment_bytes_ - local_off)
       return false;
@@ -109,7 +113,7 @@ class ShmTransport {
   std::uint64_t tx_completed() noexcept {
     if (!emulated_) return tail_;
     if (done_ < tail_) {
-      const std::uint64_t now = tsc::now();
+      const std::uint64_t now = __rdtsc();
       while (done_ < tail_ && tx_done_at_[done_ & mask_] <= now) ++done_;
     }
     return done_;
@@ -138,7 +142,7 @@ class ShmTransport {
   int poll_local(Sink& sink) {
     auto& c = local_[local_head_];
     if (emulated_) [[unlikely]] {
-      const std::uint64_t now = tsc::now();
+      const std::uint64_t now = __rdtsc();
       if (now < c.visible) return 0;
       tsc::spin_until(now + or_cycles_);
     }
@@ -171,7 +175,7 @@ class ShmTransport {
     // from the other core is inside it rather than added on top (as o_s is padded from send entry).
     if (local_count_) [[unlikely]]
       if (poll_local(sink)) return 1;
-    const std::uint64_t t_entry = emulated_ ? tsc::now() : 0;
+    const std::uint64_t t_entry = emulated_ ? __rdtsc() : 0;
     const std::size_t i = head_ & mask_;
     const am::Frame* s = &rx_slots_[i];
     if (std::atomic_ref<const std::uint32_t>(s->seq).load(std::memory_order_acquire) !=
@@ -180,7 +184,7 @@ class ShmTransport {
     if (emulated_) [[unlikely]] {
       // Visible no earlier than departure + L, and no sooner than g after the previous arrival here.
       const std::uint64_t arrive = std::max(rx_visible_[i], last_arrival_ + g_cycles_);
-      const std::uint64_t now = tsc::now();
+      const std::uint64_t now = __rdtsc();
       if (now < arrive) return 0;
       last_arrival_ = arrive;
       tsc::spin_until(std::max(t_entry, arrive) + or_cycles_ +

@@ -169,7 +169,7 @@ OverlapPoint overlap_recv_once(EP& ep, ClientState& st, const Clock& clock, std:
 }
 
 // One side's overlap test over runs: for growing c, the minimum over runs of T(c); then the overhead as
-// the median of T(c) - c over the points clearly above the flat part (their c no longer hides).
+// the non-compute time of the points on the rising line (detail::infer_overhead).
 struct OverlapSide {
   std::vector<OverlapPoint> curve;       // c grid, min over runs per point
   std::vector<double> per_run_overhead;  // the inference repeated on each run's own curve
@@ -182,15 +182,26 @@ struct OverlapSide {
 };
 
 namespace detail {
-// Reads the overhead off a T(c) curve: points whose time rose clearly (by `rise`) above T(0) are on
-// the line T = overhead + c; the median of their T - c is the overhead. NaN when none rose.
+// Reads the overhead off a T(c) curve. Before the knee a message's non-compute time is o + waiting,
+// past it exactly o: so o is where the non-compute times bottom out, and the estimate is the median over
+// the points that rose clearly (by `rise`) above T(0) AND sit on that bottom (within 5% or 20 ns). A
+// point that rose because the peer was slowed during its run (a busy core) carries waiting time and is
+// left out. NaN unless at least two points rose.
 inline double infer_overhead(const std::vector<OverlapPoint>& pts, double rise = 0.10) {
   if (pts.empty() || !std::isfinite(pts.front().t_ns)) return NAN;
   const double t0 = pts.front().t_ns;
+  double bottom = INFINITY;
+  int rose = 0;
+  for (std::size_t i = 1; i < pts.size(); ++i) {
+    if (std::isfinite(pts[i].o_ns)) bottom = std::min(bottom, pts[i].o_ns);
+    if (std::isfinite(pts[i].t_ns) && pts[i].t_ns > (1 + rise) * t0) ++rose;
+  }
+  if (rose < 2 || !std::isfinite(bottom)) return NAN;
   std::vector<double> est;
-  for (const auto& p : pts)
-    if (std::isfinite(p.t_ns) && p.t_ns > (1 + rise) * t0) est.push_back(p.o_ns);
-  return median_of(est);
+  for (std::size_t i = 1; i < pts.size(); ++i)
+    if (std::isfinite(pts[i].t_ns) && pts[i].t_ns > (1 + rise) * t0 && pts[i].o_ns <= bottom * 1.05 + 20)
+      est.push_back(pts[i].o_ns);
+  return est.empty() ? bottom : median_of(est);
 }
 }  // namespace detail
 
@@ -218,12 +229,13 @@ OverlapSide overlap_side(const Clock& clock, const BellConfig& cfg, Once&& once)
     s.note = "no run completed at c = 0 (messages lost)";
     return s;
   }
+  // Past c = T(0) nothing can hide any more (the knee is at T(0) - o): the grid goes on until two points
+  // lie there, so a point that rose by chance before the knee cannot end it early.
   const double step = std::max(10.0, s.t0_ns / 10);
-  int rising = 0;
-  for (int k = 1; k <= 60 && rising < 4; ++k) {
+  int past = 0;
+  for (int k = 1; k <= 60 && past < 2; ++k) {
     const OverlapPoint p = point(step * k);
-    if (std::isfinite(p.t_ns) && p.t_ns > 1.1 * s.t0_ns) ++rising;
-    if (std::isfinite(p.t_ns) && p.t_ns > 1.5 * s.t0_ns && rising >= 2) break;
+    if (std::isfinite(p.t_ns) && std::isfinite(p.c_ns) && p.c_ns >= s.t0_ns && p.t_ns > 1.1 * s.t0_ns) ++past;
   }
   s.overhead = detail::infer_overhead(s.curve);
   for (const auto& r : runs) s.per_run_overhead.push_back(detail::infer_overhead(r));
