@@ -166,7 +166,9 @@ class Ranks {
 
   // Ends the job from this rank with a reason, telling the others (best effort): rank 0 sends it to every
   // member; a member sends it to rank 0, which relays it at its next collective. The others throw
-  // PeerError("rank R ended the job: reason"). This object is broken afterwards.
+  // PeerError("rank R ended the job: reason"). This object is broken afterwards. Collectives call it when
+  // interrupted by a signal (then rethrow Interrupted). A member that had already sent its part of a
+  // collective lets rank 0 complete that one; rank 0 reads the abort at its next collective.
   void abort(const std::string& reason);
 
   // Rank 0 of local(): the children's pids in rank order (index 0 is rank 1). Empty otherwise.

@@ -503,3 +503,35 @@ TEST_CASE("launcher variables that are missing or inconsistent are named in the 
              Contains("names no job"));
   CHECK_THAT(error_of([] { set("SLURM_PROCID", "x"); }), Contains("SLURM_PROCID='x'") || Contains("SLURM_NTASKS"));
 }
+
+TEST_CASE("a signal ends a wait with Interrupted, and rank 0 hears why", "[ranks]") {
+  RanksListener listener(0);
+  const std::uint16_t port = listener.port();
+  const pid_t member = spawn([port] {
+    Ranks m = Ranks::tcp_member("127.0.0.1", port, 1, 2, 30, "job-F");
+    // What main()'s SIGINT handler does, a moment into a barrier rank 0 will not join.
+    std::thread t([] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      interrupt_signal().store(SIGINT);
+    });
+    int rc = 10;
+    try {
+      m.barrier();
+    } catch (const Interrupted&) {
+      rc = 0;
+    }
+    t.join();
+    return rc;
+  });
+  Ranks root = Ranks::tcp_root(std::move(listener), 2, 30, "job-F");
+  CHECK(reap(member) == 0);
+  // Rank 1 had sent its part of the barrier before the signal, so rank 0 may complete that barrier; the abort
+  // rank 1 sent after it is read at the next collective at the latest.
+  try {
+    root.barrier();
+    root.barrier();
+    FAIL("rank 0 kept going after rank 1 ended the job");
+  } catch (const PeerError& e) {
+    CHECK_THAT(std::string(e.what()), Contains("rank 1 ended the job") && Contains("interrupted"));
+  }
+}
