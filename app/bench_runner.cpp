@@ -203,7 +203,8 @@ nlohmann::json bell_json(ResultsDoc& doc, const std::vector<std::vector<methods:
       if (flood) {
         g.push_back(param_of(b.gap.min, b.gap.ci95, "", b.gap.ci_method));
         if (b.overlap_run) {
-          const auto c = analysis::classify_flood(b.gap.min, b.gap.ci95, o_s, o_r);
+          auto c = analysis::classify_flood(b.gap.min, b.gap.ci95, o_s, o_r);
+          if (c.ni.valid) c.ni.ci_method = b.gap.ci_method;
           gni.push_back(c.ni);
           stages.push_back(c.stage.empty() ? "unknown" : c.stage);
         }
@@ -271,7 +272,11 @@ nlohmann::json bell_json(ResultsDoc& doc, const std::vector<std::vector<methods:
       const auto& lo = run.front();
       const auto& hi = run.back();
       auto op = [](const methods::OverlapSide& s) { return overhead_param(s); };
-      if (lo.overlap_run) gni.push_back(analysis::classify_flood(lo.gap.min, lo.gap.ci95, op(lo.send), op(lo.recv)).ni);
+      if (lo.overlap_run) {
+        auto c = analysis::classify_flood(lo.gap.min, lo.gap.ci95, op(lo.send), op(lo.recv));
+        if (c.ni.valid) c.ni.ci_method = lo.gap.ci_method;
+        gni.push_back(c.ni);
+      }
       if (hi.overlap_run && run.size() >= 2 && f.G.valid) {
         // G is the NI's only if the overheads at the largest size stay below the flood's time there.
         const auto c = analysis::classify_flood(hi.gap.min, hi.gap.ci95, op(hi.send), op(hi.recv));
@@ -413,6 +418,9 @@ nlohmann::json kielmann_json(ResultsDoc& doc, const std::vector<methods::Kielman
     p["g0"] = over_runs(g0);
     p["g0"]["method_sense"] = "g(0) by saturation: n one-way messages and one reply, the sender's injection interval";
     p["g0"]["bottleneck"] = stages.back();
+    p["g0"]["estimator"] = "saturated once RTT_n / n changes by less than eps and RTT_1 < eps RTT_n (the paper's rule); "
+                           "the figure is the median over 5 streams of that n of the receiver's credit-return rate";
+    if (std::isfinite(r.g0_total_over_n)) p["g0"]["rtt_n_over_n_ns"] = r.g0_total_over_n;
     p["g_ni"] = over_runs(gni);
     p["rtt"] = over_runs(rtt);
     p["L_plogp"] = over_runs(Lp);

@@ -42,6 +42,7 @@ struct KielmannSize {
 
 struct KielmannResult {
   double g0 = NAN, g0_n = 0, g0_ci = NAN;
+  double g0_total_over_n = NAN;  // RTT_n / n at the converged n, as the paper takes it (for the record)
   bool g0_converged = false;
   std::vector<KielmannSize> sizes;  // ascending
   double fast_seconds = 0, saturation_seconds = 0;
@@ -172,6 +173,7 @@ KielmannResult kielmann(EP& ep, ClientState& st, const Clock& clock, const Kielm
   r.g0_ci = sat0.ci95;
   r.g0_n = sat0.n;
   r.g0_converged = sat0.converged;
+  r.g0_total_over_n = sat0.g_total;
   if (!sat0.converged)
     r.notes.push_back("g(0): the saturation did not converge up to n = " + std::to_string(sat0.n) + " messages");
   auto gap = [&](const KielmannSize& k) { return k.rtt - zero.rtt + r.g0; };
