@@ -224,6 +224,9 @@ def summary(docs_and_paths, outdir):
             p = params.get(k)
             cells.append(f"{p['value_ns']:.4g} ns/B" if k == "G" and isinstance(p, dict) and p.get("value_ns") is not None
                          else fmt(p))
+        gni = params.get("G_ni")
+        if isinstance(gni, dict) and gni.get("value_ns") is None and gni.get("upper_bound_ns") is not None:
+            cells[PARAMS.index("G")] += f" (NI's G ≤ {gni['upper_bound_ns']:.4g} ns/B)"
         g = params.get("g") or {}
         g0 = params.get("g0") or {}
         limit = g.get("bottleneck") or g0.get("bottleneck") or ""

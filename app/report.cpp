@@ -27,11 +27,14 @@ void print_table(std::FILE* out, const nlohmann::json& doc) {
     const char* k = key.c_str();
     if (!params.contains(key)) continue;
     const auto& p = params[key];
-    if (key == "G" || key == "R_inf_bytes_per_ns" || key == "crossover_bytes") {  // not times
-      if (p["value_ns"].is_null()) {
+    if (key == "G" || key == "G_ni" || key == "R_inf_bytes_per_ns" || key == "crossover_bytes") {  // not times
+      if (p["value_ns"].is_null() && p.contains("upper_bound_ns")) {
+        std::fprintf(out, "  %-7s %12s   at most %.5g ns/byte (%s)\n", k, "hidden", p["upper_bound_ns"].get<double>(),
+                     p.value("error", std::string()).c_str());
+      } else if (p["value_ns"].is_null()) {
         std::fprintf(out, "  %-7s %12s   (%s)\n", k, "n/a", p.value("error", std::string("not measured")).c_str());
       } else {
-        const char* unit = key == "G" ? "ns/byte" : key == "crossover_bytes" ? "bytes" : "bytes/ns";
+        const char* unit = key == "G" || key == "G_ni" ? "ns/byte" : key == "crossover_bytes" ? "bytes" : "bytes/ns";
         std::fprintf(out, "  %-7s %12.5g %12.3g  %s\n", k, p["value_ns"].get<double>(),
                      p["ci95_ns"].is_null() ? 0.0 : p["ci95_ns"].get<double>(), unit);
       }
