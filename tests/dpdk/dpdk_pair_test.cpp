@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -57,12 +58,8 @@ void receive(dpdk::Transport& t, Received& r, std::size_t want) {
 
 void fill(std::vector<std::byte>& v, std::uint32_t n, std::uint64_t seed) {
   v.resize(n);
-  for (auto& b : v) {
-    seed ^= seed << 13;
-    seed ^= seed >> 7;
-    seed ^= seed << 17;
-    b = static_cast<std::byte>(seed);
-  }
+  std::mt19937_64 rng(seed);
+  for (auto& b : v) b = static_cast<std::byte>(rng());
 }
 
 // Ports 0 and 1 are the two ends of one link; port 2, if `ring`, is a net_ring loopback.
