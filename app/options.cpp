@@ -97,7 +97,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
       ("warmup", po::value(&o.warmup)->default_value(o.warmup), "ping-pong iterations before timing")
       ("size,s", po::value(&o.size)->default_value(o.size), "ping-pong message bytes: 0 = one small AM (64-byte frame), n = a bulk store of n bytes")
       ("max-burst", po::value(&o.max_burst)->default_value(o.max_burst), "signature: largest M")
-      ("max-burst-time", po::value(&burst_time)->default_value(burst_time), "signature: longest timed burst, or auto: 0.4 x this core's measured interval between interruptions (ticks, VM exits), within 100us..2ms; longer M are skipped unless the steady state needs them")
+      ("max-burst-time", po::value(&burst_time)->default_value(burst_time), "signature: longest timed burst, or auto: 0.25 x this core's measured interval between interruptions (ticks, VM exits), within 100us..2ms; longer M are skipped unless the steady state needs them")
       ("bursts", po::value(&bursts), "signature: explicit M list, e.g. 1,2,4,8")
       ("deltas", po::value(&deltas), "signature: Delta list with units, e.g. 0,2us,8us (default: automatic)")
       ("delta-factors", po::value(&factors), "signature: automatic Deltas as multiples of g (default 0.5,1,2,4)")

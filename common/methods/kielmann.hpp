@@ -51,22 +51,26 @@ struct KielmannResult {
 
 namespace detail {
 
-// Repeated measurements until the estimate's relative error is below eps (the paper's rule) or the
-// cap. The estimate is the median with its order-statistic interval, not the paper's mean: on a shared
-// machine one interrupt inside a timed receive would otherwise move the mean of a few samples by microseconds.
-template <class F>
-Summary repeat_until(double eps, int min_n, int max_n, F&& f) {
-  std::vector<double> v;
-  int failures = 0;
-  for (;;) {
-    const double x = f();
-    if (x == x) v.push_back(x);
-    else if (++failures > max_n) return summarize(v);
-    const Summary s = summarize(v);
-    if (static_cast<int>(v.size()) >= max_n) return s;
-    if (static_cast<int>(v.size()) >= min_n && s.ci95_median <= eps * s.median) return s;
-  }
+// Kielmann et al.'s repetition rule, as the one stop rule every method shares (stats.hpp): one sample at a
+// time until the estimate's relative 95% half-width is below eps, at least 10 and at most max_n samples
+// (the paper's caps: 60 small, 15 large). The estimate is the median with its order-statistic interval,
+// not the paper's mean: on a shared machine one interrupt inside a timed receive would otherwise move the
+// mean of a few samples by microseconds.
+inline StopRule kielmann_rule(double eps, int max_n) {
+  StopRule r;
+  r.rel_precision = eps;
+  r.batch = 1;
+  r.min_samples = std::min(10, max_n);
+  r.max_samples = max_n;
+  r.max_seconds = 1e9;  // the sample cap bounds it
+  r.estimator = Estimator::median;
+  return r;
 }
+template <class F>
+Summary repeat_until(double eps, int max_n, F&& f) {
+  return measure_point(kielmann_rule(eps, max_n), std::forward<F>(f), [] { return 0.0; }).summary;
+}
+
 
 // Time per message of n one-way m-byte messages in a row and one reply (Kielmann et al. section 3): the
 // messages are not answered, so the time is the sender's injection gap, not a round trip per message.
@@ -148,14 +152,14 @@ KielmannResult kielmann(EP& ep, ClientState& st, const Clock& clock, const Kielm
     k.bytes = m;
     std::vector<double> sends;
     for (int i = 0; i < 10; ++i) round_trip(ep, st, clock, m);  // untimed: caches, rings, the slot in use
-    const Summary rtt = detail::repeat_until(cfg.eps, 10, max_n, [&] {
+    const Summary rtt = detail::repeat_until(cfg.eps, max_n, [&] {
       const Timed t = round_trip(ep, st, clock, m);
       if (t.send_ns == t.send_ns) sends.push_back(t.send_ns);
       return t.total_ns;
     });
     const Summary os = summarize(sends);
     const std::uint64_t wait = clock.cycles(2 * rtt.max + 1000);  // Delta > RTT(m), whatever the spread
-    const Summary orr = detail::repeat_until(cfg.eps, 10, max_n, [&] { return receive_overhead(ep, st, clock, m, wait); });
+    const Summary orr = detail::repeat_until(cfg.eps, max_n, [&] { return receive_overhead(ep, st, clock, m, wait); });
     k.rtt = rtt.median;
     k.rtt_ci = rtt.ci95_median;
     k.o_s = os.median;
