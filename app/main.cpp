@@ -68,13 +68,7 @@ int main(int argc, char** argv) {
     {
       // How this core is interrupted while spinning: recorded, and the automatic burst cap follows it.
       const Interruptions irq = measure_interruptions(clock, 200);
-      doc.j["meta"]["interruptions"] = {{"window_ms", irq.window_ms},
-                                        {"threshold_ns", irq.threshold_ns},
-                                        {"count", irq.count},
-                                        {"median_interval_us", std::isfinite(irq.median_interval_us) ? nlohmann::json(irq.median_interval_us) : nlohmann::json(nullptr)},
-                                        {"median_length_us", std::isfinite(irq.median_length_us) ? nlohmann::json(irq.median_length_us) : nlohmann::json(nullptr)},
-                                        {"max_length_us", std::isfinite(irq.max_length_us) ? nlohmann::json(irq.max_length_us) : nlohmann::json(nullptr)},
-                                        {"stolen_fraction", irq.stolen_fraction}};
+      doc.j["meta"]["interruptions"] = interruptions_json(irq);
       // A quarter of the interval: about one burst in four then holds an interruption, which the median of
       // a point leaves out with room to spare (at 0.4 it was one in three, and the median moved).
       if (o.max_burst_time_ns == 0) {
@@ -110,8 +104,7 @@ int main(int argc, char** argv) {
       // Was this core taken away from the run? Measured again at the end: a machine shared with another
       // busy process (or a VM moved between hosts) bends figures, and the results must say so.
       const Interruptions after = measure_interruptions(clock, 100);
-      doc.j["meta"]["interruptions_after"] = {{"stolen_fraction", after.stolen_fraction}, {"count", after.count},
-                                              {"max_length_us", std::isfinite(after.max_length_us) ? nlohmann::json(after.max_length_us) : nlohmann::json(nullptr)}};
+      doc.j["meta"]["interruptions_after"] = interruptions_json(after);
       const double before = doc.j["meta"]["interruptions"].value("stolen_fraction", 0.0);
       const double worst = std::max(before, after.stolen_fraction);
       if (!doc.j.contains("checks")) doc.j["checks"] = nlohmann::json::array();

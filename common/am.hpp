@@ -31,7 +31,7 @@ namespace logpb::am {
 
 struct Counters {
   std::uint64_t requests_sent = 0, replies_sent = 0, received = 0;
-  std::uint64_t oneway_sent = 0, oneway_received = 0, credit_frames = 0;
+  std::uint64_t oneway_sent = 0, oneway_received = 0, credit_frames = 0, credit_frames_sent = 0;
   std::array<std::uint64_t, static_cast<int>(Reject::count_)> rejected{};
   std::uint64_t rejected_total() const {
     std::uint64_t s = 0;
@@ -45,7 +45,8 @@ inline void to_json(nlohmann::json& j, const Counters& c) {
     if (c.rejected[i]) rej[to_string(static_cast<Reject>(i))] = c.rejected[i];
   j = {{"requests_sent", c.requests_sent}, {"replies_sent", c.replies_sent}, {"received", c.received},
        {"oneway_sent", c.oneway_sent},     {"oneway_received", c.oneway_received},
-       {"credit_frames_received", c.credit_frames}, {"rejected", rej}};
+       {"credit_frames_received", c.credit_frames}, {"credit_frames_sent", c.credit_frames_sent},
+       {"rejected", rej}};
 }
 
 struct EndpointOptions {
@@ -183,15 +184,7 @@ class Endpoint {
     poll();
     while (credits_ == 0) progress();
     fill(ow_, handler, 0, a0, a1, a2, a3);
-    ow_.flags = credit_flags();
-    // Tracking is asked again before every try: a retry's progress() may run a handler whose reply or
-    // credit frame would otherwise take the tracking for itself.
-    for (;;) {
-      if (track) track_next();
-      if (net_.try_send(ow_)) break;
-      progress();
-    }
-    return sent_oneway(track);
+    return post_oneway(track, [this] { return net_.try_send(ow_); });
   }
   // A one-way bulk store: n bytes land at remote_off of the peer's segment, then its handler runs.
   std::uint64_t oneway_store(std::uint16_t handler, const void* src, std::uint32_t n, std::uint32_t remote_off,
@@ -202,13 +195,7 @@ class Endpoint {
     poll();
     while (credits_ == 0) progress();
     fill(ow_, handler, 0, a0, a1, 0, 0, n, remote_off);
-    ow_.flags = credit_flags();
-    for (;;) {
-      if (track) track_next();
-      if (net_.try_store(ow_, src, n, remote_off)) break;
-      progress();
-    }
-    return sent_oneway(track);
+    return post_oneway(track, [&] { return net_.try_store(ow_, src, n, remote_off); });
   }
   // Wait (polling, dispatching) until send operation `op` (from oneway(..., track)) is locally complete:
   // its buffer is free again. Says nothing of arrival.
@@ -216,11 +203,6 @@ class Endpoint {
     requires LocalCompletion<T>
   {
     while (net_.tx_completed() < op) progress();
-  }
-  bool local_done(std::uint64_t op)
-    requires LocalCompletion<T>
-  {
-    return net_.tx_completed() >= op;
   }
   static constexpr bool has_local_completion = LocalCompletion<T>;
   // The pace at which the peer consumes our one-way requests: each credit frame's arrival time and the
@@ -239,9 +221,7 @@ class Endpoint {
     logging_credits_ = on;
   }
   const std::vector<CreditMark>& credit_log() const { return credit_log_; }
-  int credits() const { return credits_; }
   int credit_limit() const { return credit_limit_; }
-  std::uint64_t credit_frames_sent() const { return credit_frames_sent_; }
 
   // Poll the NI once, dispatching what arrived.
   int poll() {
@@ -338,7 +318,7 @@ class Endpoint {
     cred_.flags = static_cast<std::uint16_t>(ask_epoch_);
     while (!net_.try_send(cred_)) stall_check();
     owed_ = 0;
-    ++credit_frames_sent_;
+    ++counters_.credit_frames_sent;
   }
   std::uint16_t credit_flags() {
     // Ask for credits once half or fewer remain after this request, unless an ask is already on its way.
@@ -349,7 +329,17 @@ class Endpoint {
     }
     return fl;
   }
-  std::uint64_t sent_oneway(bool track) {
+  // The send of a filled one-way frame: ask for credits if due, then try until the NI takes it. Tracking
+  // is asked again before every try: a retry's progress() may run a handler whose reply or credit frame
+  // would otherwise take the tracking for itself.
+  template <class Try>
+  std::uint64_t post_oneway(bool track, Try&& try_op) {
+    ow_.flags = credit_flags();
+    for (;;) {
+      if (track) track_next();
+      if (try_op()) break;
+      progress();
+    }
     --credits_;
     ++counters_.oneway_sent;
     if constexpr (LocalCompletion<T>) {
@@ -424,7 +414,7 @@ class Endpoint {
   bool logging_credits_ = false;
   std::uint64_t credits_returned_ = 0;
   std::vector<CreditMark> credit_log_;
-  std::uint64_t owed_ = 0, credit_frames_sent_ = 0;
+  std::uint64_t owed_ = 0;
   std::uint16_t ask_epoch_ = 0;
   int window_;
   int outstanding_ = 0;

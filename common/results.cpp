@@ -80,4 +80,15 @@ nlohmann::json host_meta(const Clock& clock) {
   };
 }
 
+nlohmann::json interruptions_json(const Interruptions& irq) {
+  auto num = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); };
+  return {{"window_ms", irq.window_ms},
+          {"threshold_ns", irq.threshold_ns},
+          {"count", irq.count},
+          {"median_interval_us", num(irq.median_interval_us)},
+          {"median_length_us", num(irq.median_length_us)},
+          {"max_length_us", num(irq.max_length_us)},
+          {"stolen_fraction", irq.stolen_fraction}};
+}
+
 }  // namespace logpb

@@ -17,4 +17,7 @@ nlohmann::json host_meta(const Clock& clock);
 
 std::string version_string();
 
+// How this core was interrupted (measure_interruptions), for meta.interruptions(_after).
+nlohmann::json interruptions_json(const Interruptions& irq);
+
 }  // namespace logpb

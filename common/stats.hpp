@@ -33,7 +33,6 @@ double t975(double dof);
 // The floor of every reported interval: the clock's resolution (a TSC that advances in 10 ns steps cannot
 // tell a median to better than that, whatever the order statistics say). Set once, from the Clock.
 void set_ci_floor_ns(double ns);
-double ci_floor_ns();
 
 // Half-width of the 95% percentile-bootstrap interval of stat(sample) (2000 resamples, fixed seed so a
 // run's figures are reproducible from its raw data). For statistics with no closed-form interval: a

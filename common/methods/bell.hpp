@@ -164,7 +164,6 @@ OverlapPoint overlap_recv_once(EP& ep, ClientState& st, const Clock& clock, std:
   OverlapPoint p;
   if (!ok || ep.loss_events() != losses) return p;
   p = detail::overlap_point(clock, start, end, messages);
-  (void)st;
   return p;
 }
 
@@ -263,13 +262,19 @@ struct BellSize {
   bool overlap_run = false;
 };
 
+// Both sides of the overlap test at size n, into b.
+template <class EP>
+void overlap_sides(EP& ep, ClientState& st, const Clock& clock, const BellConfig& cfg, std::uint32_t n, BellSize& b) {
+  b.overlap_run = true;
+  b.send = overlap_side(clock, cfg, [&](std::uint64_t c, int m) { return overlap_send_once(ep, st, clock, n, c, m); });
+  b.recv = overlap_side(clock, cfg, [&](std::uint64_t c, int m) { return overlap_recv_once(ep, st, clock, n, c, m); });
+}
+
 template <class EP>
 BellSize bell_overlap_size(EP& ep, ClientState& st, const Clock& clock, const BellConfig& cfg, std::uint32_t n) {
   BellSize b;
   b.bytes = n;
-  b.overlap_run = true;
-  b.send = overlap_side(clock, cfg, [&](std::uint64_t c, int m) { return overlap_send_once(ep, st, clock, n, c, m); });
-  b.recv = overlap_side(clock, cfg, [&](std::uint64_t c, int m) { return overlap_recv_once(ep, st, clock, n, c, m); });
+  overlap_sides(ep, st, clock, cfg, n, b);
   std::vector<double> rt;
   for (int i = 0; i < 200; ++i) rt.push_back(round_trip(ep, st, clock, n).total_ns);
   b.rtt = runs_figure({summarize(rt).median});
@@ -301,10 +306,7 @@ std::vector<BellSize> bell_flood(EP& ep, ClientState& st, const Clock& clock, co
     // Which of g, o_s and o_r the flood saw: Bell et al. use their tests in combination.
     if (cfg.infer_overheads && (n == cfg.sizes.front() || n == cfg.sizes.back())) {
       progress("flood " + std::to_string(n) + " B: overlap test (which stage limits the flood)");
-      const BellSize o = bell_overlap_size(ep, st, clock, cfg, n);
-      b.send = o.send;
-      b.recv = o.recv;
-      b.overlap_run = true;
+      overlap_sides(ep, st, clock, cfg, n, b);
     }
     out.push_back(b);
   }

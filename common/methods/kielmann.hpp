@@ -114,11 +114,9 @@ Saturation saturate(EP& ep, ClientState& st, const Clock& clock, std::uint32_t m
       s.n = n;
       s.converged = true;
       s.g_total = g;
-      std::vector<double> totals;
       for (int k = 0; k < 5; ++k) {
         double steady = NAN;
         const double x = saturation_once(ep, st, clock, m, n, &steady);
-        if (std::isfinite(x)) totals.push_back(x);
         s.repeats.push_back(std::isfinite(steady) ? steady : x);
       }
       const Summary sum = summarize(s.repeats);

@@ -21,15 +21,20 @@ std::uint32_t max_message(EP& ep) {
   return static_cast<std::uint32_t>(ep.transport().segment().size() / 2);
 }
 
+// Where the slot-th message of n bytes lands in the lower half of the peer's segment: rotating slots, so
+// back-to-back messages do not overwrite one another in flight.
+template <class EP>
+std::uint32_t slot_offset(EP& ep, std::uint32_t n, std::uint64_t slot) {
+  const std::uint32_t slots = std::max<std::uint32_t>(1, max_message(ep) / n);
+  return static_cast<std::uint32_t>((slot % slots) * n);
+}
+
 // Issue one message of n bytes (slot picks where it lands). Returns without waiting for the reply.
 template <class EP>
 void send_message(EP& ep, std::uint32_t n, std::uint64_t slot = 0) {
   if (n == 0) return ep.request(kEcho);
   if constexpr (BulkTransport<std::remove_reference_t<decltype(ep.transport())>>) {
-    const std::uint32_t half = max_message(ep);
-    const std::uint32_t slots = std::max<std::uint32_t>(1, half / n);
-    const auto off = static_cast<std::uint32_t>((slot % slots) * n);
-    ep.store(kSink, ep.transport().segment().data(), n, off);
+    ep.store(kSink, ep.transport().segment().data(), n, slot_offset(ep, n, slot));
   } else {
     throw UsageError("this transport has no bulk transfers: only size 0 is possible");
   }
@@ -49,10 +54,7 @@ template <class EP>
 std::uint64_t send_oneway(EP& ep, std::uint32_t n, std::uint64_t slot = 0, bool track = false) {
   if (n == 0) return ep.oneway(kQuiet, 0, 0, 0, 0, track);
   if constexpr (BulkTransport<std::remove_reference_t<decltype(ep.transport())>>) {
-    const std::uint32_t half = max_message(ep);
-    const std::uint32_t slots = std::max<std::uint32_t>(1, half / n);
-    const auto off = static_cast<std::uint32_t>((slot % slots) * n);
-    return ep.oneway_store(kQuiet, ep.transport().segment().data(), n, off, 0, 0, track);
+    return ep.oneway_store(kQuiet, ep.transport().segment().data(), n, slot_offset(ep, n, slot), 0, 0, track);
   } else {
     throw UsageError("this transport has no bulk transfers: only size 0 is possible");
   }
