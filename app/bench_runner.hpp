@@ -117,8 +117,11 @@ void record_counters(const EP& ep, ResultsDoc& doc) {
   doc.j["meta"]["am"]["counters"] = c;
 }
 
+template <class L>
+void run_methods(L ep, methods::ClientState& st, const Clock& clock, const Options& o, ResultsDoc& doc, Progress& progress);
+
 template <class EP>
-void run_client_bench(EP& ep, const Clock& clock, const Options& o, ResultsDoc& doc, Progress& progress) {
+void run_client_bench(EP& ep, int peer, const Clock& clock, const Options& o, ResultsDoc& doc, Progress& progress) {
   struct Record {  // on every way out, including errors
     const EP& ep;
     ResultsDoc& doc;
@@ -127,6 +130,12 @@ void run_client_bench(EP& ep, const Clock& clock, const Options& o, ResultsDoc& 
   methods::ClientState st;
   methods::install_client(ep, st);
   doc.j["runs"] = nlohmann::json::array();
+  run_methods(am::Link<EP>(ep, peer), st, clock, o, doc, progress);
+}
+
+// The chosen method on one link (requester -> replier).
+template <class L>
+void run_methods(L ep, methods::ClientState& st, const Clock& clock, const Options& o, ResultsDoc& doc, Progress& progress) {
 
   if (o.bench == "bulk" || o.bench == "flood" || o.bench == "overlap" || o.bench == "kielmann" || o.bench == "availability") {
     run_size_method(ep, st, clock, o, doc, progress);

@@ -95,6 +95,8 @@ am::EndpointOptions endpoint_options(const Options& o, std::uint32_t session, st
                                      double loss_timeout_s) {
   am::EndpointOptions e;
   e.session = session;
+  e.rank = server ? 1 : 0;  // a pair: the client is rank 0, the server rank 1
+  e.size = 2;
   e.window = o.window;
   e.credits = o.credits;
   e.stall_timeout_s = server ? 0 : o.timeout_s;

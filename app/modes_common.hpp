@@ -74,8 +74,8 @@ void run_connected(EP& ep, const Options& o, const Clock& clock, ResultsDoc& doc
     ResultsDoc& doc;
     ~Describe() { doc.j["meta"]["transport"] = ep.transport().describe(); }
   } describe{ep, doc};
-  run_client_bench(ep, clock, o, doc, progress);
-  ep.request(methods::kQuit);
+  run_client_bench(ep, 1, clock, o, doc, progress);
+  ep.request(1, methods::kQuit);
 }
 
 // The polling core against the NIC's NUMA node (-1: unknown): warns when remote, returns the record.

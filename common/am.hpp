@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -51,14 +52,16 @@ inline void to_json(nlohmann::json& j, const Counters& c) {
 
 struct EndpointOptions {
   std::uint32_t session = 0;
-  int window = 32;                  // outstanding requests allowed: the network capacity the layer enforces
+  int rank = 0;  // this endpoint's rank in the job, and the job's size: frames carry both ends' ranks
+  int size = 2;
+  int window = 32;                  // outstanding requests allowed per peer: the network capacity the layer enforces
   double stall_timeout_s = 10;      // no progress for this long while waiting: the peer is declared lost (0: never)
   std::uint32_t segment_bytes = 0;  // bulk lengths are checked against the receiver's segment
   // On a lossy NI (Ethernet): with requests outstanding and nothing arriving for this long, they are
   // declared lost, the window is emptied and replies still in flight become stale (0: never, for NIs
   // that do not lose messages). Methods see it through loss_events() and re-measure.
   double loss_timeout_s = 0;
-  int credits = 256;  // one-way requests in flight; the transport's queues may allow fewer (max_credits)
+  int credits = 256;  // one-way requests in flight per peer; the transport's queues may allow fewer (max_credits)
 };
 
 // The requester's loss epoch lives in the low 15 bits of Frame::flags; the top bit of a one-way request
@@ -66,20 +69,33 @@ struct EndpointOptions {
 inline constexpr std::uint16_t kEpochMask = 0x7fff;
 inline constexpr std::uint16_t kCreditAsk = 0x8000;
 
+// An endpoint of an N-rank job. Every operation names its destination rank; frames carry the source,
+// and handlers see it (f.src), so a reply goes back to whoever asked. Flow control is per peer: each
+// peer has its own request window, one-way credits, loss epoch and counters, as an NI's per-connection
+// state would be. One poll() serves every peer (the transport multiplexes them).
 template <Transport T>
 class Endpoint {
  public:
   using Handler = void (*)(Endpoint&, const Frame&);
+  // The pace at which a peer consumes our one-way requests: each credit frame's arrival time and the
+  // credits returned so far (see log_credits).
+  struct CreditMark {
+    std::uint64_t tsc, returned;
+  };
 
   Endpoint(T& net, const Clock& clock, const EndpointOptions& opt)
-      : net_(net), options_(opt), window_(opt.window), segment_bytes_(opt.segment_bytes), session_(opt.session) {
+      : net_(net), options_(opt), window_(opt.window), rank_(opt.rank), size_(opt.size),
+        segment_bytes_(opt.segment_bytes), session_(opt.session) {
     if (window_ < 1) throw UsageError("AM window must be at least 1");
+    if (size_ < 1 || size_ > kMaxRanks || rank_ < 0 || rank_ >= size_)
+      throw UsageError("AM endpoint: rank " + std::to_string(rank_) + " of " + std::to_string(size_) + " is not a rank of the job");
     // Work requests are built once and only patched per send; requests and replies have their own, since
     // a reply is built inside a handler while a request may be waiting to be retried.
     Frame base{};
     base.magic = kMagic;
     base.version = kVersion;
     base.session = opt.session;
+    base.src = static_cast<std::uint16_t>(rank_);
     req_ = rep_ = ow_ = cred_ = base;
     req_.kind = Kind::request;
     rep_.kind = Kind::reply;
@@ -91,7 +107,8 @@ class Endpoint {
       throw UsageError("the NI's queues leave room for " + std::to_string(credit_limit_) +
                        " one-way messages beside the window of " + std::to_string(window_) +
                        ": enlarge the queues (--ring, --rq-depth, --rx-ring) or shrink --window");
-    credits_ = credit_limit_;
+    peers_.resize(static_cast<std::size_t>(size_));
+    for (auto& p : peers_) p.credits = credit_limit_;
     timeout_cycles_ = opt.stall_timeout_s > 0 ? clock.cycles(opt.stall_timeout_s * 1e9) : 0;
     loss_cycles_ = opt.loss_timeout_s > 0 ? clock.cycles(opt.loss_timeout_s * 1e9) : 0;
     check_interval_cycles_ = clock.cycles(1e6);  // 1 ms between liveness checks while stalled
@@ -105,62 +122,71 @@ class Endpoint {
     handlers_[id] = h;
   }
 
-  // Issue a request. Stalls (polling, running replies) while the window is full or the NI is busy.
-  void request(std::uint16_t handler, std::uint64_t a0 = 0, std::uint64_t a1 = 0, std::uint64_t a2 = 0,
-               std::uint64_t a3 = 0, std::uint64_t token = 0) {
+  // Issue a request to rank dst. Stalls (polling, running replies) while dst's window is full or the NI
+  // is busy.
+  void request(int dst, std::uint16_t handler, std::uint64_t a0 = 0, std::uint64_t a1 = 0, std::uint64_t a2 = 0,
+               std::uint64_t a3 = 0, std::uint32_t token = 0) {
     // Like GAM's am_request, poll the network once, running a reply that has arrived (its o_r is spent
     // here: this is what bends the signature out of its send-only regime), then stall while the window
     // is full. One poll, not a drain loop: in the steady state each request meets one reply, and a
     // trailing empty poll would charge every request a cache miss on the next, still-unwritten slot.
+    Peer& p = peer(dst);
     poll();
-    while (outstanding_ >= window_) progress();
-    fill(req_, handler, token, a0, a1, a2, a3);
+    while (p.outstanding >= window_) progress();
+    fill(req_, dst, handler, token, a0, a1, a2, a3);
+    req_.flags = p.epoch;
     while (!net_.try_send(req_)) progress();
-    ++outstanding_;
-    ++counters_.requests_sent;
+    ++p.outstanding;
+    ++p.counters.requests_sent;
   }
 
-  // Bulk store (Culler et al. section 4): n bytes from src land at remote_off in the peer's segment,
-  // then the peer's request handler runs with f.bulk_off/bulk_len naming them (and replies).
-  void store(std::uint16_t handler, const void* src, std::uint32_t n, std::uint32_t remote_off,
+  // Bulk store (Culler et al. section 4): n bytes from src land at remote_off in dst's segment, then
+  // dst's request handler runs with f.bulk_off/bulk_len naming them (and replies).
+  void store(int dst, std::uint16_t handler, const void* src, std::uint32_t n, std::uint32_t remote_off,
              std::uint64_t a0 = 0, std::uint64_t a1 = 0, std::uint64_t a2 = 0, std::uint64_t a3 = 0)
     requires BulkTransport<T>
   {
     check_bulk(n, remote_off, "store");
+    Peer& p = peer(dst);
     poll();
-    while (outstanding_ >= window_) progress();
-    fill(req_, handler, 0, a0, a1, a2, a3, n, remote_off);
+    while (p.outstanding >= window_) progress();
+    fill(req_, dst, handler, 0, a0, a1, a2, a3, n, remote_off);
+    req_.flags = p.epoch;
     while (!net_.try_store(req_, src, n, remote_off)) progress();
-    ++outstanding_;
-    ++counters_.requests_sent;
+    ++p.outstanding;
+    ++p.counters.requests_sent;
   }
 
-  // Bulk get: n bytes at remote_off of the peer's segment are copied to local_off of this side's
-  // segment, then `handler` runs here as a reply. No handler runs on the peer.
-  void get(std::uint16_t handler, std::uint32_t remote_off, std::uint32_t n, std::uint32_t local_off,
+  // Bulk get: n bytes at remote_off of rank dst's segment are copied to local_off of this side's
+  // segment, then `handler` runs here as a reply from dst. No handler runs on dst. The transport is
+  // handed the completion as it will be delivered: from dst (f.src, whose segment it reads) to us.
+  void get(int dst, std::uint16_t handler, std::uint32_t remote_off, std::uint32_t n, std::uint32_t local_off,
            std::uint64_t a0 = 0, std::uint64_t a1 = 0, std::uint64_t a2 = 0, std::uint64_t a3 = 0)
     requires BulkTransport<T>
   {
     check_bulk(n, remote_off, "get");
     check_bulk(n, local_off, "get");
+    Peer& p = peer(dst);
     poll();
-    while (outstanding_ >= window_) progress();
-    fill(rep_, handler, 0, a0, a1, a2, a3, n, local_off);
-    rep_.flags = req_.flags;  // the completion is a reply of the current epoch
-    while (!net_.try_get(rep_, remote_off, n, local_off)) progress();
-    ++outstanding_;
-    ++counters_.requests_sent;
+    while (p.outstanding >= window_) progress();
+    Frame f = rep_;
+    fill(f, rank_, handler, 0, a0, a1, a2, a3, n, local_off);
+    f.src = static_cast<std::uint16_t>(dst);
+    f.flags = p.epoch;  // the completion is a reply of the current epoch
+    while (!net_.try_get(f, remote_off, n, local_off)) progress();
+    ++p.outstanding;
+    ++p.counters.requests_sent;
   }
 
-  // Reply to `req` from inside its handler. Replies take no window slot; if the NI is momentarily
-  // full we wait for it without dispatching, so handlers never nest.
+  // Reply to `req` (to its source) from inside its handler. Replies take no window slot; if the NI is
+  // momentarily full we wait for it without dispatching, so handlers never nest.
   void reply(const Frame& req, std::uint16_t handler, std::uint64_t a0 = 0, std::uint64_t a1 = 0,
              std::uint64_t a2 = 0, std::uint64_t a3 = 0) {
     if (req.kind != Kind::request) throw std::logic_error("AM reply to a frame that is not a request (one-way requests get none)");
-    fill(rep_, handler, req.token, a0, a1, a2, a3);
+    fill(rep_, req.src, handler, req.token, a0, a1, a2, a3);
     rep_.flags = req.flags;
     while (!net_.try_send(rep_)) stall_check();
-    ++counters_.replies_sent;
+    ++peers_[req.src].counters.replies_sent;
   }
 
   // Reply with n bytes of data from inside a request handler: they land at remote_off in the
@@ -171,59 +197,58 @@ class Endpoint {
   {
     check_bulk(n, remote_off, "reply");
     if (req.kind != Kind::request) throw std::logic_error("AM reply to a frame that is not a request (one-way requests get none)");
-    fill(rep_, handler, req.token, a0, a1, 0, 0, n, remote_off);
+    fill(rep_, req.src, handler, req.token, a0, a1, 0, 0, n, remote_off);
     rep_.flags = req.flags;
     while (!net_.try_store(rep_, src, n, remote_off)) stall_check();
-    ++counters_.replies_sent;
+    ++peers_[req.src].counters.replies_sent;
   }
 
-  // A one-way request: its handler runs on the peer and sends nothing back. Stalls (polling) while no
-  // credit is left. With track, returns the operation's number for wait_local() (else 0).
-  std::uint64_t oneway(std::uint16_t handler, std::uint64_t a0 = 0, std::uint64_t a1 = 0, std::uint64_t a2 = 0,
+  // A one-way request: its handler runs on dst and sends nothing back. Stalls (polling) while no credit
+  // for dst is left. With track, returns the operation's number for wait_local() (else 0).
+  std::uint64_t oneway(int dst, std::uint16_t handler, std::uint64_t a0 = 0, std::uint64_t a1 = 0, std::uint64_t a2 = 0,
                        std::uint64_t a3 = 0, bool track = false) {
+    Peer& p = peer(dst);
     poll();
-    while (credits_ == 0) progress();
-    fill(ow_, handler, 0, a0, a1, a2, a3);
-    return post_oneway(track, [this] { return net_.try_send(ow_); });
+    while (p.credits == 0) progress();
+    fill(ow_, dst, handler, 0, a0, a1, a2, a3);
+    return post_oneway(p, track, [this] { return net_.try_send(ow_); });
   }
-  // A one-way bulk store: n bytes land at remote_off of the peer's segment, then its handler runs.
-  std::uint64_t oneway_store(std::uint16_t handler, const void* src, std::uint32_t n, std::uint32_t remote_off,
+  // A one-way bulk store: n bytes land at remote_off of dst's segment, then its handler runs.
+  std::uint64_t oneway_store(int dst, std::uint16_t handler, const void* src, std::uint32_t n, std::uint32_t remote_off,
                              std::uint64_t a0 = 0, std::uint64_t a1 = 0, bool track = false)
     requires BulkTransport<T>
   {
     check_bulk(n, remote_off, "store");
+    Peer& p = peer(dst);
     poll();
-    while (credits_ == 0) progress();
-    fill(ow_, handler, 0, a0, a1, 0, 0, n, remote_off);
-    return post_oneway(track, [&] { return net_.try_store(ow_, src, n, remote_off); });
+    while (p.credits == 0) progress();
+    fill(ow_, dst, handler, 0, a0, a1, 0, 0, n, remote_off);
+    return post_oneway(p, track, [&] { return net_.try_store(ow_, src, n, remote_off); });
   }
   // Wait (polling, dispatching) until send operation `op` (from oneway(..., track)) is locally complete:
-  // its buffer is free again. Says nothing of arrival.
+  // its buffer is free again. Says nothing of arrival. Operations are numbered across all peers.
   void wait_local(std::uint64_t op)
     requires LocalCompletion<T>
   {
     while (net_.tx_completed() < op) progress();
   }
   static constexpr bool has_local_completion = LocalCompletion<T>;
-  // The pace at which the peer consumes our one-way requests: each credit frame's arrival time and the
-  // credits returned so far. Off by default; a method turns it on around a stream (one TSC read per
-  // credit frame, i.e. per ~C/2 messages). The receiver consumes at the stream's bottleneck rate from its
-  // first message on, whatever the sender's start-up burst, so the intervals between credit frames give
-  // the steady rate; their median leaves out the interruptions of either host.
-  struct CreditMark {
-    std::uint64_t tsc, returned;
-  };
-  void log_credits(bool on) {  // on: a new log; off: stop, keeping the log for reading
+  // Credit frames from dst are logged while on (one TSC read per credit frame, i.e. per ~C/2 messages).
+  // The receiver consumes at the stream's bottleneck rate from its first message on, whatever the
+  // sender's start-up burst, so the intervals between credit frames give the steady rate; their median
+  // leaves out the interruptions of either host.
+  void log_credits(int dst, bool on) {  // on: a new log; off: stop, keeping the log for reading
+    Peer& p = peer(dst);
     if (on) {
-      credit_log_.clear();
-      credit_log_.reserve(1 << 16);
+      p.credit_log.clear();
+      p.credit_log.reserve(1 << 16);
     }
-    logging_credits_ = on;
+    p.logging_credits = on;
   }
-  const std::vector<CreditMark>& credit_log() const { return credit_log_; }
+  const std::vector<CreditMark>& credit_log(int dst) const { return peers_.at(static_cast<std::size_t>(dst)).credit_log; }
   int credit_limit() const { return credit_limit_; }
 
-  // Poll the NI once, dispatching what arrived.
+  // Poll the NI once, dispatching what arrived (from any peer).
   int poll() {
     return net_.poll([this](const void* p, std::size_t n) { deliver(p, n); });
   }
@@ -239,25 +264,82 @@ class Endpoint {
     }
     return true;
   }
-  bool wait_all() {
-    return wait_until([this] { return outstanding_ == 0; });
+  bool wait_all() {  // every peer's requests answered
+    return wait_until([this] { return total_outstanding() == 0; });
   }
-  // How many times requests were declared lost, and how many requests that was in all.
+  bool wait_all(int dst) {
+    const Peer& p = peer(dst);
+    return wait_until([&p] { return p.outstanding == 0; });
+  }
+  // How many times requests were declared lost, and how many requests that was in all (all peers, or one).
   std::uint64_t loss_events() const { return loss_events_; }
-  std::uint64_t lost_requests() const { return lost_requests_; }
+  std::uint64_t loss_events(int dst) const { return peers_.at(static_cast<std::size_t>(dst)).loss_events; }
+  std::uint64_t lost_requests() const {
+    std::uint64_t s = 0;
+    for (const auto& p : peers_) s += p.lost_requests;
+    return s;
+  }
 
-  int outstanding() const { return outstanding_; }
+  int outstanding(int dst) const { return peers_.at(static_cast<std::size_t>(dst)).outstanding; }
+  int total_outstanding() const {
+    int s = 0;
+    for (const auto& p : peers_) s += p.outstanding;
+    return s;
+  }
   int window() const { return window_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
   std::uint32_t session() const { return session_; }
   const EndpointOptions& options() const { return options_; }
   T& transport() { return net_; }
-  const Counters& counters() const { return counters_; }
+  const T& transport() const { return net_; }
+  // Counts per peer, and their sum with the frames refused before their source was known.
+  const Counters& counters(int peer_rank) const { return peers_.at(static_cast<std::size_t>(peer_rank)).counters; }
+  Counters counters() const {
+    Counters s = unattributed_;
+    for (const auto& p : peers_) {
+      const Counters& c = p.counters;
+      s.requests_sent += c.requests_sent;
+      s.replies_sent += c.replies_sent;
+      s.received += c.received;
+      s.oneway_sent += c.oneway_sent;
+      s.oneway_received += c.oneway_received;
+      s.credit_frames += c.credit_frames;
+      s.credit_frames_sent += c.credit_frames_sent;
+      for (std::size_t i = 0; i < s.rejected.size(); ++i) s.rejected[i] += c.rejected[i];
+    }
+    return s;
+  }
   void* user = nullptr;  // handlers' context
 
  private:
-  static void fill(Frame& f, std::uint16_t handler, std::uint64_t token, std::uint64_t a0, std::uint64_t a1,
-                   std::uint64_t a2, std::uint64_t a3, std::uint32_t bulk_len = 0, std::uint32_t bulk_off = 0) {
-    f.handler = handler;
+  // What this endpoint keeps for each other rank: as a requester (window, credits, epoch) and as a
+  // receiver of its one-way requests (credits owed back).
+  struct Peer {
+    int outstanding = 0;
+    int credits = 0;
+    bool asked = false;
+    bool logging_credits = false;
+    std::uint16_t epoch = 0;      // our loss epoch toward this peer
+    std::uint16_t ask_epoch = 0;  // the epoch of its last credit ask, echoed in our credit frame
+    std::uint64_t owed = 0;       // its one-way requests consumed since our last credit frame
+    std::uint64_t credits_returned = 0;
+    std::uint64_t loss_events = 0, lost_requests = 0;
+    std::vector<CreditMark> credit_log;
+    Counters counters;
+  };
+  Peer& peer(int r) {
+    if (static_cast<unsigned>(r) >= static_cast<unsigned>(size_) || r == rank_) [[unlikely]]
+      throw UsageError("AM operation to rank " + std::to_string(r) + ": not a peer of rank " + std::to_string(rank_) +
+                       " in a job of " + std::to_string(size_));
+    return peers_[static_cast<std::size_t>(r)];
+  }
+  const Peer& peer(int r) const { return const_cast<Endpoint*>(this)->peer(r); }
+
+  void fill(Frame& f, int dst, std::uint16_t handler, std::uint32_t token, std::uint64_t a0, std::uint64_t a1,
+            std::uint64_t a2, std::uint64_t a3, std::uint32_t bulk_len = 0, std::uint32_t bulk_off = 0) const {
+    f.dst = static_cast<std::uint16_t>(dst);
+    f.handler = static_cast<std::uint8_t>(handler);
     f.bulk_len = bulk_len;
     f.bulk_off = bulk_off;
     f.token = token;
@@ -267,81 +349,83 @@ class Endpoint {
     f.args[3] = a3;
   }
 
-  void deliver(const void* p, std::size_t n) {
-    if (n < sizeof(Frame)) return reject(Reject::short_frame);
-    const Frame& f = *static_cast<const Frame*>(p);
-    if (f.magic != kMagic) return reject(Reject::bad_magic);
-    if (f.version != kVersion) return reject(Reject::bad_version);
-    if (f.session != session_) return reject(Reject::foreign_session);
-    if (credit_frame(f)) return;
-    if (f.handler >= kMaxHandlers || handlers_[f.handler] == nullptr) return reject(Reject::bad_handler);
+  void deliver(const void* data, std::size_t n) {
+    if (n < sizeof(Frame)) return reject(unattributed_, Reject::short_frame);
+    const Frame& f = *static_cast<const Frame*>(data);
+    if (f.magic != kMagic) return reject(unattributed_, Reject::bad_magic);
+    if (f.version != kVersion) return reject(unattributed_, Reject::bad_version);
+    if (f.session != session_) return reject(unattributed_, Reject::foreign_session);
+    if (f.dst != rank_ || f.src >= size_ || (f.src == rank_ && f.kind != Kind::reply))
+      return reject(unattributed_, Reject::bad_rank);  // a get's completion is delivered locally, as a reply from its target
+    Peer& p = peers_[f.src];
+    if (credit_frame(p, f)) return;
+    if (f.handler >= kMaxHandlers || handlers_[f.handler] == nullptr) return reject(p.counters, Reject::bad_handler);
     if (f.bulk_len != 0 && (f.bulk_off > segment_bytes_ || f.bulk_len > segment_bytes_ - f.bulk_off))
-      return reject(Reject::bad_bulk);
+      return reject(p.counters, Reject::bad_bulk);
     if (f.kind == Kind::reply) {
-      if (f.flags != req_.flags) return reject(Reject::stale_reply);
-      if (outstanding_ == 0) return reject(Reject::unexpected_reply);
-      --outstanding_;
+      if (f.flags != p.epoch) return reject(p.counters, Reject::stale_reply);
+      if (p.outstanding == 0) return reject(p.counters, Reject::unexpected_reply);
+      --p.outstanding;
     } else if (f.kind == Kind::oneway) {
-      ++counters_.received;
-      ++counters_.oneway_received;
-      ++owed_;
-      ask_epoch_ = f.flags & kEpochMask;
+      ++p.counters.received;
+      ++p.counters.oneway_received;
+      ++p.owed;
+      p.ask_epoch = f.flags & kEpochMask;
       handlers_[f.handler](*this, f);
-      if (f.flags & kCreditAsk) return_credits();
+      if (f.flags & kCreditAsk) return_credits(f.src);
       return;
     } else if (f.kind != Kind::request) {
-      return reject(Reject::bad_kind);
+      return reject(p.counters, Reject::bad_kind);
     }
-    ++counters_.received;
+    ++p.counters.received;
     handlers_[f.handler](*this, f);
   }
   // Credit frames name no handler: they are checked and counted before the handler test.
-  bool credit_frame(const Frame& f) {
+  bool credit_frame(Peer& p, const Frame& f) {
     if (f.kind != Kind::credit) return false;
     const std::uint64_t n = f.args[0];
-    if ((f.flags & kEpochMask) != (req_.flags & kEpochMask)) {
-      reject(Reject::stale_reply);
+    if ((f.flags & kEpochMask) != p.epoch) {
+      reject(p.counters, Reject::stale_reply);
     } else if (n == 0 || n > static_cast<std::uint64_t>(credit_limit_)) {
-      reject(Reject::bad_credit);
+      reject(p.counters, Reject::bad_credit);
     } else {
-      credits_ = std::min(credit_limit_, credits_ + static_cast<int>(n));
-      asked_ = false;
-      ++counters_.credit_frames;
-      credits_returned_ += n;
-      if (logging_credits_ && credit_log_.size() < credit_log_.capacity())
-        credit_log_.push_back({tsc::now(), credits_returned_});
+      p.credits = std::min(credit_limit_, p.credits + static_cast<int>(n));
+      p.asked = false;
+      ++p.counters.credit_frames;
+      p.credits_returned += n;
+      if (p.logging_credits && p.credit_log.size() < p.credit_log.capacity())
+        p.credit_log.push_back({tsc::now(), p.credits_returned});
     }
     return true;
   }
-  void return_credits() {
-    cred_.args[0] = owed_;
-    cred_.flags = static_cast<std::uint16_t>(ask_epoch_);
+  void return_credits(int to) {
+    Peer& p = peers_[static_cast<std::size_t>(to)];
+    cred_.dst = static_cast<std::uint16_t>(to);
+    cred_.args[0] = p.owed;
+    cred_.flags = p.ask_epoch;
     while (!net_.try_send(cred_)) stall_check();
-    owed_ = 0;
-    ++counters_.credit_frames_sent;
+    p.owed = 0;
+    ++p.counters.credit_frames_sent;
   }
-  std::uint16_t credit_flags() {
-    // Ask for credits once half or fewer remain after this request, unless an ask is already on its way.
-    std::uint16_t fl = static_cast<std::uint16_t>(req_.flags & kEpochMask);
-    if (!asked_ && credits_ - 1 <= credit_limit_ / 2) {
-      fl |= kCreditAsk;
-      asked_ = true;
-    }
-    return fl;
-  }
-  // The send of a filled one-way frame: ask for credits if due, then try until the NI takes it. Tracking
-  // is asked again before every try: a retry's progress() may run a handler whose reply or credit frame
-  // would otherwise take the tracking for itself.
+  // The send of a filled one-way frame: ask for credits if due (once half or fewer remain after it,
+  // unless an ask is already on its way), then try until the NI takes it. Tracking is asked again before
+  // every try: a retry's progress() may run a handler whose reply or credit frame would otherwise take
+  // the tracking for itself.
   template <class Try>
-  std::uint64_t post_oneway(bool track, Try&& try_op) {
-    ow_.flags = credit_flags();
+  std::uint64_t post_oneway(Peer& p, bool track, Try&& try_op) {
+    std::uint16_t fl = p.epoch;
+    if (!p.asked && p.credits - 1 <= credit_limit_ / 2) {
+      fl |= kCreditAsk;
+      p.asked = true;
+    }
+    ow_.flags = fl;
     for (;;) {
       if (track) track_next();
       if (try_op()) break;
       progress();
     }
-    --credits_;
-    ++counters_.oneway_sent;
+    --p.credits;
+    ++p.counters.oneway_sent;
     if constexpr (LocalCompletion<T>) {
       if (track) return net_.tx_posted();
     }
@@ -351,7 +435,7 @@ class Endpoint {
     if constexpr (LocalCompletion<T>) net_.track_next();
     else throw UsageError("this transport cannot report local completion of a send");
   }
-  void reject(Reject r) { ++counters_.rejected[static_cast<int>(r)]; }
+  static void reject(Counters& c, Reject r) { ++c.rejected[static_cast<int>(r)]; }
   void check_bulk(std::uint32_t n, std::uint32_t off, const char* op) const {
     if (n == 0 || off > segment_bytes_ || n > segment_bytes_ - off)
       throw UsageError(std::string("bulk ") + op + " of " + std::to_string(n) + " bytes at offset " +
@@ -387,44 +471,102 @@ class Endpoint {
     if (now < next_check_) return;
     next_check_ = now + check_interval_cycles_;
     throw_if_interrupted();
-    if (!net_.peer_alive()) throw PeerError("the peer is gone (process exited or connection closed)");
-    if (loss_cycles_ && (outstanding_ > 0 || credits_ == 0) && now - idle_since_ > loss_cycles_ * (1 + losses_in_stall_)) {
-      // Requests, one-way requests or their replies and credits were lost. A new epoch makes any reply
-      // or credit frame still in flight stale; after this long a silent peer holds nothing of ours.
-      ++losses_in_stall_;
-      ++loss_events_;
-      lost_requests_ += static_cast<std::uint64_t>(outstanding_);
-      outstanding_ = 0;
-      credits_ = credit_limit_;
-      asked_ = false;
-      req_.flags = static_cast<std::uint16_t>((req_.flags + 1) & kEpochMask);
-      return;
+    if (!net_.peer_alive()) throw PeerError("a peer is gone (process exited or connection closed)");
+    if (loss_cycles_ && now - idle_since_ > loss_cycles_ * (1 + losses_in_stall_)) {
+      // Requests, one-way requests or their replies and credits were lost. A new epoch toward each peer
+      // that holds some makes any reply or credit frame still in flight stale; after this long a silent
+      // peer holds nothing of ours.
+      bool any = false;
+      for (auto& p : peers_) {
+        if (p.outstanding == 0 && p.credits != 0) continue;
+        any = true;
+        ++p.loss_events;
+        p.lost_requests += static_cast<std::uint64_t>(p.outstanding);
+        p.outstanding = 0;
+        p.credits = credit_limit_;
+        p.asked = false;
+        p.epoch = static_cast<std::uint16_t>((p.epoch + 1) & kEpochMask);
+      }
+      if (any) {
+        ++losses_in_stall_;
+        ++loss_events_;
+        return;
+      }
     }
-    if (timeout_cycles_ && now - idle_since_ > timeout_cycles_)
-      throw PeerError("no message from the peer for the stall timeout (" + std::to_string(outstanding_) +
-                      " requests outstanding, " + std::to_string(credit_limit_ - credits_) +
-                      " one-way requests unacknowledged): the peer is stuck or messages were lost");
+    if (timeout_cycles_ && now - idle_since_ > timeout_cycles_) {
+      int unacked = 0;
+      for (const auto& p : peers_) unacked += credit_limit_ - p.credits;
+      throw PeerError("no message from any peer for the stall timeout (" + std::to_string(total_outstanding()) +
+                      " requests outstanding, " + std::to_string(unacked) +
+                      " one-way requests unacknowledged): a peer is stuck or messages were lost");
+    }
   }
 
   T& net_;
   EndpointOptions options_;
   Frame req_, rep_, ow_, cred_;
-  int credit_limit_ = 0, credits_ = 0;
-  bool asked_ = false;
-  bool logging_credits_ = false;
-  std::uint64_t credits_returned_ = 0;
-  std::vector<CreditMark> credit_log_;
-  std::uint64_t owed_ = 0;
-  std::uint16_t ask_epoch_ = 0;
+  int credit_limit_ = 0;
   int window_;
-  int outstanding_ = 0;
+  int rank_, size_;
+  std::vector<Peer> peers_;  // indexed by rank (our own entry unused)
+  Counters unattributed_;    // frames refused before their source was known
   std::uint32_t segment_bytes_;
   std::uint32_t session_;
   std::array<Handler, kMaxHandlers> handlers_;
-  Counters counters_;
   std::uint64_t idle_ = 0, idle_since_ = 0, next_check_ = 0;
   std::uint64_t timeout_cycles_ = 0, check_interval_cycles_ = 0, loss_cycles_ = 0;
-  std::uint64_t loss_events_ = 0, lost_requests_ = 0, losses_in_stall_ = 0;
+  std::uint64_t loss_events_ = 0, losses_in_stall_ = 0;
+};
+
+// One destination seen from an endpoint: what a single-pair method drives. A method measures a link
+// (requester -> replier); the endpoint may have other peers (`--bench pairs` runs one method per
+// requester, each on its own link). Holds a reference and a rank; every call is the endpoint's own.
+template <class EP>
+class Link {
+ public:
+  using Endpoint = EP;
+  Link(EP& ep, int peer) : ep_(&ep), peer_(peer) {}
+  EP& endpoint() const { return *ep_; }
+  int peer() const { return peer_; }
+  static constexpr bool has_local_completion = EP::has_local_completion;
+
+  void request(std::uint16_t h, std::uint64_t a0 = 0, std::uint64_t a1 = 0, std::uint64_t a2 = 0, std::uint64_t a3 = 0) {
+    ep_->request(peer_, h, a0, a1, a2, a3);
+  }
+  void store(std::uint16_t h, const void* src, std::uint32_t n, std::uint32_t remote_off, std::uint64_t a0 = 0,
+             std::uint64_t a1 = 0) {
+    ep_->store(peer_, h, src, n, remote_off, a0, a1);
+  }
+  void get(std::uint16_t h, std::uint32_t remote_off, std::uint32_t n, std::uint32_t local_off) {
+    ep_->get(peer_, h, remote_off, n, local_off);
+  }
+  std::uint64_t oneway(std::uint16_t h, std::uint64_t a0 = 0, std::uint64_t a1 = 0, std::uint64_t a2 = 0,
+                       std::uint64_t a3 = 0, bool track = false) {
+    return ep_->oneway(peer_, h, a0, a1, a2, a3, track);
+  }
+  std::uint64_t oneway_store(std::uint16_t h, const void* src, std::uint32_t n, std::uint32_t remote_off,
+                             std::uint64_t a0 = 0, std::uint64_t a1 = 0, bool track = false) {
+    return ep_->oneway_store(peer_, h, src, n, remote_off, a0, a1, track);
+  }
+  void wait_local(std::uint64_t op) { ep_->wait_local(op); }
+  template <class Pred>
+  bool wait_until(Pred&& pred) {
+    return ep_->wait_until(std::forward<Pred>(pred));
+  }
+  bool wait_all() { return ep_->wait_all(peer_); }
+  int poll() { return ep_->poll(); }
+  std::uint64_t loss_events() const { return ep_->loss_events(peer_); }
+  void log_credits(bool on) { ep_->log_credits(peer_, on); }
+  const auto& credit_log() const { return ep_->credit_log(peer_); }
+  int credit_limit() const { return ep_->credit_limit(); }
+  int window() const { return ep_->window(); }
+  int outstanding() const { return ep_->outstanding(peer_); }
+  auto& transport() const { return ep_->transport(); }
+  const Counters& counters() const { return ep_->counters(peer_); }
+
+ private:
+  EP* ep_;
+  int peer_;
 };
 
 }  // namespace logpb::am

@@ -19,14 +19,17 @@ struct RxSink {
   void operator()(const void*, std::size_t) const {}
 };
 
+// Peers: a transport connects this rank to the other ranks of a job. Every frame names its destination
+// (f.dst) and source (f.src) rank; a transport routes each send on f.dst (a pair transport has one
+// peer and may ignore it), and poll() serves every peer. A rank's frames to one peer arrive in order.
 template <class T>
 concept Transport = requires(T& t, const T& ct, const am::Frame& f, RxSink sink) {
-  // Queue one small AM. False when the NI cannot take it now (ring/queue full): the caller polls and
-  // retries. The transport fills f.seq.
+  // Queue one small AM for rank f.dst. False when the NI cannot take it now (ring/queue full): the caller
+  // polls and retries. The transport fills f.seq.
   { t.try_send(f) } -> std::same_as<bool>;
   // Deliver at most a few received frames to sink; returns how many were delivered or dropped.
   { t.poll(sink) } -> std::same_as<int>;
-  // Cheap enough to call every millisecond from a stalled wait loop; false once the peer is gone.
+  // Cheap enough to call every millisecond from a stalled wait loop; false once any peer is gone.
   { t.peer_alive() } -> std::same_as<bool>;
   // This side's registered segment: where the peer's bulk stores land.
   { t.segment() } -> std::same_as<std::span<std::byte>>;
@@ -67,10 +70,11 @@ concept CreditLimited = requires(const T& t, int window) {
 
 namespace logpb {
 
-// Bulk transfers (Culler et al. section 4): store puts `len` bytes from `src` into the peer's segment at
+// Bulk transfers (Culler et al. section 4): store puts `len` bytes from `src` into rank f.dst's segment at
 // `remote_off` and then delivers `f` there (with f.bulk_len/bulk_off set by the caller), so the peer's
-// handler finds the data in place. get copies `len` bytes of the peer's segment at `remote_off` into this
-// side's segment at `local_off` and then delivers `f` (a reply frame) locally through poll().
+// handler finds the data in place. get copies `len` bytes of rank f.src's segment at `remote_off` into
+// this side's segment at `local_off` and then delivers `f` (a reply frame from f.src to us) locally
+// through poll().
 // Both return false when the NI cannot take the operation now; the caller polls and retries.
 template <class T>
 concept BulkTransport = Transport<T> && requires(T& t, const am::Frame& f, const void* src, std::uint32_t n) {

@@ -31,9 +31,11 @@ struct Pair {
   }
 };
 
-am::EndpointOptions opts(std::uint32_t session, int window = 8, double timeout = 5) {
+am::EndpointOptions opts(std::uint32_t session, int window = 8, double timeout = 5, int rank = 0) {
   am::EndpointOptions o;
   o.session = session;
+  o.rank = rank;
+  o.size = 2;
   o.window = window;
   o.stall_timeout_s = timeout;
   o.segment_bytes = 1 << 16;
@@ -47,19 +49,19 @@ enum : std::uint16_t { kStored = 5, kGot = 6 };
 TEST_CASE("request and reply carry four words both ways") {
   Pair p;
   EP client(*p.a, test_clock(), opts(42));
-  EP server(*p.b, test_clock(), opts(42));
+  EP server(*p.b, test_clock(), opts(42, 8, 5, 1));
   methods::ClientState st;
   methods::install_client(client, st);
   std::thread srv([&] { methods::serve(server); });
-  client.request(methods::kEcho, 1, 2, 3, 0xdeadbeefcafef00dull);
+  client.request(1, methods::kEcho, 1, 2, 3, 0xdeadbeefcafef00dull);
   client.wait_until([&] { return st.acks == 1; });
   CHECK(st.last_args[0] == 1);
   CHECK(st.last_args[3] == 0xdeadbeefcafef00dull);
-  for (int i = 0; i < 1000; ++i) client.request(methods::kEcho, i);
+  for (int i = 0; i < 1000; ++i) client.request(1, methods::kEcho, i);
   client.wait_all();
   CHECK(st.acks == 1001);
-  CHECK(client.outstanding() == 0);
-  client.request(methods::kQuit);
+  CHECK(client.outstanding(1) == 0);
+  client.request(1, methods::kQuit);
   srv.join();
   CHECK(server.counters().replies_sent == 1001);
   CHECK(client.counters().rejected_total() == 0);
@@ -76,6 +78,8 @@ TEST_CASE("malformed and foreign frames are counted and dropped, never dispatche
   good.session = 7;
   good.kind = am::Kind::reply;
   good.handler = methods::kAck;
+  good.src = 1;
+  good.dst = 0;
 
   auto send = [&](am::Frame f) { REQUIRE(p.b->try_send(f)); };
   am::Frame f = good;
@@ -106,10 +110,21 @@ TEST_CASE("malformed and foreign frames are counted and dropped, never dispatche
   f.bulk_len = 0xffffffffu;
   f.bulk_off = 16;  // wraps
   send(f);
+  f = good;
+  f.src = 5;  // no such rank in a job of two
+  send(f);
+  f = good;
+  f.dst = 1;  // meant for another rank
+  send(f);
+  f = good;
+  f.src = 0;  // from itself: only a get's local completion may be
+  f.kind = am::Kind::request;
+  f.handler = methods::kEcho;
+  send(f);
   send(good);  // a reply nobody asked for
 
-  for (int i = 0; i < 9; ++i) CHECK(client.poll() == 1);
-  const auto& c = client.counters();
+  for (int i = 0; i < 12; ++i) CHECK(client.poll() == 1);
+  const auto c = client.counters();
   using am::Reject;
   CHECK(c.rejected[int(Reject::bad_magic)] == 1);
   CHECK(c.rejected[int(Reject::bad_version)] == 1);
@@ -117,6 +132,7 @@ TEST_CASE("malformed and foreign frames are counted and dropped, never dispatche
   CHECK(c.rejected[int(Reject::bad_handler)] == 2);
   CHECK(c.rejected[int(Reject::bad_kind)] == 1);
   CHECK(c.rejected[int(Reject::bad_bulk)] == 2);
+  CHECK(c.rejected[int(Reject::bad_rank)] == 3);
   CHECK(c.rejected[int(Reject::unexpected_reply)] == 1);
   CHECK(st.acks == 0);
   CHECK(c.received == 0);
@@ -125,7 +141,7 @@ TEST_CASE("malformed and foreign frames are counted and dropped, never dispatche
 TEST_CASE("bulk store and get move bytes exactly") {
   Pair p;
   EP client(*p.a, test_clock(), opts(9));
-  EP server(*p.b, test_clock(), opts(9));
+  EP server(*p.b, test_clock(), opts(9, 8, 5, 1));
   methods::ClientState st;
   methods::install_client(client, st);
   methods::ServerState ss;
@@ -136,14 +152,14 @@ TEST_CASE("bulk store and get move bytes exactly") {
     for (std::uint32_t i = 0; i < f.bulk_len; ++i) sum = sum * 131 + std::to_integer<std::uint8_t>(seg[f.bulk_off + i]);
     e.reply(f, methods::kAck, sum, f.bulk_len, f.bulk_off);
   });
-  std::thread srv([&] { server.wait_until([&] { return ss.quit; }); });
+  std::thread srv([&] { server.wait_until([&] { return ss.quits > 0; }); });
 
   std::vector<std::uint8_t> data(40000);
   std::iota(data.begin(), data.end(), 0);
   for (auto& x : data) x = static_cast<std::uint8_t>(x * 7 + 3);
   std::uint64_t sum = 0;
   for (auto x : data) sum = sum * 131 + x;
-  client.store(kStored, data.data(), static_cast<std::uint32_t>(data.size()), 1000);
+  client.store(1, kStored, data.data(), static_cast<std::uint32_t>(data.size()), 1000);
   client.wait_until([&] { return st.acks == 1; });
   CHECK(st.last_args[0] == sum);
   CHECK(st.last_args[1] == data.size());
@@ -151,13 +167,13 @@ TEST_CASE("bulk store and get move bytes exactly") {
   static bool got = false;
   got = false;
   client.on(kGot, [](EP&, const am::Frame&) { got = true; });
-  client.get(kGot, 1000, static_cast<std::uint32_t>(data.size()), 20000);
+  client.get(1, kGot, 1000, static_cast<std::uint32_t>(data.size()), 20000);
   client.wait_until([] { return got; });
   CHECK(std::memcmp(client.transport().segment().data() + 20000, data.data(), data.size()) == 0);
-  CHECK(client.outstanding() == 0);
+  CHECK(client.outstanding(1) == 0);
 
-  CHECK_THROWS_AS(client.store(kStored, data.data(), 100, (1 << 16) - 50), UsageError);
-  client.request(methods::kQuit);
+  CHECK_THROWS_AS(client.store(1, kStored, data.data(), 100, (1 << 16) - 50), UsageError);
+  client.request(1, methods::kQuit);
   srv.join();
 }
 
@@ -166,9 +182,9 @@ TEST_CASE("a silent peer ends a full window with PeerError, not a hang") {
   EP client(*p.a, test_clock(), opts(3, 2, 0.2));
   methods::ClientState st;
   methods::install_client(client, st);
-  client.request(methods::kEcho);
-  client.request(methods::kEcho);
+  client.request(1, methods::kEcho);
+  client.request(1, methods::kEcho);
   const auto t0 = std::chrono::steady_clock::now();
-  CHECK_THROWS_AS(client.request(methods::kEcho), PeerError);  // window of 2 is full, nobody replies
+  CHECK_THROWS_AS(client.request(1, methods::kEcho), PeerError);  // window of 2 is full, nobody replies
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(3));
 }

@@ -39,7 +39,7 @@ std::vector<BulkSize> bulk(EP& ep, ClientState& st, const Clock& clock, const st
     b.round_trip = summarize(t);
     // get: the peer's segment to the upper half of ours, completed by a local handler.
     static bool got;
-    ep.on(kGotBack, [](EP&, const am::Frame&) { got = true; });
+    ep.endpoint().on(kGotBack, [](typename EP::Endpoint&, const am::Frame&) { got = true; });
     std::vector<double> tg;
     for (int i = 0; i < cfg.rtt.iterations; ++i) {
       got = false;

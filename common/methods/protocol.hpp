@@ -29,9 +29,10 @@ struct ClientState {
   std::uint64_t last_args[4] = {};
 };
 struct ServerState {
-  bool quit = false;
+  int quits = 0;  // requesters that said quit
   std::uint64_t quiet = 0;     // one-way messages received
   std::uint64_t to_send = 0;   // kFloodMe: one-way messages still to send back
+  int send_to = 0;             // kFloodMe: the rank that asked for them
   std::uint32_t send_bytes = 0, send_off = 0;
 };
 
@@ -50,7 +51,7 @@ template <class EP>
 void install_server(EP& ep, ServerState& st) {
   ep.user = &st;
   ep.on(kEcho, [](EP& e, const am::Frame& f) { e.reply(f, kAck, f.args[0], f.args[1], f.args[2], f.args[3]); });
-  ep.on(kQuit, [](EP& e, const am::Frame&) { static_cast<ServerState*>(e.user)->quit = true; });
+  ep.on(kQuit, [](EP& e, const am::Frame&) { ++static_cast<ServerState*>(e.user)->quits; });
   ep.on(kSink, [](EP& e, const am::Frame& f) { e.reply(f, kAck, f.bulk_len); });
   ep.on(kSendBack, [](EP& e, const am::Frame& f) {
     const auto n = static_cast<std::uint32_t>(f.args[0]);
@@ -67,6 +68,7 @@ void install_server(EP& ep, ServerState& st) {
   ep.on(kFloodMe, [](EP& e, const am::Frame& f) {
     auto* s = static_cast<ServerState*>(e.user);
     s->to_send = f.args[0];
+    s->send_to = f.src;
     s->send_bytes = static_cast<std::uint32_t>(f.args[1]);
     s->send_off = static_cast<std::uint32_t>(f.args[2]);
   });
@@ -78,25 +80,25 @@ void install_server(EP& ep, ServerState& st) {
   });
 }
 
-// Serve until the client says quit. A dead client ends this with PeerError. One-way messages the client
+// Serve until the client says quit (a replier of several requesters: until each has said so). A dead client ends this with PeerError. One-way messages the client
 // asked for (kFloodMe) are sent from this loop, never from inside a handler, so handlers never nest.
 template <class EP>
-void serve(EP& ep) {
+void serve(EP& ep, int requesters = 1) {
   ServerState st;
   install_server(ep, st);
   for (;;) {
-    ep.wait_until([&] { return st.quit || st.to_send > 0; });
-    if (st.quit) break;
+    ep.wait_until([&] { return st.quits >= requesters || st.to_send > 0; });
+    if (st.quits >= requesters) break;
     const std::uint32_t n = st.send_bytes;
     if (n == 0) {
-      ep.oneway(kArrived);
+      ep.oneway(st.send_to, kArrived);
     } else if constexpr (BulkTransport<std::remove_reference_t<decltype(ep.transport())>>) {
       const auto seg = ep.transport().segment();
       if (n > seg.size() / 2 || st.send_off > seg.size() - n) {  // refuse: the client sees nothing come
         st.to_send = 0;
         continue;
       }
-      ep.oneway_store(kArrived, seg.data(), n, st.send_off);
+      ep.oneway_store(st.send_to, kArrived, seg.data(), n, st.send_off);
     } else {
       st.to_send = 0;
       continue;

@@ -27,7 +27,7 @@ struct VerifyCase {
 template <class EP>
 std::vector<VerifyCase> verify_bulk(EP& ep, ClientState& st, std::uint32_t max_bytes, std::uint64_t seed) {
   static bool got;
-  ep.on(kGotBack, [](EP&, const am::Frame&) { got = true; });
+  ep.endpoint().on(kGotBack, [](typename EP::Endpoint&, const am::Frame&) { got = true; });
   std::vector<std::uint32_t> sizes{1, 7, 64, 1000, 1400, 1500, 1501, 4096, 9000, 65536, 300000};
   std::vector<VerifyCase> out;
   auto seg = ep.transport().segment();

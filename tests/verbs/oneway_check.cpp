@@ -78,6 +78,8 @@ int run(const std::string& dev_name, bool events, int messages, int fd, bool sen
 
   am::EndpointOptions eo;
   eo.session = 0x5eed;
+  eo.rank = sender ? 0 : 1;
+  eo.size = 2;
   eo.segment_bytes = static_cast<std::uint32_t>(t.segment().size());
   eo.credits = kCredits;
   eo.stall_timeout_s = 20;
@@ -125,18 +127,18 @@ int run(const std::string& dev_name, bool events, int messages, int fd, bool sen
     }
     const std::uint32_t dst = static_cast<std::uint32_t>(i % kRegions) * kRegion;
     if (n == 0) {
-      op[b] = ep.oneway(kData, static_cast<std::uint64_t>(i), 0, 0, 0, true);
+      op[b] = ep.oneway(1, kData, static_cast<std::uint64_t>(i), 0, 0, 0, true);
       sum += static_cast<std::uint64_t>(i);
     } else {
-      op[b] = ep.oneway_store(kData, src, n, dst, 0, 0, true);
+      op[b] = ep.oneway_store(1, kData, src, n, dst, 0, 0, true);
       sum += fnv(src, n);
     }
     if (op[b] == 0 || t.tx_completed() > t.tx_posted()) ok = false;
   }
   ep.wait_local(t.tx_posted());
-  ep.request(kFinal);
+  ep.request(1, kFinal);
   ep.wait_until([&] { return tot.got; });
-  ep.wait_local(ep.oneway(kQuit, 0, 0, 0, 0, true));  // RC: locally complete once the peer has it
+  ep.wait_local(ep.oneway(1, kQuit, 0, 0, 0, 0, true));  // RC: locally complete once the peer has it
   const nlohmann::json d = t.describe();
   const nlohmann::json& c = d["counters"];
   std::printf("one-way %d (%s): peer counted %llu (sum %s), credit frames %llu, ops posted %llu completed %llu, "
