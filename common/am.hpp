@@ -450,8 +450,7 @@ class Endpoint {
     }
     if constexpr (IdleWait<T>) {
       // A sleeping endpoint reads the clock after every sleep: the watchdog must not wait 4096 of them.
-      net_.idle_wait();
-      idle_ = std::max<std::uint64_t>(idle_, 4095);
+      if (net_.idle_wait()) idle_ = std::max<std::uint64_t>(idle_, 4095);
     }
     stall_check();
   }

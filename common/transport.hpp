@@ -53,10 +53,12 @@ concept LocalCompletion = requires(T& t) {
 // An NI that can sleep until something arrives (verbs --event: a completion channel). The AM layer calls
 // idle_wait() after a poll found nothing, only inside its waiting loops (never from request()'s single
 // poll), so a sleeping endpoint costs one wakeup per message, not a timer tick. It must return within
-// a few milliseconds even if nothing comes, so the watchdog keeps running.
+// a few milliseconds even if nothing comes, so the watchdog keeps running. It returns whether it gave
+// the core away (slept or yielded): a transport that yields only when its job has more ranks than cores
+// answers false otherwise, and the endpoint's waiting loop stays a pure busy poll.
 template <class T>
 concept IdleWait = requires(T& t) {
-  { t.idle_wait() } -> std::same_as<void>;
+  { t.idle_wait() } -> std::same_as<bool>;
 };
 
 // How many one-way requests (am.hpp) the receiving side's queues hold beside the request window and the

@@ -340,7 +340,10 @@ class Transport {
 class EventTransport : public Transport {
  public:
   using Transport::Transport;
-  void idle_wait() { sleep_for_completion(); }
+  bool idle_wait() {
+    sleep_for_completion();
+    return true;
+  }
 };
 
 }  // namespace logpb::verbs
