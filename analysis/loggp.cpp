@@ -31,23 +31,13 @@ GapFit fit_gap(const std::vector<double>& sizes, const std::vector<double>& gap,
     y.insert(y.begin(), gap[n - 2]);
     w.push_back(1);
   }
-  const LineFit lf = fit_line(x, y, w);
+  const LineFit lf = fit_line_ols(x, y);
   if (!lf.ok) {
     f.G = f.crossover = Param::invalid("fewer than two sizes: no per-byte gap");
     return f;
   }
-  double se = 0;
-  if (x.size() > 2) {  // ordinary least squares: the slope's standard error from the residuals
-    double rss = 0, mx = 0, sxx = 0;
-    for (double v : x) mx += v;
-    mx /= static_cast<double>(x.size());
-    for (std::size_t i = 0; i < x.size(); ++i) {
-      const double r = y[i] - lf.intercept - lf.slope * x[i];
-      rss += r * r;
-      sxx += (x[i] - mx) * (x[i] - mx);
-    }
-    se = std::sqrt(rss / static_cast<double>(x.size() - 2) / sxx) * t975(static_cast<double>(x.size() - 2));
-  }
+  // Ordinary least squares: the slope's interval from the residuals (none through two points).
+  const double se = lf.dof >= 1 ? ci95_student(lf.slope_se_resid, lf.dof) : 0;
   f.G.value = f.G.raw = lf.slope;
   f.G.ci95 = se;
   f.G.valid = lf.slope > 0;
@@ -98,19 +88,22 @@ Bottleneck classify_flood(double gap, double gap_ci, const Param& o_s, const Par
 
 NaiveBulk fit_naive_bulk(const std::vector<double>& sizes, const std::vector<double>& T) {
   NaiveBulk b;
-  std::vector<double> w(sizes.size(), 1);
-  const LineFit lf = fit_line(sizes, T, w);
+  const LineFit lf = fit_line_ols(sizes, T);
   if (!lf.ok) {
     b.T0 = b.R_inf = Param::invalid("fewer than two sizes");
     return b;
   }
+  // Intervals from the scatter of T(n) about the line (none through two sizes); R_inf = 1 / slope carries
+  // the slope's relative interval.
+  const double slope_ci = lf.dof >= 1 ? ci95_student(lf.slope_se_resid, lf.dof) : 0;
+  const double T0_ci = lf.dof >= 1 ? ci95_student(lf.intercept_se_resid, lf.dof) : 0;
   b.R_inf.value = b.R_inf.raw = lf.slope > 0 ? 1 / lf.slope : NAN;
   b.R_inf.valid = lf.slope > 0;
-  b.R_inf.ci95 = 0;
+  b.R_inf.ci95 = lf.slope > 0 ? slope_ci / (lf.slope * lf.slope) : 0;
   b.R_inf.note = "bytes per ns (GB/s), 1 / slope of T(n)";
   if (!b.R_inf.valid) b.R_inf = Param::invalid("T(n) does not grow with n", lf.slope);
   b.T0.value = b.T0.raw = lf.intercept;
-  b.T0.ci95 = 0;
+  b.T0.ci95 = T0_ci;
   // Culler et al. section 4: T_0 is only a fitting constant; a negative one shows the model does not hold.
   if (lf.intercept < 0) {
     b.T0 = Param::invalid("T_0 of the naive fit is negative: T(n) is not linear in n and T_0 means nothing", lf.intercept);
@@ -120,6 +113,41 @@ NaiveBulk fit_naive_bulk(const std::vector<double>& sizes, const std::vector<dou
     b.T0.note = "intercept of T(n) = T_0 + n / R_inf: a fitting constant, not a start-up cost (Culler et al. section 4)";
   }
   return b;
+}
+
+LogGPFromPLogP plogp_to_loggp(std::uint32_t m, const PLogPPoint& x, const PLogPPoint& zero, const PLogPPoint* one,
+                              double g0, double g0_ci) {
+  LogGPFromPLogP d;
+  if (!std::isfinite(g0)) {
+    d.g = d.G = d.L_plogp = d.L = Param::invalid("needs g(0), whose saturation did not converge");
+    return d;
+  }
+  auto param = [](double v, double ci, const std::string& how = "") {
+    Param p;
+    p.value = p.raw = v;
+    p.ci95 = std::isfinite(ci) ? ci : 0;
+    p.valid = std::isfinite(v);
+    p.ci_method = how;
+    if (!p.valid) p = Param::invalid("not measured");
+    return p;
+  };
+  auto sq = [](double a) { return a * a; };
+  // g(m) = RTT(m) - RTT(0) + g(0): the extra time m bytes cost a round trip, on top of the small gap.
+  auto gap = [&](const PLogPPoint& p) { return p.rtt - zero.rtt + g0; };
+  auto gap_ci = [&](const PLogPPoint& p) { return std::sqrt(sq(p.rtt_ci) + sq(zero.rtt_ci) + sq(g0_ci)); };
+  const double ci = gap_ci(x);
+  d.g = param(gap(x), ci, "RTT(m) - RTT(0) + g(0): intervals added in quadrature");
+  if (m > 0) d.G = param(gap(x) / m, ci / m);
+  const double Lp = (zero.rtt - 2 * g0) / 2;
+  const double Lp_ci = std::sqrt(sq(zero.rtt_ci) + 4 * sq(g0_ci)) / 2;
+  d.L_plogp = Lp >= 0 ? param(Lp, Lp_ci) : Param::invalid("(RTT(0) - 2 g(0)) / 2 is negative", Lp);
+  if (one) {
+    // Table 1: LogP's L = L + g(1) - o_s(1) - o_r(1).
+    const double L = Lp + gap(*one) - one->o_s - one->o_r;
+    const double L_ci = std::sqrt(sq(Lp_ci) + sq(gap_ci(*one)) + sq(one->o_s_ci) + sq(one->o_r_ci));
+    d.L = L >= 0 ? param(L, L_ci) : Param::invalid("LogP's L by Table 1 is negative", L);
+  }
+  return d;
 }
 
 }  // namespace logpb::analysis

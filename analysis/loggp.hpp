@@ -3,6 +3,7 @@
 // parameterized LogP converted to LogP/LogGP by their Table 1.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -37,5 +38,20 @@ struct NaiveBulk {
   std::string warning;
 };
 NaiveBulk fit_naive_bulk(const std::vector<double>& sizes, const std::vector<double>& T);
+
+// Kielmann et al.'s parameterized LogP at one size, as their method measures it (section 3): the round
+// trip RTT(m) (m bytes out, 0 back), the send overhead o_s(m) and the receive overhead o_r(m).
+struct PLogPPoint {
+  double rtt = NAN, rtt_ci = NAN, o_s = NAN, o_s_ci = NAN, o_r = NAN, o_r_ci = NAN;
+};
+// Their Table 1, from the points at m, 0 and 1 byte and g(0) by saturation:
+//   g(m) = RTT(m) - RTT(0) + g(0), G = g(m) / m, PLogP's L = (RTT(0) - 2 g(0)) / 2, and
+//   LogP's L = L + g(1) - o_s(1) - o_r(1); intervals added in quadrature.
+// Without a converged g(0) (NaN) every one is invalid and says so; a negative L is never reported bare.
+struct LogGPFromPLogP {
+  Param g, G, L_plogp, L;
+};
+LogGPFromPLogP plogp_to_loggp(std::uint32_t m, const PLogPPoint& at_m, const PLogPPoint& at_0, const PLogPPoint* at_1,
+                              double g0, double g0_ci);
 
 }  // namespace logpb::analysis

@@ -385,7 +385,7 @@ Combined combine_runs(const std::vector<Param>& per_run) {
     if (p.valid && !p.ci_method.empty()) own = p.ci_method;
   c.ci_method = own.empty() ? "propagated within the run" : own;
   if (v.size() >= 2) {
-    const double between = t975(n - 1) * std::sqrt(ss / (n - 1)) / std::sqrt(n);
+    const double between = ci95_of_mean(std::sqrt(ss / (n - 1)), n);
     if (between > ci) {
       ci = between;
       c.ci_method = "Student-t over " + std::to_string(v.size()) + " runs";

@@ -6,6 +6,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "app/method.hpp"
 #include "common/errors.hpp"
 #include "common/results.hpp"
 
@@ -49,7 +50,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
       ("help,h", "this text")
       ("version", "print the version")
       ("transport", po::value(&o.transport)->default_value(o.transport), "shm | verbs | dpdk (mpi: reserved, not written yet)")
-      ("bench", po::value(&o.bench)->default_value(o.bench), "pingpong | signature | bulk | flood | overlap | kielmann | availability | verify (bulk self-check)")
+      ("bench", po::value(&o.bench)->default_value(o.bench), bench_help().c_str())
       ("emulate", po::value(&o.emulate_spec), "shm only: emulated NI, e.g. \"os=1.4us,or=2.2us,g=7.6us,L=6.3us,C=32\"")
       ("json", po::value(&o.json_path), "write results to this file (atomically; checkpointed during the run)")
       ("raw", po::bool_switch(&o.raw), "also store every raw sample in the JSON")
@@ -149,10 +150,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   if (o.mode != "client" && !o.host.empty()) throw UsageError("unexpected argument '" + o.host + "' (only client takes a HOST)");
   if (o.transport != "shm" && o.transport != "verbs" && o.transport != "dpdk" && o.transport != "mpi")
     throw UsageError("--transport must be shm, verbs, dpdk or mpi, not '" + o.transport + "'");
-  static const char* benches[] = {"pingpong", "signature", "verify", "bulk", "flood", "overlap", "kielmann", "availability"};
-  if (std::find(std::begin(benches), std::end(benches), o.bench) == std::end(benches))
-    throw UsageError("--bench must be pingpong, signature, bulk, flood, overlap, kielmann, availability or verify, not '" +
-                     o.bench + "'");
+  if (!find_method(o.bench)) throw UsageError("--bench must be " + method_names(", ", " or ") + ", not '" + o.bench + "'");
   if (!sizes_arg.empty()) {
     for (int v : parse_int_list("--sizes", sizes_arg)) o.sizes.push_back(static_cast<std::uint32_t>(v));
     if (o.sizes.back() > o.segment_bytes / 2)

@@ -1,5 +1,7 @@
 #include "report.hpp"
 
+#include "app/method.hpp"
+
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -13,10 +15,9 @@ void print_table(std::FILE* out, const nlohmann::json& doc) {
   if (meta.contains("transport") && meta["transport"].contains("emulation") && !meta["transport"]["emulation"].is_null())
     emu = " emulating " + meta["transport"]["emulation"].value("spec", std::string{});
   const std::string bench = flags.value("bench", "?");
-  const bool repeated = bench != "verify";
-  std::fprintf(out, "logpbench %s: %s over %s%s%s\n", meta.value("version", "?").c_str(), bench.c_str(),
-               flags.value("transport", "?").c_str(), emu.c_str(),
-               repeated ? (", " + std::to_string(flags.value("runs", 1)) + " run(s)").c_str() : "");
+  const MethodInfo* method = find_method(bench);
+  std::fprintf(out, "logpbench %s: %s over %s%s, %d run(s)\n", meta.value("version", "?").c_str(), bench.c_str(),
+               flags.value("transport", "?").c_str(), emu.c_str(), flags.value("runs", 1));
   std::fprintf(out, "  %-7s %12s %12s %25s  %s\n", "", "value (us)", "95% CI (us)", "runs min..max (us)", "interval");
   const auto& params = doc.value("parameters", nlohmann::json::object());
   // The LogP/LogGP keys first, in the usual order, then whatever else the method reported.
@@ -63,12 +64,7 @@ void print_table(std::FILE* out, const nlohmann::json& doc) {
     if (p["value_ns"].get<double>() < 0 && p.contains("note")) how += (how.empty() ? "" : "; ") + p["note"].get<std::string>();
     std::fprintf(out, "  %-7s %12.4f %12.4f %25s  %s\n", k, p["value_ns"].get<double>() / 1e3, ci / 1e3, range.c_str(), how.c_str());
   }
-  for (const auto& r : doc.value("runs", nlohmann::json::array())) {
-    if (!r.contains("verify")) continue;
-    for (const auto& c : r["verify"])
-      std::fprintf(out, "  bulk %7d bytes: store %s, get %s\n", c.value("bytes", 0), c.value("store_ok", false) ? "exact" : "CORRUPT",
-                   c.value("get_ok", false) ? "exact" : "CORRUPT");
-  }
+  if (method && method->print) method->print(out, doc);  // what the method adds in its own words
   int failed = 0;
   for (const auto& c : doc.value("checks", nlohmann::json::array())) {
     if (c.value("ok", true)) continue;

@@ -1,0 +1,65 @@
+#include "app/method.hpp"
+
+#include "app/all_methods.hpp"
+#include "common/errors.hpp"
+
+namespace logpb::app {
+
+namespace {
+
+template <class M>
+MethodInfo info_of() {
+  MethodInfo i;
+  i.name = M::name;
+  i.summary = M::summary;
+  i.plot = M::plot;
+  i.needs = M::needs;
+  i.scope = M::scope;
+  if constexpr (requires { M::default_sizes; }) i.default_sizes = M::default_sizes;
+  if constexpr (requires(std::FILE* f, const nlohmann::json& j) { M::print(f, j); }) i.print = &M::print;
+  return i;
+}
+
+template <class... M>
+std::vector<MethodInfo> infos(MethodList<M...>) {
+  return {info_of<M>()...};
+}
+
+}  // namespace
+
+const std::vector<MethodInfo>& all_methods() {
+  static const std::vector<MethodInfo> all = infos(AllMethods{});
+  return all;
+}
+
+const MethodInfo* find_method(std::string_view name) {
+  for (const auto& m : all_methods())
+    if (m.name == name) return &m;
+  return nullptr;
+}
+
+std::string method_names(const char* sep, const char* last_sep) {
+  std::string s;
+  const auto& all = all_methods();
+  for (std::size_t i = 0; i < all.size(); ++i) s += (i == 0 ? "" : i + 1 == all.size() ? last_sep : sep) + all[i].name;
+  return s;
+}
+
+std::string bench_help() {
+  std::string s = "the method:";
+  for (const auto& m : all_methods()) s += "\n" + m.name + std::string(m.name.size() < 13 ? 13 - m.name.size() : 1, ' ') + m.summary;
+  return s;
+}
+
+std::vector<std::uint32_t> method_sizes(const MethodInfo& info, const std::vector<std::uint32_t>& given, std::uint32_t max_bytes) {
+  for (auto n : given)
+    if (n > max_bytes)
+      throw UsageError("size " + std::to_string(n) + " exceeds half the segment (" + std::to_string(max_bytes) + ")");
+  if (!given.empty()) return given;
+  std::vector<std::uint32_t> out;
+  for (auto n : info.default_sizes)
+    if (n <= max_bytes) out.push_back(n);
+  return out;
+}
+
+}  // namespace logpb::app

@@ -1,0 +1,87 @@
+// One descriptor per measurement method, and the catalogue of them that option validation, --help, the
+// printed table, the plots (through meta.method.plot) and the run dispatch all read.
+//
+// A method is a file app/methods/<stem>.hpp defining `struct logpb::app::method::<stem>`: CMake lists every
+// file of that folder (app/methods/methods.cmake), so adding a method edits no shared file. Its members:
+//   static constexpr const char* name, summary, plot;  // --bench NAME; one line for --help; the figure kind
+//                                                      // analysis/logpb_plots.py draws ("" for none)
+//   static constexpr Needs needs;                      // what it asks of a transport (checked before it runs)
+//   static constexpr Scope scope;                      // Scope::link, or Scope::job (see below)
+//   static inline const std::vector<std::uint32_t> default_sizes;  // optional: a method over message sizes
+//   using Run = ...;                                   // what one run measures
+//   template <class L> static Run run(L& link, methods::ClientState&, const Clock&, const Options&, RunIO&);
+//   static nlohmann::json record(const Run&, const Options&);         // runs[k] of the results
+//   static nlohmann::json analyse(const std::vector<Run>&, const Options&);
+//                                   // {parameters, checks, per_size...}: every run so far, rebuilt after each
+//   static void print(std::FILE*, const nlohmann::json& doc);  // optional: lines after the table
+//   static void verdict(const nlohmann::json& analysed);       // optional: throws when the run proved a fault
+// The timed loops stay in common/methods/, the analysis in analysis/; the descriptor binds them to the
+// command line. --runs repeats run() in the one loop of bench_runner.hpp, for every method.
+//
+// A job-level method (Scope::job: it drives several links, as Culler et al. 3.5's pairs) has no run() on a
+// link; the job runner finds it with with_method() and runs it itself. It is listed, validated and helped
+// like any other.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/results.hpp"
+
+namespace logpb::app {
+
+struct ResultsDoc {
+  nlohmann::json j = nlohmann::json::object();
+  std::string path;
+  void save() const {
+    if (!path.empty()) write_json_atomic(path, j);
+  }
+};
+
+// What a method needs of a transport: bulk store, get (one-sided read), local completion of a send (Bell's
+// flood and Doerfler's loop wait for it). A transport without them is refused before the method runs.
+struct Needs {
+  bool bulk = false;
+  bool get = false;
+  bool local_completion = false;
+};
+
+enum class Scope { link, job };
+
+// The catalogue's view of a descriptor: data only, no template.
+struct MethodInfo {
+  std::string name, summary, plot;
+  Needs needs;
+  Scope scope = Scope::link;
+  std::vector<std::uint32_t> default_sizes;  // empty: the method is not run over a list of sizes
+  void (*print)(std::FILE*, const nlohmann::json& doc) = nullptr;
+};
+
+// Every registered method, by name.
+const std::vector<MethodInfo>& all_methods();
+const MethodInfo* find_method(std::string_view name);
+// "a, b, c or d" (for an error), or "a | b | c" (for --help).
+std::string method_names(const char* sep, const char* last_sep);
+// --bench's help: every method with its one-line summary.
+std::string bench_help();
+// The sizes a method over sizes runs: --sizes, or its defaults that fit; a size past half the segment
+// (max_bytes) is refused.
+std::vector<std::uint32_t> method_sizes(const MethodInfo& info, const std::vector<std::uint32_t>& given, std::uint32_t max_bytes);
+
+// What a method's run can tell the loop that repeats it.
+struct RunIO {
+  std::function<void(const std::string&)> progress;       // a progress line (the run number is prefixed)
+  std::function<void(const nlohmann::json&)> checkpoint;  // the run's record so far: saved at once
+  std::vector<std::uint32_t> sizes;  // a method over sizes: --sizes or its default_sizes, checked against the segment
+};
+
+template <class... M>
+struct MethodList {};
+
+}  // namespace logpb::app

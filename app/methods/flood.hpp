@@ -1,0 +1,33 @@
+// --bench flood: Bell et al.'s flood (section 4.2): one-way messages of each size at queue depth q, waiting
+// for local completion, one final reply; g, G and the crossover, and, by the overlap test at the end sizes,
+// which stage (NI, o_s, o_r) the flood saw.
+#pragma once
+
+#include <vector>
+
+#include "analysis/bell.hpp"
+#include "app/method.hpp"
+#include "app/options.hpp"
+#include "common/methods/bell.hpp"
+
+namespace logpb::app::method {
+
+struct flood {
+  static constexpr const char* name = "flood";
+  static constexpr const char* summary = "Bell et al. 4.2: g(n), G, crossover, limiting stage";
+  static constexpr const char* plot = "flood";
+  static constexpr Needs needs{.bulk = true, .local_completion = true};
+  static constexpr Scope scope = Scope::link;
+  static inline const std::vector<std::uint32_t> default_sizes{8, 32, 128, 512, 2048, 8192, 32768, 131072};  // 8 B .. 128 KiB
+  using Run = std::vector<methods::BellSize>;
+
+  template <class L>
+  static Run run(L& link, methods::ClientState& st, const Clock& clock, const Options& o, RunIO& io) {
+    const methods::BellConfig cfg{io.sizes, o.queue_depth, o.messages, o.bell_runs, true};
+    return methods::bell_flood(link, st, clock, cfg, io.progress);
+  }
+  static nlohmann::json record(const Run& r, const Options&) { return analysis::bell_record(r, true); }
+  static nlohmann::json analyse(const std::vector<Run>& runs, const Options&) { return analysis::bell_summary(runs, true); }
+};
+
+}  // namespace logpb::app::method

@@ -1,0 +1,67 @@
+// --bench signature: the LogP signature of Culler et al. (sections 3.1-3.3), M x Delta bursts of small
+// requests, and the parameters read off it (analysis/signature_fit).
+#pragma once
+
+#include <stdexcept>
+#include <vector>
+
+#include "analysis/results_json.hpp"
+#include "analysis/signature.hpp"
+#include "analysis/signature_fit.hpp"
+#include "app/method.hpp"
+#include "app/options.hpp"
+#include "common/methods/signature.hpp"
+
+namespace logpb::app::method {
+
+struct signature {
+  static constexpr const char* name = "signature";
+  static constexpr const char* summary = "Culler et al. 3: the M x Delta signature (default)";
+  static constexpr const char* plot = "signature";
+  static constexpr Needs needs{};
+  static constexpr Scope scope = Scope::link;
+  struct Run {
+    methods::SignatureData data;
+    analysis::SignatureFit fit;
+  };
+
+  template <class L>
+  static Run run(L& link, methods::ClientState& st, const Clock& clock, const Options& o, RunIO& io) {
+    methods::SignatureConfig cfg;
+    cfg.bursts = o.bursts.empty() ? methods::default_bursts(o.max_burst) : o.bursts;
+    cfg.deltas_ns = o.deltas_ns;
+    cfg.auto_delta_factors = o.delta_factors;
+    cfg.rule = o.rule;
+    cfg.rtt = {o.iterations, o.warmup};
+    cfg.max_burst_ns = o.max_burst_time_ns;
+    cfg.window = link.window();
+    if (!cfg.deltas_ns.empty() && cfg.deltas_ns.front() != 0) cfg.deltas_ns.insert(cfg.deltas_ns.begin(), 0.0);
+    methods::Hooks hooks;
+    hooks.progress = io.progress;
+    hooks.checkpoint = [&](const methods::SignatureData& d) { io.checkpoint(analysis::signature_record(d, o.raw)); };
+    hooks.steady_reached = [](const methods::SignatureCurve& c) {
+      return analysis::steady_state_cost(analysis::to_fit_curve(c)).reached;
+    };
+    hooks.deltas_after_first = [&](const methods::SignatureCurve& c0) {
+      const auto g = analysis::steady_state_cost(analysis::to_fit_curve(c0)).cost;
+      if (!g.valid) throw std::runtime_error("no steady state on the Delta = 0 curve to base the Delta grid on: " + g.note);
+      return analysis::auto_deltas(g.value, cfg.auto_delta_factors);
+    };
+    Run r;
+    r.data = methods::signature(link, st, clock, cfg, hooks);
+    r.fit = analysis::fit_signature(analysis::to_fit_curves(r.data), analysis::rtt_param(r.data.rtt.summary), 1.2, link.window());
+    return r;
+  }
+  static nlohmann::json record(const Run& r, const Options& o) {
+    nlohmann::json j = analysis::signature_record(r.data, o.raw);
+    j["fit"] = r.fit;
+    return j;
+  }
+  static nlohmann::json analyse(const std::vector<Run>& runs, const Options&) {
+    std::vector<analysis::SignatureFit> fits;
+    for (const auto& r : runs) fits.push_back(r.fit);
+    return analysis::signature_summary(fits);
+  }
+};
+
+}  // namespace logpb::app::method
