@@ -24,6 +24,10 @@ double t975(double dof) {
   return boost::math::quantile(boost::math::complement(dist, 0.025));
 }
 
+double ci95_student(double se, double dof) { return dof >= 1 ? t975(dof) * se : std::nan(""); }
+
+double ci95_of_mean(double sd, double n) { return n >= 2 ? ci95_student(sd / std::sqrt(n), n - 1) : std::nan(""); }
+
 namespace {
 double g_ci_floor_ns = 0;
 }  // namespace
@@ -50,8 +54,8 @@ double bootstrap_ci95(const std::vector<double>& v, const std::function<double(c
   }
   if (out.size() < 20) return std::nan("");
   std::sort(out.begin(), out.end());
-  const double lo = out[static_cast<std::size_t>(0.025 * static_cast<double>(out.size() - 1))];
-  const double hi = out[static_cast<std::size_t>(0.975 * static_cast<double>(out.size() - 1))];
+  const double lo = quantile_of_sorted(out, 0.025);
+  const double hi = quantile_of_sorted(out, 0.975);
   return std::max((hi - lo) / 2, g_ci_floor_ns);
 }
 
@@ -83,7 +87,7 @@ Summary summarize(std::vector<double> v) {
   s.p99 = quantile_of_sorted(v, 0.99);
   s.p999 = quantile_of_sorted(v, 0.999);
   const double n = static_cast<double>(v.size());
-  s.ci95_mean = v.size() > 1 ? std::max(t975(n - 1) * s.stdev / std::sqrt(n), g_ci_floor_ns) : std::nan("");
+  s.ci95_mean = v.size() > 1 ? std::max(ci95_of_mean(s.stdev, n), g_ci_floor_ns) : std::nan("");
   // Distribution-free interval of the median: the order statistics at ranks n/2 -+ 1.96 sqrt(n)/2
   // (normal approximation to the binomial). Needs about 6 samples to be bounded at all.
   if (v.size() >= 6) {
@@ -132,8 +136,24 @@ LineFit fit_line(const std::vector<double>& x, const std::vector<double>& y, con
   // With weights = 1/variance these are the textbook standard errors of a weighted fit.
   f.slope_se = std::sqrt(1.0 / sxx);
   f.intercept_se = std::sqrt(1.0 / sw + mx * mx / sxx);
+  // From the scatter about the line: the residual variance s^2 = sum w r^2 / (n - 2) in place of 1.
+  f.dof = static_cast<int>(n) - 2;
+  if (f.dof >= 1) {
+    double rss = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double r = y[i] - f.intercept - f.slope * x[i];
+      rss += w[i] * r * r;
+    }
+    const double s2 = rss / f.dof;
+    f.slope_se_resid = std::sqrt(s2 / sxx);
+    f.intercept_se_resid = std::sqrt(s2 * (1.0 / sw + mx * mx / sxx));
+  }
   f.ok = true;
   return f;
+}
+
+LineFit fit_line_ols(const std::vector<double>& x, const std::vector<double>& y) {
+  return fit_line(x, y, std::vector<double>(x.size(), 1.0));
 }
 
 }  // namespace logpb

@@ -29,6 +29,11 @@ struct Summary {
 
 // Two-sided 95% Student-t quantile for `dof` degrees of freedom (Boost.Math).
 double t975(double dof);
+// The one standard-error formula: half-width of the 95% Student-t interval of a mean of n values with
+// sample standard deviation sd, t(0.975, n-1) sd / sqrt(n). A summary's mean, runs combined into one
+// figure and a fit's slope (with its own degrees of freedom) all use it. NaN for n < 2.
+double ci95_of_mean(double sd, double n);
+double ci95_student(double se, double dof);  // t(0.975, dof) x a standard error; NaN for dof < 1
 
 // The floor of every reported interval: the clock's resolution (a TSC that advances in 10 ns steps cannot
 // tell a median to better than that, whatever the order statistics say). Set once, from the Clock.
@@ -103,9 +108,15 @@ Point measure_point(const StopRule& rule, Sample&& sample, Now&& clock_ns) {
 // Weighted least-squares line y = a + b x; weights are 1/variance (pass equal weights for OLS).
 struct LineFit {
   double intercept = 0, slope = 0;
-  double slope_se = 0, intercept_se = 0;
+  double slope_se = 0, intercept_se = 0;  // from the weights taken as 1/variance
+  // From the scatter about the line (ordinary least squares: the data's own noise), with n - 2 degrees
+  // of freedom; NaN with two points, where a line fits exactly and says nothing of its error.
+  double slope_se_resid = NAN, intercept_se_resid = NAN;
+  int dof = 0;
   bool ok = false;
 };
 LineFit fit_line(const std::vector<double>& x, const std::vector<double>& y, const std::vector<double>& w);
+// Unweighted: fit_line with equal weights, its interval from the residuals (slope_se_resid).
+LineFit fit_line_ols(const std::vector<double>& x, const std::vector<double>& y);
 
 }  // namespace logpb
