@@ -9,6 +9,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "stats.hpp"
+
 namespace logpb {
 namespace {
 
@@ -111,8 +113,7 @@ Clock::Clock(const Options& opt) : cpuid_(read_cpuid_tsc()) {
     const std::uint64_t b = tsc::now_end();
     x = b - a;
   }
-  std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());
-  timer_cost_cycles_ = static_cast<double>(d[d.size() / 2]);
+  timer_cost_cycles_ = median_of(std::vector<double>(d.begin(), d.end()));
 
   // Resolution: the smallest non-zero difference between consecutive TSC reads. On a TSC that counts
   // every cycle this is the read cost itself; on one that advances in steps it is the step.
@@ -159,13 +160,8 @@ Interruptions measure_interruptions(const Clock& clock, double window_ms, double
     stolen += clock.ns(len[i]);
     if (i) iv.push_back(clock.ns(at[i] - at[i - 1]) / 1e3);
   }
-  auto med = [](std::vector<double> v) {
-    if (v.empty()) return std::nan("");
-    std::nth_element(v.begin(), v.begin() + static_cast<long>(v.size() / 2), v.end());
-    return v[v.size() / 2];
-  };
-  r.median_interval_us = med(iv);
-  r.median_length_us = med(ln);
+  r.median_interval_us = median_of(iv);
+  r.median_length_us = median_of(ln);
   r.max_length_us = ln.empty() ? std::nan("") : *std::max_element(ln.begin(), ln.end());
   r.stolen_fraction = stolen / (window_ms * 1e6);
   return r;
@@ -180,8 +176,7 @@ double BusyDelay::achieved_ns(double requested_ns, int reps) const {
     const std::uint64_t b = tsc::now_end();
     x = b - a;
   }
-  std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());
-  return clock_->ns(static_cast<double>(d[d.size() / 2]) - clock_->timer_cost_cycles());
+  return clock_->ns(median_of(std::vector<double>(d.begin(), d.end())) - clock_->timer_cost_cycles());
 }
 
 
