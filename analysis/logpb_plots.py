@@ -127,9 +127,16 @@ def save(fig, out):
     plt.close(fig)
 
 
+def plot_kind(doc):
+    """The figure kind the method's descriptor names (meta.method.plot); older results: the bench name."""
+    meta = doc.get("meta", {})
+    method = meta.get("method") or {}
+    return method.get("plot", meta.get("flags", {}).get("bench", "?"))
+
+
 def figures(doc, outdir, stem):
     """All figures for one result; returns [(caption, file name)]."""
-    bench = doc.get("meta", {}).get("flags", {}).get("bench", "?")
+    bench = plot_kind(doc)
     made = []
 
     def f(name):
