@@ -92,3 +92,44 @@ TEST_CASE("estimator names") {
   CHECK(parse_estimator("mean") == Estimator::mean);
   CHECK_THROWS(parse_estimator("mode"));
 }
+
+TEST_CASE("one standard-error formula: a summary's mean and ci95_of_mean agree") {
+  const std::vector<double> v{10, 12, 9, 11, 13, 8, 10};
+  const Summary s = summarize(v);
+  CHECK(s.ci95_mean == Approx(ci95_of_mean(s.stdev, 7)));
+  CHECK(ci95_of_mean(2.0, 5) == Approx(2.776 * 2.0 / std::sqrt(5.0)).epsilon(1e-3));
+  CHECK(std::isnan(ci95_of_mean(1.0, 1)));
+  CHECK(ci95_student(1.0, 10) == Approx(t975(10)));
+  CHECK(std::isnan(ci95_student(1.0, 0)));
+}
+
+TEST_CASE("OLS line: residual standard errors by the textbook formula, none through two points") {
+  // y = 1 + 2x with residuals +-0.5: s^2 = sum r^2 / (n - 2), se(slope) = sqrt(s^2 / Sxx).
+  const std::vector<double> x{0, 1, 2, 3}, y{1.5, 2.5, 5.5, 6.5};
+  const LineFit f = fit_line_ols(x, y);
+  REQUIRE(f.ok);
+  CHECK(f.dof == 2);
+  const double mx = 1.5, sxx = 5;
+  double rss = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) rss += std::pow(y[i] - f.intercept - f.slope * x[i], 2);
+  CHECK(f.slope_se_resid == Approx(std::sqrt(rss / 2 / sxx)));
+  CHECK(f.intercept_se_resid == Approx(std::sqrt(rss / 2 * (0.25 + mx * mx / sxx))));
+  const LineFit two = fit_line_ols({1, 2}, {3, 5});
+  REQUIRE(two.ok);
+  CHECK(std::isnan(two.slope_se_resid));
+}
+
+TEST_CASE("bootstrap interval uses the interpolated percentile and covers a known spread") {
+  std::mt19937 rng(3);
+  std::normal_distribution<double> d(50, 5);
+  std::vector<double> v(400);
+  for (auto& x : v) x = d(rng);
+  // The mean of 400 draws with sd 5 has a 95% half-width near 1.96 * 5 / 20 = 0.49.
+  const double ci = bootstrap_ci95(v, [](const std::vector<double>& r) {
+    double s = 0;
+    for (double x : r) s += x;
+    return s / static_cast<double>(r.size());
+  });
+  CHECK(ci == Approx(0.49).epsilon(0.2));
+  CHECK(std::isnan(bootstrap_ci95({1.0}, median_of)));
+}

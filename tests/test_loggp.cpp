@@ -1,0 +1,81 @@
+// The parameter conversions of analysis/loggp: Kielmann et al.'s Table 1, Bell et al.'s g/G fit and the
+// naive bulk model, on inputs whose answer is known.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "analysis/loggp.hpp"
+
+using namespace logpb::analysis;
+
+TEST_CASE("Kielmann Table 1: g(m), G, PLogP's L and LogP's L from a LogGP machine") {
+  // A LogGP machine: o_s = 1000, o_r = 1200, L = 3000, g(0) = 1500, G = 0.5 ns/B, no per-byte overheads.
+  // Round trip of m bytes out and 0 back: 2 (o_s + L + o_r) + G m; g(m) = g(0) + G m.
+  const double os = 1000, orr = 1200, L = 3000, g0 = 1500, G = 0.5;
+  auto pt = [&](double m) { return PLogPPoint{2 * (os + L + orr) + G * m, 10, os, 5, orr, 5}; };
+  const PLogPPoint p0 = pt(0), p1 = pt(1), p4k = pt(4096);
+  const auto c = plogp_to_loggp(4096, p4k, p0, &p1, g0, 20);
+  REQUIRE(c.g.valid);
+  CHECK(c.g.value == Approx(g0 + G * 4096));
+  CHECK(c.g.ci95 == Approx(std::sqrt(10 * 10 + 10 * 10 + 20 * 20)));
+  REQUIRE(c.G.valid);
+  CHECK(c.G.value == Approx((g0 + G * 4096) / 4096));
+  // PLogP's L = (RTT(0) - 2 g(0)) / 2; LogP's L = that + g(1) - o_s(1) - o_r(1).
+  REQUIRE(c.L_plogp.valid);
+  CHECK(c.L_plogp.value == Approx((p0.rtt - 2 * g0) / 2));
+  REQUIRE(c.L.valid);
+  CHECK(c.L.value == Approx((p0.rtt - 2 * g0) / 2 + (g0 + G) - os - orr));
+  CHECK(c.L.value == Approx(L + G).margin(1e-6));  // Table 1 gives back LogP's L (plus one byte's G)
+}
+
+TEST_CASE("Kielmann Table 1: no g(0), or a negative L, is never a figure") {
+  const PLogPPoint p{10000, 10, 1000, 5, 1000, 5};
+  const auto none = plogp_to_loggp(8, p, p, &p, NAN, NAN);
+  CHECK_FALSE(none.g.valid);
+  CHECK_FALSE(none.L.valid);
+  CHECK(none.L.note.find("g(0)") != std::string::npos);
+  // g(0) larger than half the round trip: (RTT(0) - 2 g(0)) / 2 < 0.
+  const auto neg = plogp_to_loggp(8, p, p, &p, 6000, 10);
+  CHECK_FALSE(neg.L_plogp.valid);
+  CHECK(neg.L_plogp.raw == Approx(-1000));
+  // Overheads at 1 byte beyond what the round trip leaves: LogP's L would be negative.
+  const PLogPPoint heavy{10000, 10, 5000, 5, 5000, 5};
+  const auto negL = plogp_to_loggp(1, heavy, p, &heavy, 4000, 10);
+  CHECK(negL.L_plogp.valid);
+  CHECK_FALSE(negL.L.valid);
+  CHECK(negL.L.raw == Approx(1000 + 4000 - 10000));
+}
+
+TEST_CASE("Bell's g and G: the slope over the large sizes with its residual interval, and the crossover") {
+  const std::vector<double> n{8, 64, 512, 4096, 32768};
+  std::vector<double> gap, ci;
+  for (double x : n) {
+    gap.push_back(2000 + 0.25 * x);
+    ci.push_back(5);
+  }
+  const auto f = fit_gap(n, gap, ci);
+  REQUIRE(f.g.valid);
+  CHECK(f.g.value == Approx(2002));
+  REQUIRE(f.G.valid);
+  CHECK(f.G.value == Approx(0.25));
+  CHECK(f.G.ci95 == Approx(0).margin(1e-9));  // exactly on the line
+  CHECK(f.crossover.value == Approx(2002 / 0.25));
+  // Scatter about the line gives the slope an interval.
+  gap[3] += 50;
+  CHECK(fit_gap(n, gap, ci).G.ci95 > 0);
+}
+
+TEST_CASE("naive bulk model: T_0 and R_inf with intervals from the scatter; a negative T_0 is refused") {
+  const std::vector<double> n{8, 64, 256, 1024, 4096};
+  std::vector<double> T;
+  for (double x : n) T.push_back(5000 + x / 2.0 + (x == 256 ? 30 : 0));
+  const auto b = fit_naive_bulk(n, T);
+  REQUIRE(b.T0.valid);
+  REQUIRE(b.R_inf.valid);
+  CHECK(b.R_inf.value == Approx(2).epsilon(0.01));
+  CHECK(b.T0.ci95 > 0);
+  CHECK(b.R_inf.ci95 > 0);
+  std::vector<double> bent;
+  for (double x : n) bent.push_back(x < 1000 ? 100 : 2 * x - 3000);
+  CHECK_FALSE(fit_naive_bulk(n, bent).T0.valid);
+}
