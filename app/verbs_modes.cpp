@@ -10,7 +10,7 @@
 #include "common/am.hpp"
 #include "common/bootstrap.hpp"
 #include "common/methods/protocol.hpp"
-#include "verbs/device.hpp"
+#include "verbs/connect.hpp"
 #include "verbs/transport.hpp"
 
 namespace logpb::app {
@@ -44,24 +44,29 @@ double loss_timeout(const Options& o) { return o.ud ? 0.05 : 0; }
 
 bool needs_get(const Options& o) { return o.bench == "verify" || o.bench == "bulk"; }
 
-// Address exchange and the ready handshake, the same on both sides of every mode.
+// A pair over the bootstrap channel (client rank 0, server rank 1): the verbs connect step with the
+// channel as its address exchange, then the ready handshake. (Interim: the Job runner's Ranks replace it.)
 template <class T>
-std::unique_ptr<T> connect(verbs::Device& dev, Channel& ch, const Options& o, double timeout) {
-  ch.send({{"verbs_address", to_json(dev.local_address())}});
-  const auto peer = verbs::address_from_json(ch.receive(timeout).at("verbs_address"));
-  dev.connect(peer);
+std::unique_ptr<T> connect(int rank, const verbs::DeviceOptions& d, Channel& ch, const Options& o, double timeout) {
+  auto q = verbs::connect_qps(d, rank, 2, [&](const nlohmann::json& mine) {
+    ch.send({{"verbs_address", mine}});
+    nlohmann::json all = nlohmann::json::array({nullptr, nullptr});
+    all[static_cast<std::size_t>(rank)] = mine;
+    all[static_cast<std::size_t>(1 - rank)] = ch.receive(timeout).at("verbs_address");
+    return all;
+  });
   const Channel* chp = &ch;
-  auto t = std::make_unique<T>(dev, peer, transport_options(o), [chp] { return chp->peer_alive(); });
+  auto t = std::make_unique<T>(std::move(q.context), std::move(q.peers), transport_options(o),
+                               [chp] { return chp->peer_alive(); });
   ch.send({{"ready", true}});
   ch.receive(timeout);
   return t;
 }
 
 template <class T>
-void run_on(T& t, const verbs::Device& dev, const Options& o, const Clock& clock, ResultsDoc& doc,
-            Progress& progress, std::uint32_t session) {
+void run_on(T& t, const Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress, std::uint32_t session) {
   am::Endpoint<T> ep(t, clock, endpoint_options(o, session, t.segment().size(), false, loss_timeout(o)));
-  doc.j["meta"]["numa_placement"] = numa_placement(o.cpu, dev.numa_node());
+  doc.j["meta"]["numa_placement"] = numa_placement(o.cpu, t.context().numa_node());
   run_connected(ep, o, clock, doc, progress, session);
 }
 
@@ -73,17 +78,15 @@ void run_verbs_as(const Options& o, const Clock& clock, ResultsDoc& doc, Progres
     check_cpu(o.peer_cpu, "--peer-cpu");
     LocalPeer peer("verbs peer", [&](Channel& ch) {
       pin_to_cpu(o.peer_cpu, "--peer-cpu");
-      verbs::Device dev(device_options(o, needs_get(o), o.segment_bytes));
-      auto t = connect<T>(dev, ch, o, o.connect_timeout_s);
+      auto t = connect<T>(1, device_options(o, needs_get(o), o.segment_bytes), ch, o, o.connect_timeout_s);
       am::Endpoint<T> ep(*t, clock, endpoint_options(o, session, o.segment_bytes, true, loss_timeout(o)));
       methods::serve(ep);
     });
     pin_to_cpu(o.cpu, "--cpu");
     doc.j["meta"]["pinning"] = {{"client_cpu", o.cpu}, {"server_cpu", o.peer_cpu}};
     peer.run([&] {
-      verbs::Device dev(device_options(o, false, o.segment_bytes));
-      auto t = connect<T>(dev, peer.channel(), o, o.connect_timeout_s);
-      run_on(*t, dev, o, clock, doc, progress, session);
+      auto t = connect<T>(0, device_options(o, false, o.segment_bytes), peer.channel(), o, o.connect_timeout_s);
+      run_on(*t, o, clock, doc, progress, session);
       peer.finish(o.timeout_s);
     });
     return;
@@ -99,8 +102,7 @@ void run_verbs_as(const Options& o, const Clock& clock, ResultsDoc& doc, Progres
     const auto segment = hello.at("segment_bytes").get<std::uint32_t>();
     const auto peer_session = hello.at("session").get<std::uint32_t>();
     so.ud = hello.value("ud", false);
-    verbs::Device dev(device_options(so, hello.value("remote_read", false), segment));
-    auto t = connect<T>(dev, ch, so, o.connect_timeout_s);
+    auto t = connect<T>(1, device_options(so, hello.value("remote_read", false), segment), ch, so, o.connect_timeout_s);
     am::Endpoint<T> ep(*t, clock, endpoint_options(so, peer_session, segment, true, loss_timeout(so)));
     methods::serve(ep);
     ch.send({{"bye", true}});
@@ -113,9 +115,8 @@ void run_verbs_as(const Options& o, const Clock& clock, ResultsDoc& doc, Progres
   Channel ch = Channel::connect_to(o.host, o.port, o.connect_timeout_s);
   ch.send({{"transport", "verbs"}, {"window", o.window}, {"credits", o.credits}, {"segment_bytes", o.segment_bytes}, {"session", session},
            {"remote_read", needs_get(o)}, {"ud", o.ud}});
-  verbs::Device dev(device_options(o, false, o.segment_bytes));
-  auto t = connect<T>(dev, ch, o, o.connect_timeout_s);
-  run_on(*t, dev, o, clock, doc, progress, session);
+  auto t = connect<T>(0, device_options(o, false, o.segment_bytes), ch, o, o.connect_timeout_s);
+  run_on(*t, o, clock, doc, progress, session);
   ch.receive(o.timeout_s);
 }
 
