@@ -99,14 +99,14 @@ void Transport::post_failed(const Conn& c, int err) const {
                   " (the QP left RTS: that peer is gone?)");
 }
 
-// A QP whose newest WRs went unsignaled never reports them; while a tracked operation waits, one signaled
+// A QP whose newest WRs went unsignaled never reports them; while completions are waited for, one signaled
 // 8-byte RDMA WRITE into the scratch slot behind the header ring the peer keeps for us reports them all
-// (in-order completion). Only for QPs whose oldest incomplete operation precedes the tracked one.
+// (in-order completion). Once per unsignaled tail: the next call finds it signaled.
 void Transport::flush_tails() {
   for (const std::uint32_t r : peer_ranks_) {
     Conn& c = conns_[r];
     if (c.ops_done == c.ops_posted || c.signaled == c.posted) continue;
-    if (c.op_number[(c.ops_done + 1) % sq_depth_] >= tracked_ || !sq_room(c, 1)) continue;
+    if (!sq_room(c, 1)) continue;
     static const std::uint64_t zero = 0;
     ibv_sge sge{};
     ibv_send_wr wr{};
@@ -252,7 +252,8 @@ void Transport::sleep_for_completion() {
     if (int r = ibv_req_notify_cq(recv_cq_, 0)) fail_arm(r, "receive");
     recv_armed_ = armed_now = true;
   }
-  const bool want_send = gets_posted_ != gets_delivered_ || tracked_ > ops_done_ || sq_blocked_;
+  const bool want_send = gets_posted_ != gets_delivered_ || tracked_ > ops_done_ || sq_blocked_ ||
+                         (multi_ && ops_done_ != ops_posted_);
   if (want_send && !send_armed_) {
     if (int r = ibv_req_notify_cq(send_cq_, 0)) fail_arm(r, "send");
     send_armed_ = armed_now = true;

@@ -21,13 +21,15 @@
 // same QP, is polled: an RC send queue completes in order, so a signaled CQE covers every WR before it.
 // Operations are numbered across all peers; tx_completed() is the number up to which every one is
 // complete, i.e. the smallest over the QPs of (their oldest incomplete operation - 1). A QP whose last
-// WRs went unsignaled would hold that number back for good, so when a tracked operation waits behind
-// such a QP, one signaled 8-byte RDMA WRITE (to a scratch slot of the peer) flushes it (counted: flushes).
+// WRs went unsignaled would hold that number back for good, so while someone asks (tx_completed) and
+// operations are incomplete, each such QP gets one signaled 8-byte RDMA WRITE (to a scratch slot of its
+// peer) that reports its tail (counted: flushes). A pair has one QP and never needs one.
 #pragma once
 
 #include <infiniband/verbs.h>
 
 #include <arpa/inet.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -117,7 +119,7 @@ class Transport {
   void track_next() { track_ = true; }
   std::uint64_t tx_completed() {
     reap_sends();
-    if (ops_done_ < tracked_ && multi_) [[unlikely]] flush_tails();
+    if (multi_ && ops_done_ != ops_posted_) [[unlikely]] flush_tails();
     return ops_done_;
   }
 
@@ -377,7 +379,7 @@ class Transport {
   ibv_cq *send_cq_, *recv_cq_;
   std::vector<Conn> conns_;                // by rank; this rank's entry has no QP
   std::vector<std::uint32_t> peer_ranks_;  // the ranks with a QP
-  bool multi_ = false;                     // more than one QP: a tracked wait may need a flush (flush_tails)
+  bool multi_ = false;                     // more than one QP: a wait may need a flush (flush_tails)
   std::uint64_t sq_depth_;
   std::uint64_t ops_posted_ = 0, ops_done_ = 0, tracked_ = 0;  // send operations across peers (LocalCompletion)
   bool track_ = false, sq_blocked_ = false;
@@ -410,6 +412,17 @@ class EventTransport : public Transport {
   using Transport::Transport;
   bool idle_wait() {
     sleep_for_completion();
+    return true;
+  }
+};
+
+// A job with more ranks than cores (Job::oversubscribed): the busy datapath, but a wait with nothing
+// to do gives the core to the other ranks (and to the kernel's RDMA work, rxe's above all).
+class YieldingTransport : public Transport {
+ public:
+  using Transport::Transport;
+  bool idle_wait() {
+    sched_yield();
     return true;
   }
 };

@@ -253,7 +253,7 @@ int run(Ranks& ranks, const Args& a) {
   for (int p : peers) credits += ep.counters(p).credit_frames;
   std::printf("rank %d/%d (%s): %d messages to %d peers; credit frames %llu, WRs %llu (signaled %llu, flushes %llu), "
               "medium %llu, bulk %llu, gets %llu, sleeps %llu: %s\n",
-              me, n, a.events ? "event" : "busy", a.messages, n - 1, static_cast<unsigned long long>(credits),
+              me, n, a.events ? "event" : (n > sysconf(_SC_NPROCESSORS_ONLN) ? "busy, yielding" : "busy"), a.messages, n - 1, static_cast<unsigned long long>(credits),
               static_cast<unsigned long long>(cnt("sends")), static_cast<unsigned long long>(cnt("signaled")),
               static_cast<unsigned long long>(cnt("flushes")), static_cast<unsigned long long>(cnt("medium_stores")),
               static_cast<unsigned long long>(cnt("stores")), static_cast<unsigned long long>(cnt("gets")),
@@ -288,8 +288,12 @@ int main(int argc, char** argv) {
   const int me = ranks->rank();
   const std::vector<pid_t> kids = ranks->child_pids();
   int rc = 1;
+  // More ranks than cores: waits yield (as the job runner does), or rxe's kernel work and the ranks
+  // sharing a core would progress only a time slice at a time.
+  const bool yield = a.ranks > static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   try {
-    rc = a.events ? run<verbs::EventTransport>(*ranks, a) : run<verbs::Transport>(*ranks, a);
+    rc = a.events ? run<verbs::EventTransport>(*ranks, a)
+                  : yield ? run<verbs::YieldingTransport>(*ranks, a) : run<verbs::Transport>(*ranks, a);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: %s\n", me, e.what());
     rc = 1;
