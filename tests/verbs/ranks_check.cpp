@@ -223,6 +223,7 @@ int run(Ranks& ranks, const Args& a) {
   for (int p : peers) last = ep.oneway(p, kDone, 0, 0, 0, 0, true);
   ep.wait_local(last);
   ep.wait_until([&] { return st.dones == n - 1; });
+  ep.wait_local(t->tx_posted());  // the replies and credit frames sent since, too: every QP drained
 
   const nlohmann::json d = t->describe();
   const nlohmann::json& c = d["counters"];

@@ -158,8 +158,9 @@ def test_ranks():
     assert t["ranks"] == 4 and t["qps"] == 3 and len(t["per_peer"]) == 3, t
     assert t["counters"]["bad_src"] == 0 and t["counters"]["bad_imm"] == 0, t["counters"]
     assert len(doc["meta"]["ranks"]) == 4, doc["meta"]["ranks"]
-    print("pairs:", json.dumps(doc.get("pairs", doc.get("parameters")))[:400])
-    expect_fail(["local", "-N", "4", "--bench", "pairs", "--ud"] + BASE, "--ud runs two ranks only", (2,))
+    print("pairs (4 ranks, 2 pairs):", json.dumps(doc.get("pairs", {}).get("spread")))
+    expect_fail(["local", "-N", "4", "--bench", "pairs", "--pairs-bench", "pingpong", "--ud"] + BASE,
+                "--ud runs two ranks only", (2,))
 
 
 def rtt_us(extra):
