@@ -45,6 +45,12 @@ std::string method_names(const char* sep, const char* last_sep) {
   return s;
 }
 
+Needs run_needs(std::string_view bench, std::string_view link_bench) {
+  const MethodInfo* m = find_method(bench);
+  if (m && m->scope == Scope::job) m = find_method(link_bench);
+  return m ? m->needs : Needs{};
+}
+
 std::string bench_help() {
   std::string s = "the method:";
   for (const auto& m : all_methods()) s += "\n" + m.name + std::string(m.name.size() < 13 ? 13 - m.name.size() : 1, ' ') + m.summary;

@@ -68,6 +68,9 @@ const std::vector<MethodInfo>& all_methods();
 const MethodInfo* find_method(std::string_view name);
 // "a, b, c or d" (for an error), or "a | b | c" (for --help).
 std::string method_names(const char* sep, const char* last_sep);
+// What a run asks of the transport: the method's needs, or for a job-level method those of the link-level
+// method it runs on each link (--pairs-bench). Unknown names need nothing.
+Needs run_needs(std::string_view bench, std::string_view link_bench);
 // --bench's help: every method with its one-line summary.
 std::string bench_help();
 // The sizes a method over sizes runs: --sizes, or its defaults that fit; a size past half the segment
