@@ -53,7 +53,7 @@ nlohmann::json agreement(const Options& o, std::uint32_t session) {
   return {{"transport", o.transport}, {"bench", o.bench},       {"pairs_bench", o.pairs_bench},
           {"window", o.window},       {"credits", o.credits},   {"emulate", o.emulate_spec},
           {"ring", o.ring},           {"segment_bytes", o.segment_bytes}, {"session", session},
-          {"ud", o.ud},               {"remote_read", o.bench == "verify" || o.bench == "bulk" || o.pairs_bench == "bulk"}};
+          {"ud", o.ud},               {"remote_read", run_needs(o.bench, o.pairs_bench).get}};
 }
 
 void apply_agreement(Options& o, const nlohmann::json& a, int leader) {
