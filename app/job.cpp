@@ -117,6 +117,9 @@ struct Children {
 void run_transport(Job& job) {
   const std::string& t = job.o.transport;
   if (t == "shm") return run_shm(job);
+#ifdef LOGPB_HAVE_VERBS
+  if (t == "verbs") return run_verbs(job);
+#endif
   throw std::logic_error("--transport " + t + " does not run as a job yet");
 }
 
