@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "app/bench_runner.hpp"
-#include "common/shm_transport.hpp"
+#include "shm/shm_transport.hpp"
 
 using namespace logpb;
 using namespace logpb::app;
@@ -57,7 +57,8 @@ TEST_CASE("sizes: --sizes, else the method's defaults that fit; too large is ref
 
 namespace {
 
-using EP = am::Endpoint<ShmTransport>;
+using Shm = ShmTransport<Wire>;
+using EP = am::Endpoint<Shm>;
 
 const Clock& test_clock() {
   static const Clock c;
@@ -77,13 +78,13 @@ am::EndpointOptions ep_options(int rank) {
 
 // A client endpoint and a replier serving on a thread, over one shm region; the client quits on the way out.
 struct Link {
-  ShmRegion region = ShmRegion::create_anonymous({64, 1 << 16});
-  std::unique_ptr<ShmTransport> a, b;
+  ShmRegion region = ShmRegion::create_anonymous(2, {64, 1 << 16});
+  std::unique_ptr<Shm> a, b;
   std::unique_ptr<EP> client, server;
   std::thread srv;
   Link() {
-    auto fb = std::async(std::launch::async, [&] { return std::make_unique<ShmTransport>(region, 1, test_clock(), Emulation{}, 5); });
-    a = std::make_unique<ShmTransport>(region, 0, test_clock(), Emulation{}, 5);
+    auto fb = std::async(std::launch::async, [&] { return std::make_unique<Shm>(region, 1, test_clock(), Emulation{}, ShmOptions{}, 5); });
+    a = std::make_unique<Shm>(region, 0, test_clock(), Emulation{}, ShmOptions{}, 5);
     b = fb.get();
     client = std::make_unique<EP>(*a, test_clock(), ep_options(0));
     server = std::make_unique<EP>(*b, test_clock(), ep_options(1));
