@@ -219,8 +219,12 @@ void run_job_main(Options& o, const Clock& clock, ResultsDoc& doc, Progress& pro
   } catch (const Interrupted&) {
     ranks.abort("interrupted");
     throw;
-  } catch (const PeerError&) {
-    throw;
+  } catch (const PeerError& e) {
+    // Name the dead, when the bootstrap can tell (rank 0 sees every member; a member sees rank 0).
+    std::string dead;
+    for (int r : ranks.dead_ranks()) dead += (dead.empty() ? "rank " : ", ") + std::to_string(r);
+    if (dead.empty() || std::string(e.what()).find("rank") != std::string::npos) throw;
+    throw PeerError(dead + " died: " + e.what());
   } catch (const std::exception& e) {
     ranks.abort(std::string("rank ") + std::to_string(ranks.rank()) + ": " + e.what());
     throw;
