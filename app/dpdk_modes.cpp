@@ -76,6 +76,7 @@ dpdk::PortOptions port_options(const Options& o, std::vector<std::string> eal) {
 dpdk::TransportOptions transport_options(const Options& o, std::uint32_t session, bool server, int peer_rx_ring = 0) {
   dpdk::TransportOptions t;
   t.session = session;
+  t.rank = server ? 1 : 0;  // as endpoint_options: the client is rank 0, the server rank 1
   t.burst = o.burst;
   // Loss is injected on the client's side only, so the figures say exactly how much was dropped.
   t.drop_rate = server ? 0 : o.drop_rate;
