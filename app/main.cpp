@@ -1,5 +1,6 @@
 // logpbench: what a network interface costs the host, in LogP terms.
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <algorithm>
@@ -7,6 +8,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "app/job.hpp"
 #include "app/modes.hpp"
 #include "app/options.hpp"
 #include "app/report.hpp"
@@ -46,6 +48,7 @@ int main(int argc, char** argv) {
   doc.j["schema"] = "logpbench/1";
   doc.j["status"] = "running";
   int code = 0;
+  app::RankKind kind = app::RankKind::leader;
   try {
     const Clock clock(Clock::Options{100, o.allow_variant_tsc});
     set_ci_floor_ns(clock.resolution_ns());
@@ -80,7 +83,7 @@ int main(int argc, char** argv) {
     }
     app::Progress progress(o.quiet);
     if (o.transport == "shm") {
-      app::run_shm(o, clock, doc, progress);
+      app::run_job_main(o, clock, doc, progress, kind);
 #ifdef LOGPB_HAVE_VERBS
     } else if (o.transport == "verbs") {
       app::run_verbs(o, clock, doc, progress);
@@ -100,7 +103,9 @@ int main(int argc, char** argv) {
       throw UsageError("--transport " + o.transport + " is not built into this logpbench (built: " + built + ")");
     }
     progress.done();
-    if (o.mode != "server") {
+    if (kind != app::RankKind::leader) {
+      if (kind == app::RankKind::member) std::fprintf(stderr, "logpbench: rank done\n");
+    } else if (o.mode != "server") {
       // Was this core taken away from the run? Measured again at the end: a machine shared with another
       // busy process (or a VM moved between hosts) bends figures, and the results must say so.
       const Interruptions after = measure_interruptions(clock, 100);
@@ -138,7 +143,11 @@ int main(int argc, char** argv) {
     doc.j["error"] = e.what();
     code = 1;
   }
-  if (code != 0 && o.mode != "server") {
+  if (kind == app::RankKind::local_child) {  // a forked rank: leave without running rank 0's exit path
+    std::fflush(nullptr);
+    _exit(code);
+  }
+  if (code != 0 && !doc.path.empty()) {
     try {
       doc.save();
       if (!o.json_path.empty()) std::fprintf(stderr, "logpbench: partial results in %s\n", o.json_path.c_str());

@@ -8,7 +8,9 @@
 
 namespace logpb::app {
 
-void run_shm(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress);
+struct Job;
+void run_shm(Job& job);  // app/shm_modes.cpp
+// Not yet run as jobs (their own local/server/client peers, two ranks):
 void run_verbs(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress);  // app/verbs_modes.cpp
 void run_dpdk(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress);   // app/dpdk_modes.cpp
 

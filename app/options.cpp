@@ -44,12 +44,14 @@ std::vector<int> parse_int_list(const std::string& what, const std::string& s) {
 
 bool parse_options(int argc, const char* const* argv, Options& o) {
   po::options_description general("Run");
+  std::string cpus_arg;
   std::string bursts, deltas, factors, estimator = "median", burst_time = "auto", sizes_arg;
   general.add_options()
       ("help,h", "this text")
       ("version", "print the version")
       ("transport", po::value(&o.transport)->default_value(o.transport), "shm | verbs | dpdk (mpi: reserved, not written yet)")
-      ("bench", po::value(&o.bench)->default_value(o.bench), "pingpong | signature | bulk | flood | overlap | kielmann | availability | verify (bulk self-check)")
+      ("bench", po::value(&o.bench)->default_value(o.bench), "pingpong | signature | bulk | flood | overlap | kielmann | availability | verify (bulk self-check) | pairs (N ranks: Culler 3.5, half request, half reply)")
+      ("pairs-bench", po::value(&o.pairs_bench)->default_value(o.pairs_bench), "pairs: the single-pair method each requester runs")
       ("emulate", po::value(&o.emulate_spec), "shm only: emulated NI, e.g. \"os=1.4us,or=2.2us,g=7.6us,L=6.3us,C=32\"")
       ("json", po::value(&o.json_path), "write results to this file (atomically; checkpointed during the run)")
       ("raw", po::bool_switch(&o.raw), "also store every raw sample in the JSON")
@@ -57,8 +59,14 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
       ("quiet,q", po::bool_switch(&o.quiet), "no progress line");
   po::options_description place("Placement and connection");
   place.add_options()
-      ("cpu", po::value(&o.cpu)->default_value(o.cpu), "core of this process (local: the client)")
-      ("peer-cpu", po::value(&o.peer_cpu)->default_value(o.peer_cpu), "local: core of the forked peer")
+      ("cpu", po::value(&o.cpu)->default_value(o.cpu), "core of this process (local: rank 0, the client)")
+      ("peer-cpu", po::value(&o.peer_cpu)->default_value(o.peer_cpu), "local, 2 ranks: core of the forked peer")
+      ("ranks,N", po::value(&o.ranks)->default_value(o.ranks), "local: processes in the job (forked onto --cpus)")
+      ("cpus", po::value(&cpus_arg), "each rank's core, e.g. 0,1,0,1 (local: by rank; launched: by rank on its host); "
+                                      "default: local 2 ranks --cpu/--peer-cpu, else rank r on the r-th allowed core")
+      ("rendezvous", po::value(&o.rendezvous), "under mpirun/srun: HOST:PORT where rank 0 listens (default: a rendezvous file)")
+      ("rendezvous-dir", po::value(&o.rendezvous_dir), "under mpirun/srun: shared directory for the rendezvous file "
+                                                       "(default: $SLURM_SUBMIT_DIR, else the current directory)")
       ("port,p", po::value(&o.port)->default_value(o.port), "TCP port of the out-of-band bootstrap")
       ("timeout", po::value(&o.timeout_s)->default_value(o.timeout_s), "seconds without progress before the peer is declared lost")
       ("connect-timeout", po::value(&o.connect_timeout_s)->default_value(o.connect_timeout_s), "seconds to wait for the peer to connect")
@@ -143,16 +151,36 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
     return false;
   }
 
+  o.mode_given = vm.count("mode") > 0;
   if (o.mode != "local" && o.mode != "server" && o.mode != "client")
     throw UsageError("mode must be local, server or client, not '" + o.mode + "'");
+  if (!cpus_arg.empty()) {
+    for (const auto& x : split(cpus_arg)) {
+      std::size_t used = 0;
+      int c = -1;
+      try {
+        c = std::stoi(x, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != x.size() || c < 0 || c > 4095) throw UsageError("--cpus: '" + x + "' is not a core number");
+      o.cpus.push_back(c);
+    }
+  }
+  if (o.ranks < 1 || o.ranks > 4096) throw UsageError("-N/--ranks must be in 1..4096");
+  if (vm.count("ranks") && !vm["ranks"].defaulted() && o.mode_given && o.mode != "local")
+    throw UsageError("-N is for local jobs: server/client is a pair, and a launcher (mpirun -np, srun -n) sets the size");
   if (o.mode == "client" && o.host.empty()) throw UsageError("client needs the server's address: logpbench client HOST");
   if (o.mode != "client" && !o.host.empty()) throw UsageError("unexpected argument '" + o.host + "' (only client takes a HOST)");
   if (o.transport != "shm" && o.transport != "verbs" && o.transport != "dpdk" && o.transport != "mpi")
     throw UsageError("--transport must be shm, verbs, dpdk or mpi, not '" + o.transport + "'");
-  static const char* benches[] = {"pingpong", "signature", "verify", "bulk", "flood", "overlap", "kielmann", "availability"};
+  static const char* benches[] = {"pingpong", "signature", "verify", "bulk", "flood", "overlap", "kielmann", "availability", "pairs"};
   if (std::find(std::begin(benches), std::end(benches), o.bench) == std::end(benches))
-    throw UsageError("--bench must be pingpong, signature, bulk, flood, overlap, kielmann, availability or verify, not '" +
+    throw UsageError("--bench must be pingpong, signature, bulk, flood, overlap, kielmann, availability, verify or pairs, not '" +
                      o.bench + "'");
+  if (o.pairs_bench == "pairs" ||
+      std::find(std::begin(benches), std::end(benches), o.pairs_bench) == std::end(benches))
+    throw UsageError("--pairs-bench must be a single-pair method (e.g. signature, pingpong), not '" + o.pairs_bench + "'");
   if (!sizes_arg.empty()) {
     for (int v : parse_int_list("--sizes", sizes_arg)) o.sizes.push_back(static_cast<std::uint32_t>(v));
     if (o.sizes.back() > o.segment_bytes / 2)
@@ -222,7 +250,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   positive("max-point-seconds", o.rule.max_seconds, 0.001, 1e6);
   positive("cpu", o.cpu, 0, 4095);
   positive("peer-cpu", o.peer_cpu, 0, 4095);
-  if (o.mode == "local" && o.cpu == o.peer_cpu)
+  if (o.mode == "local" && o.ranks == 2 && o.cpus.empty() && o.cpu == o.peer_cpu)
     throw UsageError("--cpu and --peer-cpu are the same core: two busy-polling endpoints need two cores");
   if (o.transport != "dpdk") {
     for (const char* k : {"eal", "reflector", "drop-rate", "no-huge"})

@@ -14,7 +14,13 @@
 namespace logpb::app {
 
 struct Options {
-  std::string mode = "local";  // local | server | client
+  std::string mode = "local";  // local | server | client | launched (mpirun/srun, no mode given)
+  bool mode_given = false;     // the user named a mode (otherwise a launcher's environment makes it "launched")
+  int ranks = 2;               // local: processes of the job (-N)
+  std::vector<int> cpus;       // each rank's core, by rank (local) or by rank on its host (launched); empty: default
+  std::string rendezvous;      // launched: HOST:PORT of rank 0 (empty: a rendezvous file)
+  std::string rendezvous_dir;  // launched: where the rendezvous file goes (empty: $SLURM_SUBMIT_DIR or .)
+  std::string pairs_bench = "signature";  // --bench pairs: the single-pair method every requester runs
   std::string host;            // client: the server's address
   std::string transport = "shm";
   std::string bench = "signature";

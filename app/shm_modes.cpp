@@ -1,10 +1,11 @@
-// --transport shm: `local` forks the peer onto --peer-cpu; `server`/`client` meet over the TCP bootstrap
-// and share a named region in /dev/shm (so both must run on one host).
+// --transport shm: every rank of the job maps one named region in /dev/shm (so all run on one host).
 #include <sched.h>
 #include <unistd.h>
 
 #include <cstdio>
+#include <optional>
 
+#include "app/job.hpp"
 #include "app/modes_common.hpp"
 #include "app/modes.hpp"
 #include "common/am.hpp"
@@ -34,72 +35,25 @@ void pin_to_cpu(int cpu, const char* what) {
     throw std::runtime_error(std::string("sched_setaffinity to core ") + std::to_string(cpu) + " failed (" + what + ")");
 }
 
-namespace {
-
-using ShmEndpoint = am::Endpoint<ShmTransport>;
-
-}  // namespace
-
-void run_shm(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress) {
-  const ShmOptions so{o.ring, o.segment_bytes};
-  if (o.mode == "local") {
-    check_cpu(o.cpu, "--cpu");  // before the fork, so a bad core is one clear error, not a silent peer
-    check_cpu(o.peer_cpu, "--peer-cpu");
-    const std::uint32_t session = new_session();
-    ShmRegion region = ShmRegion::create_anonymous(so);  // before the fork: both processes map it
-    LocalPeer peer("peer", [&](Channel&) {
-      pin_to_cpu(o.peer_cpu, "--peer-cpu");
-      ShmTransport t(region, 1, clock, o.emulation);
-      ShmEndpoint ep(t, clock, endpoint_options(o, session, t.segment().size(), true));
-      methods::serve(ep);
-    });
-    pin_to_cpu(o.cpu, "--cpu");
-    doc.j["meta"]["pinning"] = {{"client_cpu", o.cpu}, {"server_cpu", o.peer_cpu}};
-    peer.run([&] {
-      ShmTransport t(region, 0, clock, o.emulation);
-      ShmEndpoint ep(t, clock, endpoint_options(o, session, t.segment().size(), false));
-      run_connected(ep, o, clock, doc, progress, session);
-      peer.finish(o.timeout_s);
-    });
-    return;
+// A job's shm region: rank 0 creates it in /dev/shm, the other rank opens it by the name rank 0
+// broadcasts, both publish their pids, and the name is removed once both have it mapped.
+void run_shm(Job& job) {
+  if (!job.one_host) throw UsageError("--transport shm needs every rank on one host (this job spans several)");
+  if (job.ranks.size() != 2) throw UsageError("--transport shm connects two ranks (this job has " + std::to_string(job.ranks.size()) + ")");
+  const ShmOptions so{job.o.ring, job.o.segment_bytes};
+  const bool creator = job.ranks.rank() == 0;
+  std::optional<ShmRegion> region;
+  std::string name;
+  if (creator) {
+    name = "/logpbench." + std::to_string(getpid()) + "." + std::to_string(job.session);
+    region.emplace(ShmRegion::create_named(name, so));
   }
-
-  if (o.mode == "server") {
-    pin_to_cpu(o.cpu, "--cpu");
-    nlohmann::json hello;
-    Channel ch = accept_client(o, "shm", hello);
-    Options so2 = o;
-    so2.window = hello.at("window").get<int>();
-    so2.credits = hello.value("credits", so2.credits);
-    const std::string spec = hello.value("emulate", "");
-    so2.emulation = spec.empty() ? Emulation{} : parse_emulation(spec);
-    const ShmOptions ring{hello.at("ring").get<int>(), hello.at("segment_bytes").get<std::uint32_t>()};
-    const auto session = hello.at("session").get<std::uint32_t>();
-    const std::string name = "/logpbench." + std::to_string(getpid()) + "." + std::to_string(session);
-    ShmRegion region = ShmRegion::create_named(name, ring);
-    ch.send({{"shm", name}, {"pid", getpid()}});
-    ShmTransport t(region, 1, clock, so2.emulation, o.connect_timeout_s);
-    region.unlink();
-    ShmEndpoint ep(t, clock, endpoint_options(so2, session, t.segment().size(), true));
-    methods::serve(ep);
-    ch.send({{"bye", true}});
-    std::fprintf(stderr, "logpbench server: client done\n");
-    return;
-  }
-
-  // client
-  pin_to_cpu(o.cpu, "--cpu");
-  doc.j["meta"]["pinning"] = {{"client_cpu", o.cpu}, {"server_cpu", "set on the server"}};
-  Channel ch = Channel::connect_to(o.host, o.port, o.connect_timeout_s);
-  const std::uint32_t session = new_session();
-  ch.send({{"transport", "shm"}, {"window", o.window}, {"credits", o.credits}, {"emulate", o.emulate_spec}, {"ring", o.ring},
-           {"segment_bytes", o.segment_bytes}, {"session", session}});
-  const auto answer = ch.receive(o.connect_timeout_s);
-  ShmRegion region = ShmRegion::open_named(answer.at("shm").get<std::string>());
-  ShmTransport t(region, 0, clock, o.emulation, o.connect_timeout_s);
-  ShmEndpoint ep(t, clock, endpoint_options(o, session, t.segment().size(), false));
-  run_connected(ep, o, clock, doc, progress, session);
-  ch.receive(o.timeout_s);  // the server's goodbye: it has read the quit
+  name = job.ranks.broadcast({{"shm", name}}).at("shm").get<std::string>();
+  if (!creator) region.emplace(ShmRegion::open_named(name));
+  ShmTransport t(*region, job.ranks.rank(), job.clock, job.o.emulation, job.o.connect_timeout_s);
+  job.ranks.barrier();
+  if (creator) region->unlink();
+  run_job(job, t, 0, nullptr);
 }
 
 }  // namespace logpb::app
