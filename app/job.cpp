@@ -117,6 +117,9 @@ struct Children {
 void run_transport(Job& job) {
   const std::string& t = job.o.transport;
   if (t == "shm") return run_shm(job);
+#ifdef LOGPB_HAVE_DPDK
+  if (t == "dpdk") return run_dpdk(job);
+#endif
   throw std::logic_error("--transport " + t + " does not run as a job yet");
 }
 

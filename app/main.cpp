@@ -84,13 +84,13 @@ int main(int argc, char** argv) {
     app::Progress progress(o.quiet);
     if (o.transport == "shm") {
       app::run_job_main(o, clock, doc, progress, kind);
+#ifdef LOGPB_HAVE_DPDK
+    } else if (o.transport == "dpdk") {
+      app::run_job_main(o, clock, doc, progress, kind);
+#endif
 #ifdef LOGPB_HAVE_VERBS
     } else if (o.transport == "verbs") {
       app::run_verbs(o, clock, doc, progress);
-#endif
-#ifdef LOGPB_HAVE_DPDK
-    } else if (o.transport == "dpdk") {
-      app::run_dpdk(o, clock, doc, progress);
 #endif
     } else {
       std::string built = "shm";
