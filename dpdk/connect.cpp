@@ -74,6 +74,12 @@ std::string memif_socket(const std::string& job, int lo, int hi) {
   return "/run/logpbench-memif-" + job + "-" + std::to_string(lo) + "-" + std::to_string(hi) + ".sock";
 }
 
+Connection::~Connection() {
+  transport_.reset();
+  for (auto& p : ports_) static_cast<void>(p.release());  // see connect.hpp: left open on purpose
+  static_cast<void>(eal_.release());
+}
+
 std::unique_ptr<Connection> connect(Ranks& ranks, const ConnectOptions& o) {
   auto c = std::make_unique<Connection>();
   const int me = ranks.rank(), n = ranks.size();

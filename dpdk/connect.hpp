@@ -36,9 +36,17 @@ struct ConnectOptions {
   TransportOptions transport; // session, burst, drop rate, segment, ...; rank and size are the job's
 };
 
-// What connect() built. Destroyed in reverse: transport, ports, then the EAL.
+// What connect() built. Its destructor frees the transport but leaves the ports open and the EAL up
+// until the process ends: DPDK 22.11's memif handles a peer's disconnect on the EAL interrupt thread,
+// and closing our devices or cleaning the EAL up meanwhile crashed it (SIGSEGV in rte_free on that
+// thread, seen in 4-rank jobs whose ranks leave at slightly different times). A job's process ends
+// right after its connection; the kernel closes the sockets.
 class Connection {
  public:
+  Connection() = default;
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+  ~Connection();
   Transport& transport() { return *transport_; }
   const Transport& transport() const { return *transport_; }
   const std::vector<std::unique_ptr<Port>>& ports() const { return ports_; }
