@@ -120,6 +120,9 @@ void run_transport(Job& job) {
 #ifdef LOGPB_HAVE_DPDK
   if (t == "dpdk") return run_dpdk(job);
 #endif
+#ifdef LOGPB_HAVE_VERBS
+  if (t == "verbs") return run_verbs(job);
+#endif
   throw std::logic_error("--transport " + t + " does not run as a job yet");
 }
 

@@ -82,16 +82,15 @@ int main(int argc, char** argv) {
       doc.j["meta"]["flags"]["max_burst_time_effective_ns"] = o.max_burst_time_ns;
     }
     app::Progress progress(o.quiet);
-    if (o.transport == "shm") {
-      app::run_job_main(o, clock, doc, progress, kind);
-#ifdef LOGPB_HAVE_DPDK
-    } else if (o.transport == "dpdk") {
-      app::run_job_main(o, clock, doc, progress, kind);
-#endif
+    bool job_transport = o.transport == "shm";
 #ifdef LOGPB_HAVE_VERBS
-    } else if (o.transport == "verbs") {
-      app::run_verbs(o, clock, doc, progress);
+    job_transport = job_transport || o.transport == "verbs";
 #endif
+#ifdef LOGPB_HAVE_DPDK
+    job_transport = job_transport || o.transport == "dpdk";
+#endif
+    if (job_transport) {
+      app::run_job_main(o, clock, doc, progress, kind);
     } else {
       std::string built = "shm";
 #ifdef LOGPB_HAVE_VERBS

@@ -1,28 +1,27 @@
-// --transport verbs. `local -d DEV` runs both ends on one device (loopback, as perftest allows): the
-// peer is forked, and the two exchange QP addresses over a socketpair; `server`/`client HOST` exchange
-// them over the TCP bootstrap. Both sides post their receives and say "ready" before anything is sent.
-// --event picks verbs::EventTransport (the AM layer may sleep in its idle_wait); busy polling keeps
-// verbs::Transport, which has no idle_wait, so its waiting loops never read the clock per empty poll.
-#include <cstdio>
-
+// --transport verbs as a job: every rank (local -N K forked on one device, loopback as perftest allows;
+// server/client; mpirun/srun) runs the verbs connect step over the job's Ranks (verbs/connect.hpp: one
+// QP per peer, addresses by allgather, receives posted, "ready" barrier) and hands its transport to
+// run_job. --event picks verbs::EventTransport (the AM layer may sleep in its idle_wait); a job whose
+// ranks share cores gets verbs::YieldingTransport (waits give the core away, so every rank progresses);
+// otherwise verbs::Transport, which has no idle_wait, so its waiting loops never read the clock per
+// empty poll.
+#include "app/job.hpp"
 #include "app/modes_common.hpp"
 #include "app/modes.hpp"
-#include "common/am.hpp"
-#include "common/bootstrap.hpp"
-#include "common/methods/protocol.hpp"
-#include "verbs/device.hpp"
+#include "verbs/connect.hpp"
 #include "verbs/transport.hpp"
 
 namespace logpb::app {
 namespace {
 
-verbs::DeviceOptions device_options(const Options& o, bool remote_read, std::uint32_t segment_bytes) {
+verbs::DeviceOptions device_options(const Options& o) {
   verbs::DeviceOptions d;
   d.device = o.ib_dev;
   d.port = o.ib_port;
   d.gid_index = o.gid_index;
-  d.segment_bytes = segment_bytes;
-  d.remote_read = remote_read;
+  d.segment_bytes = o.segment_bytes;
+  // Only runs with a get let peers read the segment (the same on every rank: the bench is agreed).
+  d.remote_read = o.bench == "verify" || o.bench == "bulk" || (o.bench == "pairs" && o.pairs_bench == "bulk");
   d.sq_depth = o.sq_depth;
   d.rq_depth = o.rq_depth;
   d.recv_batch = o.recv_batch;
@@ -42,88 +41,18 @@ verbs::TransportOptions transport_options(const Options& o) {
 // UD may drop datagrams: re-measure after 50 ms of silence. RC retransmits, so it never loses one.
 double loss_timeout(const Options& o) { return o.ud ? 0.05 : 0; }
 
-bool needs_get(const Options& o) { return o.bench == "verify" || o.bench == "bulk"; }
-
-// Address exchange and the ready handshake, the same on both sides of every mode.
 template <class T>
-std::unique_ptr<T> connect(verbs::Device& dev, Channel& ch, const Options& o, double timeout) {
-  ch.send({{"verbs_address", to_json(dev.local_address())}});
-  const auto peer = verbs::address_from_json(ch.receive(timeout).at("verbs_address"));
-  dev.connect(peer);
-  const Channel* chp = &ch;
-  auto t = std::make_unique<T>(dev, peer, transport_options(o), [chp] { return chp->peer_alive(); });
-  ch.send({{"ready", true}});
-  ch.receive(timeout);
-  return t;
-}
-
-template <class T>
-void run_on(T& t, const verbs::Device& dev, const Options& o, const Clock& clock, ResultsDoc& doc,
-            Progress& progress, std::uint32_t session) {
-  am::Endpoint<T> ep(t, clock, endpoint_options(o, session, t.segment().size(), false, loss_timeout(o)));
-  doc.j["meta"]["numa_placement"] = numa_placement(o.cpu, dev.numa_node());
-  run_connected(ep, o, clock, doc, progress, session);
-}
-
-template <class T>
-void run_verbs_as(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress) {
-  const std::uint32_t session = new_session();
-  if (o.mode == "local") {
-    check_cpu(o.cpu, "--cpu");
-    check_cpu(o.peer_cpu, "--peer-cpu");
-    LocalPeer peer("verbs peer", [&](Channel& ch) {
-      pin_to_cpu(o.peer_cpu, "--peer-cpu");
-      verbs::Device dev(device_options(o, needs_get(o), o.segment_bytes));
-      auto t = connect<T>(dev, ch, o, o.connect_timeout_s);
-      am::Endpoint<T> ep(*t, clock, endpoint_options(o, session, o.segment_bytes, true, loss_timeout(o)));
-      methods::serve(ep);
-    });
-    pin_to_cpu(o.cpu, "--cpu");
-    doc.j["meta"]["pinning"] = {{"client_cpu", o.cpu}, {"server_cpu", o.peer_cpu}};
-    peer.run([&] {
-      verbs::Device dev(device_options(o, false, o.segment_bytes));
-      auto t = connect<T>(dev, peer.channel(), o, o.connect_timeout_s);
-      run_on(*t, dev, o, clock, doc, progress, session);
-      peer.finish(o.timeout_s);
-    });
-    return;
-  }
-
-  if (o.mode == "server") {
-    pin_to_cpu(o.cpu, "--cpu");
-    nlohmann::json hello;
-    Channel ch = accept_client(o, "verbs", hello);
-    Options so = o;
-    so.window = hello.at("window").get<int>();
-    so.credits = hello.value("credits", so.credits);
-    const auto segment = hello.at("segment_bytes").get<std::uint32_t>();
-    const auto peer_session = hello.at("session").get<std::uint32_t>();
-    so.ud = hello.value("ud", false);
-    verbs::Device dev(device_options(so, hello.value("remote_read", false), segment));
-    auto t = connect<T>(dev, ch, so, o.connect_timeout_s);
-    am::Endpoint<T> ep(*t, clock, endpoint_options(so, peer_session, segment, true, loss_timeout(so)));
-    methods::serve(ep);
-    ch.send({{"bye", true}});
-    std::fprintf(stderr, "logpbench server: client done\n");
-    return;
-  }
-
-  pin_to_cpu(o.cpu, "--cpu");
-  doc.j["meta"]["pinning"] = {{"client_cpu", o.cpu}, {"server_cpu", "set on the server"}};
-  Channel ch = Channel::connect_to(o.host, o.port, o.connect_timeout_s);
-  ch.send({{"transport", "verbs"}, {"window", o.window}, {"credits", o.credits}, {"segment_bytes", o.segment_bytes}, {"session", session},
-           {"remote_read", needs_get(o)}, {"ud", o.ud}});
-  verbs::Device dev(device_options(o, false, o.segment_bytes));
-  auto t = connect<T>(dev, ch, o, o.connect_timeout_s);
-  run_on(*t, dev, o, clock, doc, progress, session);
-  ch.receive(o.timeout_s);
+void run_as(Job& job) {
+  auto t = verbs::connect<T>(job.ranks, device_options(job.o), transport_options(job.o));
+  run_job(job, *t, loss_timeout(job.o), numa_placement(job.o.cpu, t->context().numa_node()));
 }
 
 }  // namespace
 
-void run_verbs(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress) {
-  if (o.event_mode) run_verbs_as<verbs::EventTransport>(o, clock, doc, progress);
-  else run_verbs_as<verbs::Transport>(o, clock, doc, progress);
+void run_verbs(Job& job) {
+  if (job.o.event_mode) run_as<verbs::EventTransport>(job);
+  else if (job.oversubscribed) run_as<verbs::YieldingTransport>(job);
+  else run_as<verbs::Transport>(job);
 }
 
 }  // namespace logpb::app

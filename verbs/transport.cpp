@@ -6,61 +6,135 @@
 
 namespace logpb::verbs {
 
-Transport::Transport(Device& dev, const Address& peer, const TransportOptions& opt, std::function<bool()> peer_alive)
-    : dev_(dev),
+Transport::Transport(std::unique_ptr<Context> ctx, std::vector<Address> peers, const TransportOptions& opt,
+                     std::function<bool()> peer_alive)
+    : ctx_(std::move(ctx)),
       peer_alive_(std::move(peer_alive)),
-      peer_(peer),
-      sq_depth_(static_cast<std::uint64_t>(dev.options().sq_depth)),
-      signal_every_(static_cast<std::uint64_t>(std::clamp(opt.signal_every, 1, dev.options().sq_depth / 2))),
-      max_inline_(dev.max_inline()),
-      recv_batch_(dev.recv_batch()),
+      send_cq_(ctx_->send_cq()),
+      recv_cq_(ctx_->recv_cq()),
+      sq_depth_(static_cast<std::uint64_t>(ctx_->options().sq_depth)),
+      signal_every_(static_cast<std::uint64_t>(std::clamp(opt.signal_every, 1, ctx_->options().sq_depth / 2))),
+      max_inline_(ctx_->max_inline()),
+      recv_batch_(ctx_->recv_batch()),
       cq_batch_(std::clamp(opt.cq_batch, 1, 32)),
-      segment_bytes_(std::min(dev.options().segment_bytes, peer.segment_bytes)),
-      own_segment_bytes_(dev.options().segment_bytes),
-      // One packet: the path MTU, no more than the peer's receive slot or our tx slot holds.
-      medium_max_(dev.ah() ? 0
-                           : std::min({dev.path_mtu_bytes(), peer.recv_slot_bytes, dev.tx_slot_bytes()}) -
-                                 static_cast<std::uint32_t>(sizeof(am::Frame))),
-      header_slots_(dev.header_slots()),
-      ah_(dev.ah()),
-      slot_bytes_(dev.recv_slot_bytes()),
-      frame_offset_(dev.recv_frame_offset()),
-      tx_slot_bytes_(dev.tx_slot_bytes()),
-      repost_(512),
-      op_of_wr_(sq_depth_),
+      segment_bytes_(ctx_->options().segment_bytes),
+      own_segment_bytes_(ctx_->options().segment_bytes),
+      header_slots_(ctx_->header_slots()),
+      slot_bytes_(ctx_->recv_slot_bytes()),
+      frame_offset_(ctx_->recv_frame_offset()),
+      tx_slot_bytes_(ctx_->tx_slot_bytes()),
+      tx_lkey_(ctx_->tx_lkey()),
+      segment_lkey_(ctx_->segment_lkey()),
       get_wr_(sq_depth_),
+      get_rank_(sq_depth_),
       get_frames_(sq_depth_) {
-  // Every receive slot is posted before the QP goes to RTR, so nothing the peer sends finds us empty.
-  const int rq = dev.options().rq_depth;
-  for (int i = 0; i < rq; ++i) {
-    repost_[repost_n_++] = static_cast<std::uint32_t>(i);
-    if (repost_n_ == 512 || i == rq - 1) repost();
+  const Context& cx = *ctx_;
+  if (peers.size() != static_cast<std::size_t>(cx.size()))
+    throw std::logic_error("verbs::Transport: one address per rank expected");
+  if (cx.size() > (1 << 16)) throw UsageError("verbs: more than 65536 ranks");
+  conns_.resize(static_cast<std::size_t>(cx.size()));
+  for (int r = 0; r < cx.size(); ++r) {
+    if (r == cx.rank()) continue;
+    Conn& c = conns_[static_cast<std::size_t>(r)];
+    c.qp = cx.qp(r);
+    c.ah = cx.ah(r);
+    c.rank = static_cast<std::uint32_t>(r);
+    c.peer = peers[static_cast<std::size_t>(r)];
+    c.ops_at_wr.assign(sq_depth_, 0);
+    c.op_number.assign(sq_depth_, 0);
+    c.segment_bytes = c.peer.segment_bytes;
+    // One packet: the path MTU, no more than the peer's receive slot or our tx slot holds.
+    c.medium_max = c.ah ? 0
+                        : std::min({cx.path_mtu_bytes(r), c.peer.recv_slot_bytes, cx.tx_slot_bytes()}) -
+                              static_cast<std::uint32_t>(sizeof(am::Frame));
+    c.tx_buf = cx.tx_buffers(r);
+    c.recv_buf = cx.recv_buffers(r);
+    c.headers = cx.headers(r);
+    c.repost.assign(512, 0);
+    segment_bytes_ = std::min(segment_bytes_, c.peer.segment_bytes);
+    peer_ranks_.push_back(c.rank);
+  }
+  multi_ = peer_ranks_.size() > 1;
+  // Every receive slot of every QP is posted before anything is sent to it (the caller says "ready"
+  // after this), so nothing a peer sends finds us empty.
+  const int rq = cx.options().rq_depth;
+  for (const std::uint32_t r : peer_ranks_) {
+    Conn& c = conns_[r];
+    for (int i = 0; i < rq; ++i) {
+      c.repost[static_cast<std::size_t>(c.repost_n++)] = static_cast<std::uint32_t>(i);
+      if (c.repost_n == 512 || i == rq - 1) repost(c);
+    }
   }
 }
 
-void Transport::repost() {
+void Transport::repost(Conn& c) {
   ibv_sge sge[512];
   ibv_recv_wr wr[512];
-  for (int i = 0; i < repost_n_; ++i) {
-    sge[i] = {reinterpret_cast<std::uint64_t>(dev_.recv_buffers() + repost_[i] * slot_bytes_), slot_bytes_,
-              dev_.recv_lkey()};
+  const std::uint64_t tag = static_cast<std::uint64_t>(c.rank) << 32;
+  for (int i = 0; i < c.repost_n; ++i) {
+    const std::uint32_t slot = c.repost[static_cast<std::size_t>(i)];
+    sge[i] = {reinterpret_cast<std::uint64_t>(c.recv_buf + static_cast<std::size_t>(slot) * slot_bytes_), slot_bytes_,
+              ctx_->recv_lkey()};
     wr[i] = {};
-    wr[i].wr_id = repost_[i];
+    wr[i].wr_id = tag | slot;
     wr[i].sg_list = &sge[i];
     wr[i].num_sge = 1;
-    wr[i].next = i + 1 < repost_n_ ? &wr[i + 1] : nullptr;
+    wr[i].next = i + 1 < c.repost_n ? &wr[i + 1] : nullptr;
   }
   ibv_recv_wr* bad = nullptr;
-  if (int r = ibv_post_recv(dev_.qp(), wr, &bad))
-    throw PeerError(std::string("ibv_post_recv failed: ") + std::strerror(r) + " (the QP is in error: the peer is gone?)");
+  if (int r = ibv_post_recv(c.qp, wr, &bad))
+    throw PeerError(std::string("ibv_post_recv (QP of rank ") + std::to_string(c.rank) + ") failed: " + std::strerror(r) +
+                    " (the QP is in error: that peer is gone?)");
   ++counters_.reposts;
-  repost_n_ = 0;
+  c.repost_n = 0;
 }
 
-bool Transport::try_bulk(const am::Frame& f, const void* src, std::uint32_t n, std::uint32_t remote_off) {
-  if (ah_) throw UsageError("bulk transfers need RDMA WRITE/READ, which a UD QP cannot do: run without --ud");
-  if (remote_off > peer_.segment_bytes || n > peer_.segment_bytes - remote_off || n > segment_bytes_) return false;
-  if (!sq_room(2)) return false;
+void Transport::bad_dst(std::uint16_t dst) const {
+  throw std::logic_error("verbs: a frame for rank " + std::to_string(dst) + ", which is not a peer of rank " +
+                         std::to_string(ctx_->rank()) + " in a job of " + std::to_string(ctx_->size()));
+}
+
+void Transport::post_failed(const Conn& c, int err) const {
+  throw PeerError(std::string("ibv_post_send (QP of rank ") + std::to_string(c.rank) + ") failed: " + std::strerror(err) +
+                  " (the QP left RTS: that peer is gone?)");
+}
+
+// A QP whose newest WRs went unsignaled never reports them; while completions are waited for, one signaled
+// 8-byte RDMA WRITE into the scratch slot behind the header ring the peer keeps for us reports them all
+// (in-order completion). Once per unsignaled tail: the next call finds it signaled.
+void Transport::flush_tails() {
+  for (const std::uint32_t r : peer_ranks_) {
+    Conn& c = conns_[r];
+    if (c.ops_done == c.ops_posted || c.signaled == c.posted) continue;
+    if (!sq_room(c, 1)) continue;
+    static const std::uint64_t zero = 0;
+    ibv_sge sge{};
+    ibv_send_wr wr{};
+    if (max_inline_ >= sizeof zero) {
+      sge.addr = reinterpret_cast<std::uint64_t>(&zero);
+      wr.send_flags = IBV_SEND_INLINE;
+    } else {
+      std::byte* slot = tx_slot(c);
+      std::memset(slot, 0, sizeof zero);
+      sge.addr = reinterpret_cast<std::uint64_t>(slot);
+      sge.lkey = tx_lkey_;
+    }
+    sge.length = sizeof zero;
+    wr.sg_list = &sge;
+    wr.num_sge = 1;
+    wr.opcode = IBV_WR_RDMA_WRITE;
+    wr.wr.rdma.remote_addr = c.peer.headers_addr + static_cast<std::uint64_t>(c.peer.header_slots) * Context::kHeaderBytes;
+    wr.wr.rdma.rkey = c.peer.headers_rkey;
+    number(c, wr, false, true);
+    post(c, wr);
+    ++counters_.flushes;
+  }
+}
+
+bool Transport::try_bulk(Conn& c, const am::Frame& f, const void* src, std::uint32_t n, std::uint32_t remote_off) {
+  if (c.ah) throw UsageError("bulk transfers need RDMA WRITE/READ, which a UD QP cannot do: run without --ud");
+  if (remote_off > c.segment_bytes || n > c.segment_bytes - remote_off || n > own_segment_bytes_) return false;
+  if (!sq_room(c, 2)) return false;
   // The data must sit in registered memory: in place when it is already in our segment, else staged.
   // (One staging buffer: a caller with several stores of outside memory in flight must keep them in the
   // segment; the methods store from the segment.)
@@ -69,23 +143,23 @@ bool Transport::try_bulk(const am::Frame& f, const void* src, std::uint32_t n, s
   std::uint32_t lkey;
   if (in_segment(s, n)) {
     addr = reinterpret_cast<std::uint64_t>(s);
-    lkey = dev_.segment_lkey();
+    lkey = segment_lkey_;
   } else {
-    std::memcpy(dev_.staging(), s, n);
-    addr = reinterpret_cast<std::uint64_t>(dev_.staging());
-    lkey = dev_.staging_lkey();
+    std::memcpy(ctx_->staging(), s, n);
+    addr = reinterpret_cast<std::uint64_t>(ctx_->staging());
+    lkey = ctx_->staging_lkey();
   }
-  // The peer's ring has as many slots as it has receives; max_credits and the window keep fewer stores
-  // than that unread, so a slot is never overwritten before the peer has taken its header.
-  const std::uint32_t slot = next_header_++ % peer_.header_slots;
+  // The peer's ring for us has as many slots as its QP for us has receives; max_credits and the window
+  // keep fewer of our stores than that unread, so a slot is never overwritten before the peer took it.
+  const std::uint32_t slot = c.next_header++ % c.peer.header_slots;
 
   ibv_sge hs{};
   ibv_send_wr hw{};
-  frame_sge(f, hs, hw);
+  frame_sge(c, f, hs, hw);
   hw.opcode = IBV_WR_RDMA_WRITE;
-  hw.wr.rdma.remote_addr = peer_.headers_addr + slot * 64;
-  hw.wr.rdma.rkey = peer_.headers_rkey;
-  number(hw, false);
+  hw.wr.rdma.remote_addr = c.peer.headers_addr + slot * Context::kHeaderBytes;
+  hw.wr.rdma.rkey = c.peer.headers_rkey;
+  number(c, hw, false);
 
   ibv_sge ds{addr, n, lkey};
   ibv_send_wr dw{};
@@ -93,61 +167,74 @@ bool Transport::try_bulk(const am::Frame& f, const void* src, std::uint32_t n, s
   dw.sg_list = &ds;
   dw.num_sge = 1;
   dw.imm_data = htonl((static_cast<std::uint32_t>(f.handler) << 16) | slot);
-  dw.wr.rdma.remote_addr = peer_.segment_addr + remote_off;
-  dw.wr.rdma.rkey = peer_.segment_rkey;
-  number(dw, true);
+  dw.wr.rdma.remote_addr = c.peer.segment_addr + remote_off;
+  dw.wr.rdma.rkey = c.peer.segment_rkey;
+  number(c, dw, true);
   hw.next = &dw;  // one post, one doorbell, for both
-  post(hw);
+  post(c, hw);
   ++counters_.stores;
   counters_.store_bytes += n;
   return true;
 }
 
 bool Transport::try_get(const am::Frame& f, std::uint32_t remote_off, std::uint32_t n, std::uint32_t local_off) {
-  if (ah_) throw UsageError("bulk transfers need RDMA WRITE/READ, which a UD QP cannot do: run without --ud");
-  if (!peer_.remote_read)
-    throw UsageError("the peer registered its segment without remote read: this run may not get from it");
-  if (remote_off > peer_.segment_bytes || n > peer_.segment_bytes - remote_off || local_off > segment_bytes_ ||
-      n > segment_bytes_ - local_off)
+  Conn& c = conn(f.src);  // a get reads rank f.src's segment
+  if (c.ah) throw UsageError("bulk transfers need RDMA WRITE/READ, which a UD QP cannot do: run without --ud");
+  if (!c.peer.remote_read)
+    throw UsageError("rank " + std::to_string(c.rank) +
+                     " registered its segment without remote read: this run may not get from it");
+  if (remote_off > c.segment_bytes || n > c.segment_bytes - remote_off || local_off > own_segment_bytes_ ||
+      n > own_segment_bytes_ - local_off)
     return false;
-  // The ring of undelivered gets is as deep as the send queue.
-  if (gets_posted_ - gets_delivered_ + 1 >= sq_depth_ || !sq_room(1)) return false;
-  ibv_sge sge{reinterpret_cast<std::uint64_t>(dev_.segment() + local_off), n, dev_.segment_lkey()};
+  // The ring of undelivered gets (all peers) is as deep as one send queue.
+  if (gets_posted_ - gets_delivered_ + 1 >= sq_depth_ || !sq_room(c, 1)) return false;
+  ibv_sge sge{reinterpret_cast<std::uint64_t>(ctx_->segment() + local_off), n, segment_lkey_};
   ibv_send_wr wr{};
   wr.opcode = IBV_WR_RDMA_READ;
   wr.sg_list = &sge;
   wr.num_sge = 1;
-  wr.wr.rdma.remote_addr = peer_.segment_addr + remote_off;
-  wr.wr.rdma.rkey = peer_.segment_rkey;
-  number(wr, false, true);  // not a send operation; signaled, since its completion runs the reply
+  wr.wr.rdma.remote_addr = c.peer.segment_addr + remote_off;
+  wr.wr.rdma.rkey = c.peer.segment_rkey;
+  number(c, wr, false, true);  // not a send operation; signaled, since its completion runs the reply
   const std::uint64_t k = gets_posted_ % sq_depth_;
-  get_wr_[k] = posted_;
+  get_wr_[k] = c.posted;
+  get_rank_[k] = c.rank;
   get_frames_[k] = f;
-  post(wr);
+  post(c, wr);
   ++gets_posted_;
   ++counters_.gets;
   counters_.get_bytes += n;
   return true;
 }
 
-// In the peer's receive queue, beside our one-way requests, there may be: our requests (the window), our
-// replies to its requests (its window: the server takes the client's), one credit frame answering its
-// own one-way requests, and the receives it has consumed but not yet re-posted (up to a batch: the one
-// being handled and those waiting for the chained re-post). One receive short means RNR, retries on
-// the wire and a stall in the figures, so the bound is exact, not generous. Bulk stores also hold one of
-// the peer's header slots each until it reads the header.
+// In the receive queue a peer keeps for us (its own, for our QP alone: context.hpp), beside our one-way
+// requests, there may be: our requests (the window), our replies to its requests (its window), one
+// credit frame answering its own one-way requests, and the receives it has consumed but not yet
+// re-posted (up to a batch: the one being handled and those waiting for the chained re-post). One
+// receive short means RNR, retries on the wire and a stall in the figures, so the bound is exact, not
+// generous. Bulk stores also hold one of the header slots it keeps for us each until it reads the
+// header. Other peers use other queues and rings, so the bound holds with every peer flooding at once;
+// the smallest over the peers is returned (the AM layer gives every peer the same credits).
 int Transport::max_credits(int window) const {
-  const long posted = static_cast<long>(peer_.rq_depth) - static_cast<long>(peer_.recv_batch);
-  const long by_receives = posted - 2L * window - 1;
-  const long by_headers = static_cast<long>(peer_.header_slots) - 2L * window;
-  const long c = std::min(by_receives, by_headers);
+  long c = 1L << 30;
+  const Address* tightest = nullptr;
+  for (const std::uint32_t r : peer_ranks_) {
+    const Address& p = conns_[r].peer;
+    const long posted = static_cast<long>(p.rq_depth) - static_cast<long>(p.recv_batch);
+    const long by_receives = posted - 2L * window - 1;
+    const long by_headers = static_cast<long>(p.header_slots) - 2L * window;
+    if (!tightest || std::min(by_receives, by_headers) < c) {
+      c = std::min(by_receives, by_headers);
+      tightest = &p;
+    }
+  }
   if (c < 2)
-    throw UsageError("verbs: the peer's receive queue (--rq-depth " + std::to_string(peer_.rq_depth) +
-                     ", re-posted in batches of --recv-batch " + std::to_string(peer_.recv_batch) +
+    throw UsageError("verbs: the peer's receive queue (--rq-depth " + std::to_string(tightest->rq_depth) +
+                     ", re-posted in batches of --recv-batch " + std::to_string(tightest->recv_batch) +
                      ") leaves room for " + std::to_string(std::max(0L, c)) +
                      " one-way requests beside twice --window " + std::to_string(window) +
                      " and a credit frame; at least 2 are needed: raise --rq-depth or lower --window/--recv-batch");
-  return static_cast<int>(std::min<long>(c, 1 << 30));
+  return static_cast<int>(c);
 }
 
 // Event mode: sleep on the completion channel until a completion comes (or kSleepMs passes, so the AM
@@ -162,17 +249,18 @@ void Transport::sleep_for_completion() {
   constexpr int kSleepMs = 2;
   bool armed_now = false;
   if (!recv_armed_) {
-    if (int r = ibv_req_notify_cq(dev_.recv_cq(), 0)) fail_arm(r, "receive");
+    if (int r = ibv_req_notify_cq(recv_cq_, 0)) fail_arm(r, "receive");
     recv_armed_ = armed_now = true;
   }
-  const bool want_send = gets_posted_ != gets_delivered_ || tracked_ > ops_done_ || sq_blocked_;
+  const bool want_send = gets_posted_ != gets_delivered_ || tracked_ > ops_done_ || sq_blocked_ ||
+                         (multi_ && ops_done_ != ops_posted_);
   if (want_send && !send_armed_) {
-    if (int r = ibv_req_notify_cq(dev_.send_cq(), 0)) fail_arm(r, "send");
+    if (int r = ibv_req_notify_cq(send_cq_, 0)) fail_arm(r, "send");
     send_armed_ = armed_now = true;
   }
   if (armed_now) {
     if (stash_n_ == 0) {
-      const int n = ibv_poll_cq(dev_.recv_cq(), cq_batch_, stash_);
+      const int n = ibv_poll_cq(recv_cq_, cq_batch_, stash_);
       if (n < 0) throw PeerError("ibv_poll_cq(recv) failed: the device or its context is gone");
       if (n > 0) {
         stash_n_ = n;
@@ -182,12 +270,12 @@ void Transport::sleep_for_completion() {
       return;
     }
     if (want_send) {
-      const std::uint64_t before = completed_;
+      const std::uint64_t before = sends_reaped_;
       reap_sends();
-      if (completed_ != before) return;
+      if (sends_reaped_ != before) return;
     }
   }
-  pollfd p{dev_.channel()->fd, POLLIN, 0};
+  pollfd p{ctx_->channel()->fd, POLLIN, 0};
   ++counters_.sleeps;
   const int r = ::poll(&p, 1, kSleepMs);
   if (r <= 0) {
@@ -198,10 +286,10 @@ void Transport::sleep_for_completion() {
   // takes it without sleeping; reading until EAGAIN would cost every wakeup one more system call.
   ibv_cq* cq = nullptr;
   void* ctx = nullptr;
-  if (ibv_get_cq_event(dev_.channel(), &cq, &ctx) == 0) {
+  if (ibv_get_cq_event(ctx_->channel(), &cq, &ctx) == 0) {
     ibv_ack_cq_events(cq, 1);
     ++counters_.cq_events;
-    (cq == dev_.recv_cq() ? recv_armed_ : send_armed_) = false;
+    (cq == recv_cq_ ? recv_armed_ : send_armed_) = false;
   }
 }
 
@@ -227,29 +315,44 @@ void Transport::completion_error(const ibv_wc& wc, const char* what) {
 }
 
 nlohmann::json Transport::describe() const {
-  nlohmann::json j = dev_.describe();
+  nlohmann::json j = ctx_->describe();
+  std::uint32_t medium_max = ~0u;
+  for (const std::uint32_t r : peer_ranks_) medium_max = std::min(medium_max, conns_[r].medium_max);
+  const Address& p = conns_[peer_ranks_.front()].peer;  // the job's ranks run one configuration
+  j["rank"] = ctx_->rank();
+  j["ranks"] = ctx_->size();
   j["signal_every"] = signal_every_;
   j["cq_batch"] = cq_batch_;
   j["send_inline"] = max_inline_ >= sizeof(am::Frame);
-  j["medium_max_bytes"] = medium_max_;
-  j["store_switch_bytes"] = medium_max_ + 1;  // the first size that takes the bulk protocol
+  j["medium_max_bytes"] = medium_max;
+  j["store_switch_bytes"] = medium_max + 1;  // the first size that takes the bulk protocol
   j["medium_store"] = "one SEND: the 64-byte frame and the payload (inline up to max_inline, else from "
                       "registered memory); the receiver copies the payload into its segment";
   j["medium_inline_max_bytes"] = max_inline_ > sizeof(am::Frame) ? max_inline_ - sizeof(am::Frame) : 0;
   j["bulk_store"] = "RDMA WRITE (header slot) + RDMA WRITE WITH IMM (data), one chained post";
   j["bulk_get"] = "RDMA READ";
-  j["local_completion"] = "the send CQE of the operation's last WR, or of any later WR (in-order completion)";
-  j["one_way_room"] = {{"peer_rq_depth", peer_.rq_depth},
-                       {"peer_recv_batch", peer_.recv_batch},
-                       {"peer_header_slots", peer_.header_slots},
-                       {"rule", "credits <= min(peer rq_depth - recv_batch - 2 window - 1, header_slots - 2 window)"}};
+  j["local_completion"] = "the send CQE of the operation's last WR, or of any later WR on its QP (in-order "
+                          "completion); numbered across peers, complete up to every QP's oldest incomplete one";
+  j["one_way_room"] = {{"peer_rq_depth", p.rq_depth},
+                       {"peer_recv_batch", p.recv_batch},
+                       {"peer_header_slots", p.header_slots},
+                       {"rule", "credits <= min over peers of min(peer rq_depth - recv_batch - 2 window - 1, "
+                                "header_slots - 2 window): each peer's own receive queue and header ring"}};
   const auto& c = counters_;
   j["counters"] = {{"sends", c.sends}, {"signaled", c.signaled}, {"sq_full", c.sq_full}, {"recvs", c.recvs},
                    {"stores", c.stores}, {"store_bytes", c.store_bytes}, {"medium_stores", c.medium_stores},
                    {"medium_bytes", c.medium_bytes}, {"gets", c.gets}, {"get_bytes", c.get_bytes},
                    {"reposts", c.reposts}, {"ops_posted", ops_posted_}, {"ops_completed", ops_done_},
                    {"cq_events", c.cq_events}, {"sleeps", c.sleeps}, {"sleep_timeouts", c.sleep_timeouts},
-                   {"bad_imm", c.bad_imm}, {"bad_medium", c.bad_medium}};
+                   {"bad_imm", c.bad_imm}, {"bad_medium", c.bad_medium}, {"bad_src", c.bad_src},
+                   {"flushes", c.flushes}};
+  nlohmann::json per = nlohmann::json::array();
+  for (const std::uint32_t r : peer_ranks_) {
+    const Conn& q = conns_[r];
+    per.push_back({{"rank", r}, {"qpn", q.qp->qp_num}, {"wrs_posted", q.posted}, {"wrs_completed", q.completed},
+                   {"ops_posted", q.ops_posted}, {"ops_completed", q.ops_done}, {"recvs", q.recvs}});
+  }
+  j["per_peer"] = per;
   return j;
 }
 

@@ -19,7 +19,7 @@
 
 #include "common/am.hpp"
 #include "common/clock.hpp"
-#include "verbs/device.hpp"
+#include "verbs/connect.hpp"
 #include "verbs/transport.hpp"
 
 using namespace logpb;
@@ -65,20 +65,29 @@ int run(const std::string& dev_name, bool events, int messages, int fd, bool sen
   verbs::DeviceOptions o;
   o.device = dev_name;
   o.events = events;
-  verbs::Device dev(o);
-  const verbs::Address mine = dev.local_address();
-  send_all(fd, &mine, sizeof mine);
-  verbs::Address peer;
-  recv_all(fd, &peer, sizeof peer);
-  dev.connect(peer);
-  T t(dev, peer, verbs::TransportOptions{}, [] { return true; });
+  const int me = sender ? 0 : 1;
+  auto q = verbs::connect_qps(o, me, 2, [&](const nlohmann::json& mine) {  // the pair's allgather
+    const std::string out = mine.dump();
+    const std::uint32_t len = static_cast<std::uint32_t>(out.size());
+    send_all(fd, &len, sizeof len);
+    send_all(fd, out.data(), len);
+    std::uint32_t in_len = 0;
+    recv_all(fd, &in_len, sizeof in_len);
+    std::string in(in_len, '\0');
+    recv_all(fd, in.data(), in_len);
+    nlohmann::json all = nlohmann::json::array({nullptr, nullptr});
+    all[static_cast<std::size_t>(me)] = mine;
+    all[static_cast<std::size_t>(1 - me)] = nlohmann::json::parse(in);
+    return all;
+  });
+  T t(std::move(q.context), std::move(q.peers), verbs::TransportOptions{}, [] { return true; });
   char ready = 1;
   send_all(fd, &ready, 1);
   recv_all(fd, &ready, 1);
 
   am::EndpointOptions eo;
   eo.session = 0x5eed;
-  eo.rank = sender ? 0 : 1;
+  eo.rank = me;
   eo.size = 2;
   eo.segment_bytes = static_cast<std::uint32_t>(t.segment().size());
   eo.credits = kCredits;

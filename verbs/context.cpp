@@ -1,4 +1,4 @@
-#include "device.hpp"
+#include "context.hpp"
 
 #include <arpa/inet.h>
 #include <numa.h>
@@ -61,7 +61,12 @@ std::string mtu_string(int m) {
   }
 }
 
-Device::Device(const DeviceOptions& opt) : opt_(opt) {
+Context::Context(const DeviceOptions& opt, int rank, int size) : opt_(opt), rank_(rank), size_(size) {
+  if (size < 2 || rank < 0 || rank >= size)
+    throw UsageError("verbs: rank " + std::to_string(rank) + " of " + std::to_string(size) + ": a verbs job needs at least two ranks");
+  if (opt.ud && size > 2)
+    throw UsageError("verbs --ud runs two ranks only (one UD QP, one address handle); this job has " +
+                     std::to_string(size) + " ranks: run it on RC (without --ud)");
   int n = 0;
   ibv_device** list = ibv_get_device_list(&n);
   if (!list || n == 0) {
@@ -128,16 +133,25 @@ Device::Device(const DeviceOptions& opt) : opt_(opt) {
     if (fl < 0 || fcntl(channel_->fd, F_SETFL, fl | O_NONBLOCK) < 0) fail("fcntl(completion channel, O_NONBLOCK)", errno, "");
   }
   // Both CQs report to the channel: event mode also sleeps for a get's or a tracked send's completion.
-  send_cq_ = ibv_create_cq(ctx_, opt.sq_depth, nullptr, channel_, 0);
-  recv_cq_ = ibv_create_cq(ctx_, opt.rq_depth, nullptr, channel_, 0);
+  // One of each for every QP, deep enough for all of them at once.
+  const int peers = size - 1;
+  ibv_device_attr da{};
+  if (int r = ibv_query_device(ctx_, &da)) fail("ibv_query_device", r, "");
+  const long send_cqe = static_cast<long>(peers) * opt.sq_depth, recv_cqe = static_cast<long>(peers) * opt.rq_depth;
+  if (std::max(send_cqe, recv_cqe) > da.max_cqe)
+    throw UsageError("verbs: " + std::to_string(peers) + " peers x --sq-depth/--rq-depth need a CQ of " +
+                     std::to_string(std::max(send_cqe, recv_cqe)) + " entries; " + name_ + " allows " +
+                     std::to_string(da.max_cqe) + ": lower --rq-depth/--sq-depth");
+  send_cq_ = ibv_create_cq(ctx_, static_cast<int>(send_cqe), nullptr, channel_, 0);
+  recv_cq_ = ibv_create_cq(ctx_, static_cast<int>(recv_cqe), nullptr, channel_, 0);
   if (!send_cq_ || !recv_cq_) fail("ibv_create_cq", errno, "the device's max_cqe");
 
   // Memory, on the device's NUMA node, each region with only the access it needs: receive buffers
   // local only; bulk headers remote-write; the segment remote-write, and remote-read only when asked.
   construct_mtu_ = opt.mtu > 0 ? static_cast<ibv_mtu>(opt.mtu) : port_attr_.active_mtu;
   segment_alloc_ = opt.segment_bytes;
-  headers_alloc_ = static_cast<std::size_t>(header_slots()) * 64;
-  recv_alloc_ = static_cast<std::size_t>(opt.rq_depth) * recv_slot_bytes();
+  headers_alloc_ = static_cast<std::size_t>(peers) * header_ring_bytes();
+  recv_alloc_ = static_cast<std::size_t>(peers) * static_cast<std::size_t>(opt.rq_depth) * recv_slot_bytes();
   segment_ = alloc_on(numa_node_, segment_alloc_);
   headers_ = alloc_on(numa_node_, headers_alloc_);
   recv_buf_ = alloc_on(numa_node_, recv_alloc_);
@@ -145,42 +159,53 @@ Device::Device(const DeviceOptions& opt) : opt_(opt) {
   seg_mr_ = ibv_reg_mr(pd_, segment_, segment_alloc_, seg_access);
   hdr_mr_ = ibv_reg_mr(pd_, headers_, headers_alloc_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   recv_mr_ = ibv_reg_mr(pd_, recv_buf_, recv_alloc_, IBV_ACCESS_LOCAL_WRITE);
-  tx_alloc_ = static_cast<std::size_t>(opt.sq_depth) * tx_slot_bytes();
+  tx_alloc_ = static_cast<std::size_t>(peers) * static_cast<std::size_t>(opt.sq_depth) * tx_slot_bytes();
   tx_buf_ = alloc_on(numa_node_, tx_alloc_);
   staging_ = alloc_on(numa_node_, segment_alloc_);
   tx_mr_ = ibv_reg_mr(pd_, tx_buf_, tx_alloc_, 0);
   staging_mr_ = ibv_reg_mr(pd_, staging_, segment_alloc_, 0);
   if (!seg_mr_ || !hdr_mr_ || !recv_mr_ || !tx_mr_ || !staging_mr_) fail("ibv_reg_mr", errno, "ulimit -l (locked memory) and --segment size");
 
-  ibv_qp_init_attr qa{};
-  qa.send_cq = send_cq_;
-  qa.recv_cq = recv_cq_;
-  qa.qp_type = opt.ud ? IBV_QPT_UD : IBV_QPT_RC;
-  qa.sq_sig_all = 0;
-  qa.cap.max_send_wr = static_cast<std::uint32_t>(opt.sq_depth);
-  qa.cap.max_recv_wr = static_cast<std::uint32_t>(opt.rq_depth);
-  qa.cap.max_send_sge = 2;  // a medium AM: the frame, then its payload in place
-  qa.cap.max_recv_sge = 1;
-  qa.cap.max_inline_data = static_cast<std::uint32_t>(opt.inline_bytes);
-  qp_ = ibv_create_qp(pd_, &qa);
-  if (!qp_ && opt.inline_bytes > 0) {  // the device allows less inline data: ask for none, send from memory
-    qa.cap.max_inline_data = 0;
-    qp_ = ibv_create_qp(pd_, &qa);
-  }
-  if (!qp_) fail(opt.ud ? "ibv_create_qp(UD)" : "ibv_create_qp(RC)", errno, "the device's max_qp_wr against --sq-depth/--rq-depth, max_sge >= 2");
-  max_inline_ = qa.cap.max_inline_data;
-
+  // One QP per peer, all on the two CQs; each with its own receive queue (see context.hpp).
+  links_.resize(static_cast<std::size_t>(size));
   std::random_device rd;
-  psn_ = rd() & 0xffffff;
-  path_mtu_ = construct_mtu_;
+  bool first = true;
+  for (int p = 0; p < size; ++p) {
+    if (p == rank) continue;
+    ibv_qp_init_attr qa{};
+    qa.send_cq = send_cq_;
+    qa.recv_cq = recv_cq_;
+    qa.qp_type = opt.ud ? IBV_QPT_UD : IBV_QPT_RC;
+    qa.sq_sig_all = 0;
+    qa.cap.max_send_wr = static_cast<std::uint32_t>(opt.sq_depth);
+    qa.cap.max_recv_wr = static_cast<std::uint32_t>(opt.rq_depth);
+    qa.cap.max_send_sge = 2;  // a medium AM: the frame, then its payload in place
+    qa.cap.max_recv_sge = 1;
+    qa.cap.max_inline_data = static_cast<std::uint32_t>(std::max(opt.inline_bytes, 0));
+    ibv_qp* qp = ibv_create_qp(pd_, &qa);
+    if (!qp && opt.inline_bytes > 0) {  // the device allows less inline data: ask for none, send from memory
+      qa.cap.max_inline_data = 0;
+      qp = ibv_create_qp(pd_, &qa);
+    }
+    if (!qp)
+      fail(opt.ud ? "ibv_create_qp(UD)" : "ibv_create_qp(RC, peer " + std::to_string(p) + ")", errno,
+           "the device's max_qp_wr against --sq-depth/--rq-depth, max_sge >= 2, max_qp");
+    max_inline_ = first ? qa.cap.max_inline_data : std::min(max_inline_, qa.cap.max_inline_data);  // what every QP has
+    first = false;
+    links_[p].qp = qp;
+    links_[p].psn = rd() & 0xffffff;
+    links_[p].path_mtu = construct_mtu_;
+  }
 }
 
 // The transport re-posts consumed receives in batches of this many; the peer counts on the rest.
-int Device::recv_batch() const { return std::clamp(opt_.recv_batch, 1, std::min(512, opt_.rq_depth / 2)); }
+int Context::recv_batch() const { return std::clamp(opt_.recv_batch, 1, std::min(512, opt_.rq_depth / 2)); }
 
-Device::~Device() {
-  if (ah_) ibv_destroy_ah(ah_);
-  if (qp_) ibv_destroy_qp(qp_);
+Context::~Context() {
+  for (auto& l : links_) {
+    if (l.ah) ibv_destroy_ah(l.ah);
+    if (l.qp) ibv_destroy_qp(l.qp);
+  }
   if (seg_mr_) ibv_dereg_mr(seg_mr_);
   if (hdr_mr_) ibv_dereg_mr(hdr_mr_);
   if (recv_mr_) ibv_dereg_mr(recv_mr_);
@@ -198,18 +223,20 @@ Device::~Device() {
   if (staging_) numa_free(staging_, segment_alloc_);
 }
 
-Address Device::local_address() const {
+Address Context::local_address(int peer) const {
+  const Link& l = links_.at(static_cast<std::size_t>(peer));
+  if (!l.qp) throw std::logic_error("verbs: no QP for rank " + std::to_string(peer));
   Address a;
-  a.qpn = qp_->qp_num;
-  a.psn = psn_;
+  a.qpn = l.qp->qp_num;
+  a.psn = l.psn;
   a.lid = port_attr_.lid;
   std::memcpy(a.gid, gid_.raw, 16);
   a.segment_addr = reinterpret_cast<std::uint64_t>(segment_);
   a.segment_rkey = seg_mr_->rkey;
   a.segment_bytes = static_cast<std::uint32_t>(segment_alloc_);
-  a.headers_addr = reinterpret_cast<std::uint64_t>(headers_);
+  a.headers_addr = reinterpret_cast<std::uint64_t>(headers(peer));
   a.headers_rkey = hdr_mr_->rkey;
-  a.mtu = path_mtu_;
+  a.mtu = construct_mtu_;
   a.remote_read = opt_.remote_read;
   a.rq_depth = static_cast<std::uint32_t>(opt_.rq_depth);
   a.recv_batch = static_cast<std::uint32_t>(recv_batch());
@@ -233,28 +260,30 @@ static ibv_ah_attr peer_av(const Address& peer, int port, int gid_index, bool gl
   return av;
 }
 
-void Device::connect(const Address& peer) {
-  path_mtu_ = std::min(path_mtu_, static_cast<ibv_mtu>(peer.mtu));
+void Context::connect(int p, const Address& peer) {
+  Link& l = links_.at(static_cast<std::size_t>(p));
+  if (!l.qp) throw std::logic_error("verbs: no QP for rank " + std::to_string(p));
+  ibv_qp* const qp = l.qp;
+  l.path_mtu = std::min(construct_mtu_, static_cast<ibv_mtu>(peer.mtu));
   const bool global = gid_type_ != "IB" || peer.lid == 0;
-  peer_qpn_ = peer.qpn;
   if (opt_.ud) {  // datagrams: INIT with a Q_Key, RTR, RTS; the peer is an address handle
     ibv_qp_attr a{};
     a.qp_state = IBV_QPS_INIT;
     a.pkey_index = 0;
     a.port_num = static_cast<std::uint8_t>(opt_.port);
     a.qkey = kUdQkey;
-    if (int r = ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
+    if (int r = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY))
       fail("ibv_modify_qp(UD INIT)", r, "port number -i");
     a = {};
     a.qp_state = IBV_QPS_RTR;
-    if (int r = ibv_modify_qp(qp_, &a, IBV_QP_STATE)) fail("ibv_modify_qp(UD RTR)", r, "");
+    if (int r = ibv_modify_qp(qp, &a, IBV_QP_STATE)) fail("ibv_modify_qp(UD RTR)", r, "");
     a = {};
     a.qp_state = IBV_QPS_RTS;
-    a.sq_psn = psn_;
-    if (int r = ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_SQ_PSN)) fail("ibv_modify_qp(UD RTS)", r, "");
+    a.sq_psn = l.psn;
+    if (int r = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN)) fail("ibv_modify_qp(UD RTS)", r, "");
     ibv_ah_attr av = peer_av(peer, opt_.port, gid_index_, global);
-    ah_ = ibv_create_ah(pd_, &av);
-    if (!ah_) fail("ibv_create_ah", errno, "GID index -x on both sides");
+    l.ah = ibv_create_ah(pd_, &av);
+    if (!l.ah) fail("ibv_create_ah", errno, "GID index -x on both sides");
     return;
   }
   ibv_qp_attr a{};
@@ -262,34 +291,37 @@ void Device::connect(const Address& peer) {
   a.pkey_index = 0;
   a.port_num = static_cast<std::uint8_t>(opt_.port);
   a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | (opt_.remote_read ? IBV_ACCESS_REMOTE_READ : 0);
-  if (int r = ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
+  if (int r = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS))
     fail("ibv_modify_qp(INIT)", r, "port number -i");
 
   a = {};
   a.qp_state = IBV_QPS_RTR;
-  a.path_mtu = path_mtu_;
+  a.path_mtu = l.path_mtu;
   a.dest_qp_num = peer.qpn;
   a.rq_psn = peer.psn;
   a.max_dest_rd_atomic = 1;  // the peer may have one RDMA READ in flight against us
   a.min_rnr_timer = 12;
   a.ah_attr = peer_av(peer, opt_.port, gid_index_, global);
-  if (int r = ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+  if (int r = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
                                          IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-    fail("ibv_modify_qp(RTR)", r, "GID index -x on both sides, path MTU, that both ends are on one network");
+    fail("ibv_modify_qp(RTR, peer " + std::to_string(p) + ")", r, "GID index -x on both sides, path MTU, that both ends are on one network");
 
   a = {};
   a.qp_state = IBV_QPS_RTS;
   a.timeout = 14;   // 4.096 us x 2^14 = 67 ms per try: a dead peer errors the QP in about half a second
   a.retry_cnt = 7;
   a.rnr_retry = 7;
-  a.sq_psn = psn_;
+  a.sq_psn = l.psn;
   a.max_rd_atomic = 1;
-  if (int r = ibv_modify_qp(qp_, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+  if (int r = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
                                          IBV_QP_MAX_QP_RD_ATOMIC))
     fail("ibv_modify_qp(RTS)", r, "");
 }
 
-nlohmann::json Device::describe() const {
+nlohmann::json Context::describe() const {
+  ibv_mtu path = construct_mtu_;  // the smallest over the connections
+  for (int p = 0; p < size_; ++p)
+    if (p != rank_) path = std::min(path, links_[static_cast<std::size_t>(p)].path_mtu);
   ibv_device_attr da{};
   ibv_query_device(ctx_, &da);
   return {{"kind", "verbs"},
@@ -298,11 +330,13 @@ nlohmann::json Device::describe() const {
           {"port", opt_.port},
           {"link_layer", port_attr_.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand"},
           {"active_mtu", mtu_string(port_attr_.active_mtu)},
-          {"path_mtu", mtu_string(path_mtu_)},
+          {"path_mtu", mtu_string(path)},
           {"gid_index", gid_index_},
           {"gid_type", gid_type_},
           {"gid", gid_string(gid_)},
           {"qp_type", opt_.ud ? "UD" : "RC"},
+          {"qps", opt_.ud ? 1 : size_ - 1},
+          {"receive_queues", "one per QP (per peer), no shared receive queue: the one-way bound holds per peer"},
           {"max_inline", max_inline_},
           {"inline_requested", opt_.inline_bytes},
           {"sq_depth", opt_.sq_depth},
@@ -310,6 +344,7 @@ nlohmann::json Device::describe() const {
           {"recv_batch", recv_batch()},
           {"recv_slot_bytes", recv_slot_bytes()},
           {"header_slots", header_slots()},
+          {"header_rings", "one per peer"},
           {"segment_bytes", segment_alloc_},
           {"segment_remote_read", opt_.remote_read},
           {"completions", opt_.events ? "event" : "busy-poll"},
