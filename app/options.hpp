@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/emulation.hpp"
+#include "shm/emulation.hpp"
 #include "common/stats.hpp"
 
 namespace logpb::app {

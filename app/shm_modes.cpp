@@ -1,9 +1,8 @@
-// --transport shm: every rank of the job maps one named region in /dev/shm (so all run on one host).
+// --transport shm: a job of N ranks on one host, one shared region (shm/).
 #include <sched.h>
 #include <unistd.h>
 
 #include <cstdio>
-#include <optional>
 
 #include "app/job.hpp"
 #include "app/modes_common.hpp"
@@ -11,7 +10,7 @@
 #include "common/am.hpp"
 #include "common/bootstrap.hpp"
 #include "common/methods/protocol.hpp"
-#include "common/shm_transport.hpp"
+#include "shm/connect.hpp"
 
 namespace logpb::app {
 
@@ -35,25 +34,15 @@ void pin_to_cpu(int cpu, const char* what) {
     throw std::runtime_error(std::string("sched_setaffinity to core ") + std::to_string(cpu) + " failed (" + what + ")");
 }
 
-// A job's shm region: rank 0 creates it in /dev/shm, the other rank opens it by the name rank 0
-// broadcasts, both publish their pids, and the name is removed once both have it mapped.
+// Every rank of the job maps one region (shm/connect.hpp: rank 0 creates it for N ranks, the others open
+// it, all on one host); the NI, real or emulated, is chosen once there. Ranks sharing a core yield it
+// when idle, so each progresses.
 void run_shm(Job& job) {
-  if (!job.one_host) throw UsageError("--transport shm needs every rank on one host (this job spans several)");
-  if (job.ranks.size() != 2) throw UsageError("--transport shm connects two ranks (this job has " + std::to_string(job.ranks.size()) + ")");
-  const ShmOptions so{job.o.ring, job.o.segment_bytes};
-  const bool creator = job.ranks.rank() == 0;
-  std::optional<ShmRegion> region;
-  std::string name;
-  if (creator) {
-    name = "/logpbench." + std::to_string(getpid()) + "." + std::to_string(job.session);
-    region.emplace(ShmRegion::create_named(name, so));
-  }
-  name = job.ranks.broadcast({{"shm", name}}).at("shm").get<std::string>();
-  if (!creator) region.emplace(ShmRegion::open_named(name));
-  ShmTransport t(*region, job.ranks.rank(), job.clock, job.o.emulation, job.o.connect_timeout_s);
-  job.ranks.barrier();
-  if (creator) region->unlink();
-  run_job(job, t, 0, nullptr);
+  ShmOptions so;
+  so.ring_slots = job.o.ring;
+  so.segment_bytes = job.o.segment_bytes;
+  so.yield_when_idle = job.oversubscribed;
+  connect_shm(job.ranks, so, job.clock, job.o.emulation, [&](auto& t) { run_job(job, t, 0, nullptr); });
 }
 
 }  // namespace logpb::app

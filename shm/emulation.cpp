@@ -1,11 +1,11 @@
-#include "emulation.hpp"
+#include "shm/emulation.hpp"
 
 #include <cmath>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
-#include "errors.hpp"
+#include "common/errors.hpp"
 
 namespace logpb {
 

@@ -1,0 +1,405 @@
+// The shm transport: the ranks of a job on one host, one cache-line slot per small AM in a shared
+// mapping, busy polling. The fastest NI this machine can have, and the embedded default.
+//
+// A mesh of rings: one single-producer/single-consumer slot ring per ordered pair of ranks, so a
+// sender never shares a ring and its frames to one peer arrive in order; one registered segment per
+// rank, where the others' bulk stores land and from which they get. poll() serves every incoming ring,
+// round robin from the one after the last that delivered, at most one frame per call.
+//
+// The NI is a policy (ShmTransport<Wire>, ShmTransport<EmulatedNI>), chosen once when the transport is
+// built: Wire is the rings as they are and its hooks fold away, so the real NI's hot path carries no
+// emulation branch; EmulatedNI makes the rings a LogP machine with known parameters (emulation.hpp).
+// The emulator's own time stamps are plain rdtsc, not the fenced reads of a timed interval: they need
+// no ordering against the loads and stores around them, and on some CPUs (an AMD VM seen here: ~20 ns
+// per read) every fence would add to the overheads the emulated NI is meant to set exactly.
+//
+// Layout of the mapping: a control page (format, shape, each rank's pid), then per ordered pair
+// (src, dst) the slot ring, the emulation's visibility stamps and the receiver's consumed counter, then
+// one registered segment per rank.
+#pragma once
+
+#include <sched.h>
+#include <sys/types.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/clock.hpp"
+#include "common/frame.hpp"
+#include "shm/emulation.hpp"
+
+namespace logpb {
+
+class Ranks;
+
+struct ShmOptions {
+  int ring_slots = 1024;                  // per ordered pair of ranks, a power of two >= 8
+  std::uint32_t segment_bytes = 1 << 20;  // per rank
+  // More ranks than cores: idle_wait() gives the core away (sched_yield) so every rank progresses.
+  // This one is each rank's own; the two above are the region's, set by its creator.
+  bool yield_when_idle = false;
+};
+
+// The shared mapping of a job of `ranks` ranks: anonymous (created before a fork) or named in /dev/shm.
+class ShmRegion {
+ public:
+  static ShmRegion create_anonymous(int ranks, const ShmOptions& opt);
+  static ShmRegion create_named(const std::string& name, int ranks, const ShmOptions& opt);
+  static ShmRegion open_named(const std::string& name);
+  ShmRegion(ShmRegion&& o) noexcept;
+  ShmRegion& operator=(ShmRegion&&) = delete;
+  ~ShmRegion();
+  void* base() const { return base_; }
+  std::size_t bytes() const { return bytes_; }
+  void unlink();  // removes the /dev/shm name once every rank has mapped it
+
+  // The shape, as the creator wrote it into the control page.
+  int ranks() const;
+  std::uint32_t ring_slots() const;
+  std::uint32_t segment_bytes() const;
+  // The ring carrying frames from rank src to rank dst (src != dst).
+  struct Ring {
+    am::Frame* slots;
+    std::uint64_t* visible;                // emulated: when each slot's frame may be seen
+    std::atomic<std::uint64_t>* consumed;  // how far the receiver has read, published every quarter ring
+  };
+  Ring ring(int src, int dst) const;
+  std::byte* segment(int rank) const;
+  std::atomic<std::int32_t>& pid(int rank) const;  // 0 until that rank has attached
+
+  // Bytes of a region for `ranks` ranks with these options (what create needs in /dev/shm).
+  static std::size_t bytes_for(int ranks, const ShmOptions& opt);
+
+ private:
+  ShmRegion(void* b, std::size_t n, std::string name) : base_(b), bytes_(n), name_(std::move(name)) {}
+  void* base_ = nullptr;
+  std::size_t bytes_ = 0;
+  std::string name_;
+};
+
+// This rank's view of the other ranks' processes: publishes our pid into the region, reads theirs and
+// holds a pidfd for each (readable once that process exits, zombie or not, whoever its parent is).
+class ShmPeers {
+ public:
+  ShmPeers(const ShmRegion& region, int rank);  // publishes our pid
+  ShmPeers(const ShmPeers&) = delete;
+  ShmPeers& operator=(const ShmPeers&) = delete;
+  ~ShmPeers();
+  // Waits (polling, up to timeout_s) until every rank has published its pid, then opens the pidfds.
+  void wait(double timeout_s);
+  // After a barrier of every rank: all pids must be there already.
+  void open();
+  bool all_alive() const;
+  const std::vector<pid_t>& pids() const { return pids_; }
+
+ private:
+  void open_pidfds();
+  const ShmRegion& region_;
+  int rank_;
+  std::vector<pid_t> pids_;
+  std::vector<int> pidfds_;  // -1 for ourselves
+};
+
+namespace shm_detail {
+
+struct TxRing {  // toward one peer
+  am::Frame* slots = nullptr;
+  std::uint64_t* visible = nullptr;
+  std::atomic<std::uint64_t>* consumed = nullptr;  // written by the peer
+  std::byte* segment = nullptr;                    // the peer's registered segment
+  std::uint64_t tail = 0, cached_consumed = 0;
+};
+
+struct RxRing {  // from one peer
+  const am::Frame* slots = nullptr;
+  const std::uint64_t* visible = nullptr;
+  std::atomic<std::uint64_t>* consumed = nullptr;  // written by us
+  std::uint64_t head = 0;
+  // The frame at the head when its sender has published it (its seq is the head's), else null.
+  const am::Frame* ready(std::uint64_t mask) const noexcept {
+    const am::Frame* s = &slots[head & mask];
+    return std::atomic_ref<const std::uint32_t>(s->seq).load(std::memory_order_acquire) ==
+                   static_cast<std::uint32_t>(head + 1)
+               ? s
+               : nullptr;
+  }
+};
+
+}  // namespace shm_detail
+
+// The real NI: frames are visible as soon as their slot is written, a send is complete when it
+// returns. Every hook is empty or trivial and the compiler removes it.
+class Wire {
+ public:
+  Wire(const Clock&, const Emulation&, std::size_t) {}
+  static constexpr bool emulated = false;
+  std::uint64_t enter() const noexcept { return 0; }
+  void depart(std::uint64_t&, std::uint64_t, std::uint64_t, std::uint32_t) noexcept {}
+  void leave_send(std::uint64_t, std::uint32_t) const noexcept {}
+  std::uint64_t get_arrival(std::uint64_t, std::uint32_t) noexcept { return 0; }
+  void leave_get(std::uint64_t) const noexcept {}
+  bool local_arrived(std::uint64_t) const noexcept { return true; }
+  std::uint64_t completed(std::uint64_t posted) const noexcept { return posted; }
+  // Round robin: the first ring from `start` on whose head is published.
+  int next_arrival(const shm_detail::RxRing* rx, int n, int start, std::uint64_t mask) const noexcept {
+    for (int k = 0, i = start; k < n; ++k) {
+      if (rx[i].ready(mask)) return i;
+      if (++i == n) i = 0;
+    }
+    return -1;
+  }
+  nlohmann::json describe() const;
+};
+
+// The emulated NI (DESIGN.md, "The shm transport and the emulated NI"). LogP is per NI, not per pair:
+// this rank's departures, to whichever peer, are at least g apart (one next-departure time shared by all
+// its outgoing rings), and so are its arrivals, from whichever peer (one last-arrival time shared by all
+// its incoming rings). A replier hit by K requesters thus serves them at 1/g in all, as LogP says (the
+// contention LoGPC, Moritz & Frank section 3, builds on). Arrivals are taken in the order they became
+// visible, as one NI's receive queue would hold them.
+class EmulatedNI {
+ public:
+  // max_in_flight: the most sends that can be posted and not yet complete (every ring's slots).
+  EmulatedNI(const Clock& clock, const Emulation& e, std::size_t max_in_flight);
+  static constexpr bool emulated = true;
+  std::uint64_t enter() const noexcept { return __rdtsc(); }
+  // A frame leaves: sets its visibility stamp and when send operation `op` completes locally.
+  void depart(std::uint64_t& visible, std::uint64_t op, std::uint64_t t_enter, std::uint32_t bulk_len) noexcept {
+    const std::uint64_t ready = t_enter + os_ + static_cast<std::uint64_t>(os_per_byte_ * bulk_len);
+    // LogGP: a message holds the wire for g + G*n (Bell et al.'s per-message time), and its last byte
+    // leaves G*n after its first, so it is visible G*n + L after departure and locally complete G*n after.
+    const std::uint64_t wire = static_cast<std::uint64_t>(G_ * bulk_len);
+    const std::uint64_t dep = std::max(ready, next_departure_);
+    next_departure_ = dep + g_ + wire;
+    done_at_[op & done_mask_] = dep + wire;
+    visible = dep + wire + L_;
+  }
+  // The sender spends o_s(n) inside send, counted from its entry.
+  void leave_send(std::uint64_t t_enter, std::uint32_t bulk_len) const noexcept {
+    tsc::spin_until(t_enter + os_ + static_cast<std::uint64_t>(os_per_byte_ * bulk_len));
+  }
+  // A get completes after o_s, a round trip of 2L and G per byte; it departs like a send.
+  std::uint64_t get_arrival(std::uint64_t t_enter, std::uint32_t n) noexcept {
+    const std::uint64_t dep = std::max(t_enter + os_, next_departure_);
+    next_departure_ = dep + g_;
+    return dep + 2 * L_ + static_cast<std::uint64_t>(G_ * n);
+  }
+  void leave_get(std::uint64_t t_enter) const noexcept { tsc::spin_until(t_enter + os_); }
+  bool local_arrived(std::uint64_t visible) const noexcept {
+    const std::uint64_t now = __rdtsc();
+    if (now < visible) return false;
+    tsc::spin_until(now + or_);
+    return true;
+  }
+  std::uint64_t completed(std::uint64_t posted) noexcept {
+    if (done_ < posted) {
+      const std::uint64_t now = __rdtsc();
+      while (done_ < posted && done_at_[done_ & done_mask_] <= now) ++done_;
+    }
+    return done_;
+  }
+  // The earliest visible head of any ring, once it may arrive: no earlier than its departure + L, and
+  // no sooner than g after this NI's previous arrival. o_r is padded from the moment polling began, so
+  // the real cost of pulling the line over from the other core is inside it rather than added on top
+  // (as o_s is padded from send entry).
+  int next_arrival(const shm_detail::RxRing* rx, int n, int, std::uint64_t mask) noexcept {
+    const std::uint64_t t_entry = __rdtsc();
+    int best = -1;
+    std::uint64_t best_visible = 0;
+    const am::Frame* frame = nullptr;
+    for (int i = 0; i < n; ++i) {
+      if (const am::Frame* s = rx[i].ready(mask)) {
+        const std::uint64_t v = rx[i].visible[rx[i].head & mask];
+        if (best < 0 || v < best_visible) best = i, best_visible = v, frame = s;
+      }
+    }
+    if (best < 0) return -1;
+    const std::uint64_t arrive = std::max(best_visible, last_arrival_ + g_);
+    if (__rdtsc() < arrive) return -1;
+    last_arrival_ = arrive;
+    tsc::spin_until(std::max(t_entry, arrive) + or_ + static_cast<std::uint64_t>(or_per_byte_ * frame->bulk_len));
+    return best;
+  }
+  nlohmann::json describe() const;
+  const Emulation& emulation() const { return emu_; }
+
+ private:
+  std::uint64_t os_ = 0, or_ = 0, g_ = 0, L_ = 0;
+  double os_per_byte_ = 0, or_per_byte_ = 0, G_ = 0;
+  std::uint64_t next_departure_ = 0, last_arrival_ = 0;
+  std::vector<std::uint64_t> done_at_;  // when each send operation completes locally, by its number
+  std::uint64_t done_mask_ = 0, done_ = 0;
+  Emulation emu_;
+};
+
+template <class NI>
+class ShmTransport {
+ public:
+  static constexpr bool ni_emulated = NI::emulated;
+  // Standalone (threads of one process, or processes that share the region by other means): publishes
+  // this rank's pid and waits up to attach_timeout_s for every other rank's.
+  ShmTransport(const ShmRegion& region, int rank, const Clock& clock, const Emulation& emu,
+               const ShmOptions& opt = {}, double attach_timeout_s = 10)
+      : ShmTransport(Publish{}, region, rank, clock, emu, opt) {
+    peers_.wait(attach_timeout_s);
+  }
+  // In a job: publishes this rank's pid, waits in a barrier of every rank, then reads theirs.
+  ShmTransport(const ShmRegion& region, Ranks& ranks, const Clock& clock, const Emulation& emu, const ShmOptions& opt);
+  ShmTransport(const ShmTransport&) = delete;
+  ShmTransport& operator=(const ShmTransport&) = delete;
+
+  bool try_send(const am::Frame& f) {
+    TxRing& r = tx(f.dst);
+    const std::uint64_t t_enter = ni_.enter();
+    if (!has_room(r)) return false;
+    publish(r, f, t_enter);
+    return true;
+  }
+
+  // Bulk store: the bytes are copied straight into rank f.dst's segment, then the frame is published;
+  // the copy happens inside the emulated o_s(n), as a CPU-driven NI (the paper's Myrinet) would do it.
+  bool try_store(const am::Frame& f, const void* src, std::uint32_t n, std::uint32_t remote_off) {
+    TxRing& r = tx(f.dst);
+    const std::uint64_t t_enter = ni_.enter();
+    if (!has_room(r) || remote_off > segment_bytes_ || n > segment_bytes_ - remote_off) return false;
+    std::memcpy(r.segment + remote_off, src, n);
+    publish(r, f, t_enter);
+    return true;
+  }
+
+  // Bulk get: a one-sided copy from rank f.src's segment (no peer CPU, like RDMA READ); the frame is
+  // delivered here by poll().
+  bool try_get(const am::Frame& f, std::uint32_t remote_off, std::uint32_t n, std::uint32_t local_off) {
+    const TxRing& r = tx(f.src);
+    const std::uint64_t t_enter = ni_.enter();
+    if (local_count_ == kLocalSlots || remote_off > segment_bytes_ || n > segment_bytes_ - remote_off ||
+        local_off > segment_bytes_ || n > segment_bytes_ - local_off)
+      return false;
+    std::memcpy(my_segment_ + local_off, r.segment + remote_off, n);
+    auto& c = local_[(local_head_ + local_count_) % kLocalSlots];
+    c.frame = f;
+    c.visible = ni_.get_arrival(t_enter, n);
+    ++local_count_;
+    ni_.leave_get(t_enter);
+    return true;
+  }
+  std::size_t max_bulk() const { return segment_bytes_; }
+
+  // Local completion: a written slot is complete at once (the receiver reads it in place, so the
+  // sender's buffer is free when send returns); on an emulated NI, once the NI has sent its last byte
+  // (departure + G*n), as a DMA engine would report it. Operations are numbered across all peers.
+  std::uint64_t tx_posted() const noexcept { return posted_; }
+  void track_next() noexcept {}
+  std::uint64_t tx_completed() noexcept { return ni_.completed(posted_); }
+
+  // The ring toward one peer carries our requests (window), our replies to its requests (its window,
+  // the same), at most two credit frames and the one-way requests; the receiver publishes what it
+  // consumed only every quarter ring, so that much more may look occupied. The one-way requests get
+  // what is left. Every pair has its own ring, so this holds per peer.
+  int max_credits(int window) const noexcept { return static_cast<int>(slots_ - slots_ / 4) - 2 * window - 2; }
+
+  template <class Sink>
+  int poll(Sink&& sink) {
+    if (local_count_) [[unlikely]]
+      if (poll_local(sink)) return 1;
+    const int i = ni_.next_arrival(rx_.data(), n_rx_, next_rx_, mask_);
+    if (i < 0) return 0;
+    RxRing& r = rx_[static_cast<std::size_t>(i)];
+    sink(static_cast<const void*>(&r.slots[r.head & mask_]), sizeof(am::Frame));
+    ++r.head;
+    if ((r.head & publish_mask_) == 0) r.consumed->store(r.head, std::memory_order_release);
+    next_rx_ = i + 1 == n_rx_ ? 0 : i + 1;
+    return 1;
+  }
+
+  // Oversubscribed (yield_when_idle): give the core to another rank after an empty poll.
+  bool idle_wait() noexcept {
+    if (!yield_when_idle_) return false;
+    sched_yield();
+    return true;
+  }
+
+  bool peer_alive() const { return peers_.all_alive(); }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  std::span<std::byte> segment() { return {my_segment_, segment_bytes_}; }
+  std::span<std::byte> segment_of(int r) { return {r == rank_ ? my_segment_ : tx(r).segment, segment_bytes_}; }
+  const std::vector<pid_t>& peer_pids() const { return peers_.pids(); }
+  nlohmann::json describe() const;
+
+ private:
+  using TxRing = shm_detail::TxRing;
+  using RxRing = shm_detail::RxRing;
+  static constexpr std::size_t kLocalSlots = 1024;
+  struct LocalCompletion {
+    am::Frame frame;
+    std::uint64_t visible;
+  };
+
+  // Publishes our pid; the caller then waits for the others' (peers_.wait or open).
+  struct Publish {};
+  ShmTransport(Publish, const ShmRegion& region, int rank, const Clock& clock, const Emulation& emu, const ShmOptions& opt);
+
+  TxRing& tx(unsigned dst) {
+    if (dst >= static_cast<unsigned>(size_) || dst == static_cast<unsigned>(rank_)) [[unlikely]]
+      bad_rank(dst);
+    return tx_[dst];
+  }
+  [[noreturn]] void bad_rank(unsigned dst) const;
+  bool has_room(TxRing& r) noexcept {
+    if (r.tail - r.cached_consumed >= slots_) {
+      r.cached_consumed = r.consumed->load(std::memory_order_acquire);
+      if (r.tail - r.cached_consumed >= slots_) return false;
+    }
+    return true;
+  }
+  void publish(TxRing& r, const am::Frame& f, std::uint64_t t_enter) noexcept {
+    const std::size_t i = r.tail & mask_;
+    am::Frame* s = &r.slots[i];
+    // Fill everything but seq, then publish by storing seq: x86 keeps stores in order, and the
+    // release store keeps the compiler from reordering them.
+    std::memcpy(reinterpret_cast<char*>(s) + sizeof(std::uint32_t),
+                reinterpret_cast<const char*>(&f) + sizeof(std::uint32_t), sizeof(am::Frame) - sizeof(std::uint32_t));
+    ni_.depart(r.visible[i], posted_, t_enter, f.bulk_len);
+    std::atomic_ref<std::uint32_t>(s->seq).store(static_cast<std::uint32_t>(r.tail + 1), std::memory_order_release);
+    ++r.tail;
+    ++posted_;
+    ni_.leave_send(t_enter, f.bulk_len);
+  }
+  template <class Sink>
+  int poll_local(Sink& sink) {
+    auto& c = local_[local_head_];
+    if (!ni_.local_arrived(c.visible)) return 0;
+    const am::Frame f = c.frame;
+    local_head_ = (local_head_ + 1) % kLocalSlots;
+    --local_count_;
+    sink(static_cast<const void*>(&f), sizeof f);
+    return 1;
+  }
+
+  // Hot fields first.
+  std::vector<TxRing> tx_;  // by destination rank (our own entry unused)
+  std::vector<RxRing> rx_;  // one per peer, in rank order
+  int n_rx_ = 0, next_rx_ = 0;
+  std::uint64_t slots_ = 0, mask_ = 0, publish_mask_ = 0;
+  std::uint64_t posted_ = 0;
+  int rank_ = 0, size_ = 0;
+  bool yield_when_idle_ = false;
+  NI ni_;
+  std::size_t local_head_ = 0, local_count_ = 0;
+  LocalCompletion local_[kLocalSlots];
+
+  std::byte* my_segment_ = nullptr;
+  std::uint32_t segment_bytes_ = 0;
+  ShmPeers peers_;
+};
+
+}  // namespace logpb
