@@ -123,6 +123,9 @@ struct Children {
 void run_transport(Job& job) {
   const std::string& t = job.o.transport;
   if (t == "shm") return run_shm(job);
+#ifdef LOGPB_HAVE_DPDK
+  if (t == "dpdk") return run_dpdk(job);
+#endif
 #ifdef LOGPB_HAVE_VERBS
   if (t == "verbs") return run_verbs(job);
 #endif

@@ -1,7 +1,13 @@
 // DPDK datapath: one small AM per Ethernet frame, sent with a burst of one (latency first), received
-// with rx bursts and busy polling. Frames of other EtherTypes, sessions or versions, short or malformed
-// ones are counted and dropped; a gap in the sequence numbers is a loss, counted (and, for bulk data,
-// the AM that would have announced incomplete data is dropped so the AM layer's loss timeout re-measures).
+// with rx bursts and busy polling. Frames of other EtherTypes, sessions, versions or ranks, short or
+// malformed ones are counted and dropped; a gap in a source's sequence numbers is a loss, counted (and,
+// for bulk data, the AM that would have announced incomplete data is dropped so the AM layer's loss
+// timeout re-measures).
+//
+// Peers: a rank -> (port, MAC) table. Sends route on f.dst; sequence numbers run per ordered pair of
+// ranks (tx per destination, rx per source), so K interleaved senders are K streams and not loss.
+// Several ports (one memif per pair of ranks in a local job) are polled round robin, one rx burst each;
+// one port (a NIC behind a switch, af_xdp on a bridge) serves every peer, the switch routing by MAC.
 //
 // A store of up to medium_max bytes (what fits in one frame beside the AM frame) is a medium AM: one
 // frame, the AM frame followed by the data, so a "minimum message" of 8 bytes costs one NI operation
@@ -9,7 +15,9 @@
 //
 // Local completion (Bell et al. 4.2, Doerfler & Brightwell 2) is tx completion: the PMD is done with the
 // mbuf. A tracked operation's last mbuf carries one extra reference; when the PMD has freed it the
-// count is back to 1. Frames on one tx queue complete in order, so that covers every earlier operation.
+// count is back to 1. Frames on one tx queue complete in order, so that covers every earlier operation
+// on the same port; with several ports, an operation is covered by a later tracked one only on its own
+// port (describe() says so). The methods track the sends of one link, which stay on one port.
 #pragma once
 
 #include <rte_byteorder.h>
@@ -17,6 +25,7 @@
 #include <rte_ether.h>
 #include <rte_malloc.h>
 #include <rte_mbuf.h>
+#include <sched.h>
 
 #include <array>
 #include <cstddef>
@@ -24,6 +33,7 @@
 #include <cstring>
 #include <functional>
 #include <span>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -35,35 +45,60 @@ namespace logpb::dpdk {
 
 struct TransportOptions {
   std::uint32_t session = 0;
+  int rank = 0;            // this side's rank, and the job's size (ranks are 16-bit on the wire)
+  int size = 2;
   int burst = 32;          // rx burst size
   double drop_rate = 0;    // injected loss on receive, for testing loss handling
   bool reflector = false;  // the peer echoes our frames back (testpmd macswap): an echoed request is the reply
   std::uint16_t reflector_reply_handler = 0;
   std::uint32_t segment_bytes = 1 << 20;
   std::uint64_t seed = 1;
-  int peer_rx_ring = 0;  // the receiving side's rx ring for the credit limit (0: same as ours)
+  // More ranks than cores on this host: give the core away (sched_yield) after a poll that found
+  // nothing, so every rank progresses. Otherwise a pure busy poll.
+  bool yield_when_idle = false;
+  int peer_rx_ring = 0;  // the pair constructor only: the peer's rx ring (0: same as ours)
 };
 
+// Another rank as this transport reaches it, and what its receiving side holds (for the credit limit).
+struct PeerAddress {
+  int rank = -1;
+  int port = 0;              // index into the transport's ports
+  std::uint8_t mac[6] = {};  // the peer's MAC on that link
+  int rx_ring = 0;           // the peer's rx ring that receives our frames
+  int rx_ring_sources = 1;   // how many ranks send into that ring: 1 for a memif per pair, size-1 for a shared port
+};
+
+// Totals over every peer (counters()) and, for what tells one stream from another, per peer.
 struct Counters {
   std::uint64_t tx = 0, tx_busy = 0, rx = 0, delivered = 0;
   std::uint64_t lost = 0, injected_drops = 0, reordered = 0;
-  std::uint64_t foreign_ethertype = 0, foreign_session = 0, malformed = 0, bulk_incomplete = 0, get_served = 0;
+  std::uint64_t foreign_ethertype = 0, foreign_session = 0, foreign_rank = 0, malformed = 0, bulk_incomplete = 0;
+  std::uint64_t get_served = 0;
   std::uint64_t medium_sent = 0, medium_rejected = 0;  // rejected: data length or place outside the segment
   std::uint64_t tracked = 0, completed = 0, completed_in_tx_burst = 0;  // local completion (tracked sends)
+};
+struct PeerCounters {
+  std::uint64_t tx = 0, rx = 0, lost = 0, reordered = 0, injected_drops = 0, bulk_incomplete = 0;
 };
 
 class Transport {
  public:
+  // `ports` are this rank's, each peer names the one that reaches it. The ports must outlive this.
+  Transport(std::vector<Port*> ports, const std::vector<PeerAddress>& peers, const TransportOptions& opt,
+            std::function<bool()> peer_alive);
+  // A pair: one port, one peer (rank 1 - opt.rank; the reflector is rank 1) whose receiving ring is
+  // opt.peer_rx_ring (0: ours).
   Transport(Port& port, const std::uint8_t peer_mac[6], const TransportOptions& opt, std::function<bool()> peer_alive);
   Transport(const Transport&) = delete;
   Transport& operator=(const Transport&) = delete;
   ~Transport();
 
-  bool try_send(const am::Frame& f) noexcept {
-    rte_mbuf* m = frame_mbuf(WireType::am, sizeof(am::Frame), 0);
+  bool try_send(const am::Frame& f) {
+    Peer& p = peer(f.dst);
+    rte_mbuf* m = frame_mbuf(p, WireType::am, sizeof(am::Frame), 0);
     if (!m) return false;
     std::memcpy(payload(m), &f, sizeof f);
-    if (!transmit(m)) return false;
+    if (!transmit(p, m)) return false;
     ++tx_ops_;
     return true;
   }
@@ -71,11 +106,12 @@ class Transport {
   // A store: medium (one frame) up to medium_max bytes, else chunked. No probe: a medium store's own
   // mbuf, or a chunked one's first chunk, is the test that the NI can take it now.
   bool try_store(const am::Frame& f, const void* src, std::uint32_t n, std::uint32_t remote_off) {
-    if (n > medium_max_) return try_store_chunked(f, src, n, remote_off);
-    rte_mbuf* m = frame_mbuf(WireType::am, sizeof(am::Frame) + n, 0);
+    Peer& p = peer(f.dst);
+    if (n > medium_max_) return try_store_chunked(p, f, src, n, remote_off);
+    rte_mbuf* m = frame_mbuf(p, WireType::am, sizeof(am::Frame) + n, 0);
     if (!m) return false;
     put_medium(payload(m), f, src, n, remote_off);
-    if (!transmit(m)) return false;
+    if (!transmit(p, m)) return false;
     ++tx_ops_;
     ++counters_.medium_sent;
     return true;
@@ -84,8 +120,8 @@ class Transport {
   template <class Sink>
   int poll(Sink&& sink) {
     if (rx_pos_ == rx_n_) {
-      rx_n_ = rte_eth_rx_burst(port_.id(), 0, rx_, static_cast<std::uint16_t>(burst_));
       rx_pos_ = 0;
+      rx_n_ = ports_.size() == 1 ? rte_eth_rx_burst(port_ids_[0], 0, rx_, static_cast<std::uint16_t>(burst_)) : rx_round_robin();
       if (rx_n_ == 0) return 0;
     }
     int delivered = 0;
@@ -107,30 +143,61 @@ class Transport {
   std::uint32_t medium_max() const { return medium_max_; }
 
   // Local completion (common/transport.hpp, LocalCompletion). Operations are try_send and try_store
-  // calls that succeeded, numbered from 1.
+  // calls that succeeded, numbered from 1 across all peers.
   std::uint64_t tx_posted() const { return tx_ops_; }
   void track_next();
   std::uint64_t tx_completed();
 
-  // One-way requests the peer's rx ring holds beside the request window (CreditLimited).
+  // One-way requests a receiving rx ring holds, per source, beside the request window (CreditLimited):
+  // the smallest share over every ring of the job this rank knows of (its own and its peers').
   int max_credits(int window) const;
+
+  // IdleWait (common/transport.hpp): yields only when the job has more ranks than cores.
+  bool idle_wait() {
+    if (!yield_when_idle_) return false;
+    sched_yield();
+    return true;
+  }
 
   bool peer_alive() const { return peer_alive_(); }
   std::span<std::byte> segment() { return {segment_, segment_bytes_}; }
   nlohmann::json describe() const;
-  const Counters& counters() const { return counters_; }
+  Counters counters() const;  // totals
+  const PeerCounters& counters(int rank) const { return peers_.at(static_cast<std::size_t>(rank)).c; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
 
  private:
   static constexpr std::uint32_t kHeaders = sizeof(rte_ether_hdr) + sizeof(WireHdr);
   static std::uint8_t* payload(rte_mbuf* m) { return rte_pktmbuf_mtod(m, std::uint8_t*) + kHeaders; }
 
-  rte_mbuf* frame_mbuf(WireType t, std::uint32_t len, std::uint32_t off) noexcept {
-    rte_mbuf* m = rte_pktmbuf_alloc(port_.pool());
+  // Everything a send to one rank and a receive from it touch: one cache line (two with counters).
+  struct alignas(64) Peer {
+    std::uint8_t eth[sizeof(rte_ether_hdr)];  // destination MAC, our port's MAC, our EtherType
+    std::uint16_t port_id = 0;                // the DPDK port that reaches it
+    std::uint16_t port = 0;                   // its index in ports_
+    std::uint16_t rank = 0;
+    bool connected = false;
+    bool bulk_broken = false;                 // a frame from it was lost since its last announcing AM
+    std::uint32_t tx_seq = 0, rx_expect = 0;
+    int rx_ring = 0, rx_ring_sources = 1;     // its receiving side (credit limit)
+    PeerCounters c;
+  };
+  Peer& peer(int rank) {
+    if (static_cast<unsigned>(rank) >= peers_.size() || !peers_[static_cast<std::size_t>(rank)].connected) [[unlikely]]
+      no_route(rank);
+    return peers_[static_cast<std::size_t>(rank)];
+  }
+  [[noreturn]] void no_route(int rank) const;
+
+  rte_mbuf* frame_mbuf(const Peer& p, WireType t, std::uint32_t len, std::uint32_t off) noexcept {
+    rte_mbuf* m = rte_pktmbuf_alloc(pools_[p.port]);
     if (!m) return nullptr;
-    auto* p = reinterpret_cast<std::uint8_t*>(rte_pktmbuf_append(m, static_cast<std::uint16_t>(kHeaders + len)));
-    std::memcpy(p, eth_template_, sizeof(rte_ether_hdr));
-    WireHdr h{t, kWireVersion, static_cast<std::uint16_t>(len), tx_seq_, session_, off};
-    std::memcpy(p + sizeof(rte_ether_hdr), &h, sizeof h);
+    auto* b = reinterpret_cast<std::uint8_t*>(rte_pktmbuf_append(m, static_cast<std::uint16_t>(kHeaders + len)));
+    std::memcpy(b, p.eth, sizeof(rte_ether_hdr));
+    WireHdr h{t, kWireVersion, static_cast<std::uint16_t>(len), rank16_, p.rank,
+              p.tx_seq, session_, off};
+    std::memcpy(b + sizeof(rte_ether_hdr), &h, sizeof h);
     return m;
   }
   // The AM frame as sent: its bulk fields always name the data it announces (carried behind it in a
@@ -144,48 +211,55 @@ class Transport {
     put_am(p, f, n, off);
     std::memcpy(p + sizeof f, src, n);
   }
-  bool transmit(rte_mbuf* m) noexcept {
+  bool transmit(Peer& p, rte_mbuf* m) noexcept {
     if (track_pending_) [[unlikely]]
-      return transmit_tracked(m);
-    if (rte_eth_tx_burst(port_.id(), 0, &m, 1) == 1) {
-      ++tx_seq_;
-      ++counters_.tx;
+      return transmit_tracked(p, m);
+    if (rte_eth_tx_burst(p.port_id, 0, &m, 1) == 1) {
+      ++p.tx_seq;
+      ++p.c.tx;
       return true;
     }
     rte_pktmbuf_free(m);
     ++counters_.tx_busy;
     return false;
   }
-  bool transmit_tracked(rte_mbuf* m) noexcept;
-  void record_tracked(rte_mbuf* m) noexcept;
+  std::uint16_t rx_round_robin() noexcept;
+  bool transmit_tracked(Peer& p, rte_mbuf* m) noexcept;
+  void record_tracked(const Peer& p, rte_mbuf* m) noexcept;
   nlohmann::json describe_local_completion() const;
-  void transmit_until_sent(rte_mbuf* m);  // bulk chunks: the NI drains its ring, so this ends
-  bool try_store_chunked(const am::Frame& f, const void* src, std::uint32_t n, std::uint32_t remote_off);
+  void transmit_until_sent(Peer& p, rte_mbuf* m);  // bulk chunks: the NI drains its ring, so this ends
+  bool try_store_chunked(Peer& p, const am::Frame& f, const void* src, std::uint32_t n, std::uint32_t remote_off);
 
   // Validates one received frame; returns the AM frame to deliver, or nullptr (consumed or dropped).
   const am::Frame* accept(rte_mbuf* m);
-  void serve_get(const GetRequest& g, const am::Frame& reply);
-  void send_bulk(const std::uint8_t* src, std::uint32_t n, std::uint32_t dest_off, const am::Frame& f,
+  void serve_get(Peer& to, const GetRequest& g, const am::Frame& reply);
+  void send_bulk(Peer& p, const std::uint8_t* src, std::uint32_t n, std::uint32_t dest_off, const am::Frame& f,
                  rte_mbuf* first = nullptr);
+  int own_sources(std::size_t port) const;  // peers routed over one of our ports: ranks sending into its ring
 
-  Port& port_;
+  std::vector<Port*> ports_;
+  std::vector<std::uint16_t> port_ids_;
+  std::vector<rte_mempool*> pools_;
+  std::vector<Peer> peers_;  // indexed by rank; our own entry and ranks we do not reach are not connected
   std::function<bool()> peer_alive_;
   int burst_;
+  int rank_, size_;
+  std::uint16_t rank16_;
+  std::size_t rx_next_ = 0;  // the port whose rx burst comes next (several ports)
   rte_mbuf* rx_[512];
   std::uint16_t rx_n_ = 0, rx_pos_ = 0;
-  std::uint8_t eth_template_[sizeof(rte_ether_hdr)];
-  std::uint32_t tx_seq_ = 0, rx_expect_ = 0, session_;
-  bool bulk_broken_ = false;
+  std::uint32_t session_;
   bool reflector_;
+  bool yield_when_idle_;
   std::uint16_t reflector_reply_handler_;
   std::uint64_t drop_threshold_ = 0, rng_;
   std::uint32_t chunk_bytes_, medium_max_;
-  int peer_rx_ring_;
-  // Tracked operations not yet seen complete, oldest first: (operation number, its last mbuf).
+  // Tracked operations not yet seen complete, oldest first: (operation number, its last mbuf, its port).
   static constexpr std::uint32_t kTracked = 1024;
   struct Tracked {
     std::uint64_t op;
     rte_mbuf* m;
+    std::uint16_t port_id;
   };
   std::array<Tracked, kTracked> tracked_{};
   std::uint32_t trk_head_ = 0, trk_tail_ = 0;
@@ -194,7 +268,7 @@ class Transport {
   std::byte* segment_ = nullptr;
   std::uint32_t segment_bytes_;
   alignas(64) am::Frame rx_frame_{};  // the delivered frame, copied out of the mbuf to be aligned
-  Counters counters_;
+  Counters counters_;  // what is not kept per peer
   double drop_rate_;
 };
 
