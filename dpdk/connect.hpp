@@ -1,5 +1,5 @@
 // The DPDK connect step (control path, never timed): from a job's Ranks to this rank's port(s) and
-// transport, ready to send. Apart from the datapath (dpdk_transport.hpp) and from the run modes (app/),
+// transport, ready to send. Apart from the datapath (transport.hpp) and from the run modes (app/),
 // so every way of launching a job (local fork, server/client, mpirun, srun) connects the same way.
 //
 //  - Local jobs (every rank on one host): one memif interface per pair of ranks, the lower rank its
@@ -19,8 +19,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/ranks.hpp"
-#include "dpdk/dpdk_port.hpp"
-#include "dpdk/dpdk_transport.hpp"
+#include "dpdk/port.hpp"
+#include "dpdk/transport.hpp"
 
 namespace logpb::dpdk {
 

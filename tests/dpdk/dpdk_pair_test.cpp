@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "common/errors.hpp"
-#include "dpdk/dpdk_port.hpp"
-#include "dpdk/dpdk_transport.hpp"
+#include "dpdk/port.hpp"
+#include "dpdk/transport.hpp"
 
 using namespace logpb;
 

@@ -38,7 +38,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/frame.hpp"
-#include "dpdk/dpdk_port.hpp"
+#include "dpdk/port.hpp"
 #include "dpdk/wire.hpp"
 
 namespace logpb::dpdk {

@@ -1,4 +1,4 @@
-#include "dpdk_port.hpp"
+#include "port.hpp"
 
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -154,7 +154,7 @@ void Port::setup(const PortOptions& opt) {
   if (int r = rte_eth_dev_adjust_nb_rx_tx_desc(port_, &nrx, &ntx); r != 0) throw dpdk_error("rte_eth_dev_adjust_nb_rx_tx_desc", r, "");
 
   // The pool holds every mbuf that can be out at once: a full rx ring (a NIC keeps it stocked), a full
-  // tx ring, an rx burst being consumed, tracked sends awaiting tx completion (dpdk_transport.hpp),
+  // tx ring, an rx burst being consumed, tracked sends awaiting tx completion (transport.hpp),
   // the per-lcore caches, and slack. Never fewer than 8191, a size known to work.
   const unsigned cache = 256;
   const unsigned need = nrx + ntx + 512 + 1024 + cache * (rte_lcore_count() + 1) + 1024;

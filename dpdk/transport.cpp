@@ -1,4 +1,4 @@
-#include "dpdk_transport.hpp"
+#include "transport.hpp"
 
 #include <algorithm>
 #include <cerrno>

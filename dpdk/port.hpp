@@ -1,6 +1,6 @@
 // DPDK control path: EAL, one port with one rx and one tx queue, a NUMA-local mempool, link wait.
 // Several Ports in one process share its EAL (the test that drives both ends of a memif pair).
-// Everything here runs before any timed loop; the datapath is in dpdk_transport.hpp.
+// Everything here runs before any timed loop; the datapath is in transport.hpp.
 #pragma once
 
 #include <cstdint>
