@@ -74,8 +74,14 @@ void apply_agreement(Options& o, const nlohmann::json& a, int leader) {
 // This rank's core. local: --cpus by rank, else --cpu/--peer-cpu for a pair, else the r-th allowed core;
 // server/client: --cpu; launched: --cpus by rank on this host, else the one core the launcher bound us
 // to, else the host rank's allowed core.
-int choose_core(const Options& o, int rank, int host_rank) {
+int choose_core(const Options& o, int rank, int host_rank, int size) {
   const std::vector<int> allowed = allowed_cores();
+  // pairs: requester r and its replier r + N/2 take neighbouring slots, so a pair never shares a core
+  // while there are two to give it (N ranks on fewer cores: the lone pair still runs on two).
+  if (o.bench == "pairs" && o.cpus.empty() && size >= 2 && host_rank == rank) {
+    const int half = size / 2;
+    rank = host_rank = rank < half ? 2 * rank : 2 * (rank - half) + 1;
+  }
   if (allowed.empty()) throw std::runtime_error("sched_getaffinity found no core to run on");
   if (o.mode == "local") {
     if (!o.cpus.empty()) return o.cpus[static_cast<std::size_t>(rank) % o.cpus.size()];
@@ -117,6 +123,9 @@ struct Children {
 void run_transport(Job& job) {
   const std::string& t = job.o.transport;
   if (t == "shm") return run_shm(job);
+#ifdef LOGPB_HAVE_DPDK
+  if (t == "dpdk") return run_dpdk(job);
+#endif
 #ifdef LOGPB_HAVE_VERBS
   if (t == "verbs") return run_verbs(job);
 #endif
@@ -150,7 +159,7 @@ void run_job_main(Options& o, const Clock& clock, ResultsDoc& doc, Progress& pro
   if (!o.mode_given && detect_launcher()) o.mode = "launched";
   if (o.mode == "local" && o.reflector) o.ranks = 1;  // the peer is a reflector, not a rank
   if (o.mode == "local")  // every rank's core checked before the fork: one clear error, not a child's
-    for (int r = 0; r < o.ranks; ++r) check_cpu(choose_core(o, r, r), r == 0 ? "--cpu" : (o.cpus.empty() ? "--peer-cpu" : "--cpus"));
+    for (int r = 0; r < o.ranks; ++r) check_cpu(choose_core(o, r, r, o.ranks), r == 0 ? "--cpu" : (o.cpus.empty() ? "--peer-cpu" : "--cpus"));
   Ranks ranks = make_ranks(o);
   const int leader = o.mode == "server" || o.mode == "client" ? 1 : 0;
   kind = ranks.rank() == leader ? RankKind::leader : (o.mode == "local" ? RankKind::local_child : RankKind::member);
@@ -179,7 +188,7 @@ void run_job_main(Options& o, const Clock& clock, ResultsDoc& doc, Progress& pro
       if (r == ranks.rank()) host_rank = per_host[h];
       ++per_host[h];
     }
-    o.cpu = choose_core(o, ranks.rank(), host_rank);
+    o.cpu = choose_core(o, ranks.rank(), host_rank, n);
     pin_to_cpu(o.cpu, "--cpu/--cpus");
     const nlohmann::json cores = ranks.allgather({{"host", mine["host"]}, {"cpu", o.cpu}});
     bool shared = false;
@@ -219,8 +228,12 @@ void run_job_main(Options& o, const Clock& clock, ResultsDoc& doc, Progress& pro
   } catch (const Interrupted&) {
     ranks.abort("interrupted");
     throw;
-  } catch (const PeerError&) {
-    throw;
+  } catch (const PeerError& e) {
+    // Name the dead, when the bootstrap can tell (rank 0 sees every member; a member sees rank 0).
+    std::string dead;
+    for (int r : ranks.dead_ranks()) dead += (dead.empty() ? "rank " : ", ") + std::to_string(r);
+    if (dead.empty() || std::string(e.what()).find("rank") != std::string::npos) throw;
+    throw PeerError(dead + " died: " + e.what());
   } catch (const std::exception& e) {
     ranks.abort(std::string("rank ") + std::to_string(ranks.rank()) + ": " + e.what());
     throw;

@@ -13,6 +13,7 @@
 // bootstrap, the side that chose the method) does, as before.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -129,7 +130,7 @@ void run_job(Job& job, T& t, double loss_timeout_s, const nlohmann::json& numa) 
   const Role role = role_of(job);
   am::EndpointOptions eo = endpoint_options(job.o, job.session, t.segment().size(), !role.requester, loss_timeout_s);
   eo.rank = job.ranks.rank();
-  eo.size = job.ranks.size();
+  eo.size = std::max(job.ranks.size(), role.peer + 1);  // a reflector (a job of one) is its rank 1
   EP ep(t, job.clock, eo);
   const nlohmann::json am = {{"window", ep.window()},
                              {"credits", ep.credit_limit()},

@@ -86,12 +86,11 @@ int main(int argc, char** argv) {
 #ifdef LOGPB_HAVE_VERBS
     job_transport = job_transport || o.transport == "verbs";
 #endif
+#ifdef LOGPB_HAVE_DPDK
+    job_transport = job_transport || o.transport == "dpdk";
+#endif
     if (job_transport) {
       app::run_job_main(o, clock, doc, progress, kind);
-#ifdef LOGPB_HAVE_DPDK
-    } else if (o.transport == "dpdk") {
-      app::run_dpdk(o, clock, doc, progress);
-#endif
     } else {
       std::string built = "shm";
 #ifdef LOGPB_HAVE_VERBS

@@ -9,10 +9,9 @@
 namespace logpb::app {
 
 struct Job;
-void run_shm(Job& job);  // app/shm_modes.cpp
+void run_shm(Job& job);    // app/shm_modes.cpp
 void run_verbs(Job& job);  // app/verbs_modes.cpp
-// Not yet run as jobs (their own local/server/client peers, two ranks):
-void run_dpdk(const Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress);   // app/dpdk_modes.cpp
+void run_dpdk(Job& job);   // app/dpdk_modes.cpp
 
 // Pins the calling thread to `cpu`; throws UsageError naming the cores that exist.
 void pin_to_cpu(int cpu, const char* what);

@@ -15,17 +15,23 @@ enum class WireType : std::uint8_t {
   get_req = 3,  // a GetRequest follows; the receiving transport answers with chunks and the AM frame
 };
 
+// Every frame names its sending and receiving rank: chunks and get requests carry no AM frame, and a
+// port shared by several peers (one NIC behind a switch) sees them all interleaved. The sequence number
+// counts the frames of one ordered pair (src -> dst), so K interleaved senders are K streams, not loss.
 struct WireHdr {
   WireType type;
   std::uint8_t version;
   std::uint16_t len;      // payload bytes after this header
-  std::uint32_t seq;      // per direction, every frame: a gap is a loss
+  std::uint16_t src;      // sending rank
+  std::uint16_t dst;      // receiving rank: a frame flooded to another rank (a bridge that has not
+                          // learnt a MAC yet, a promiscuous port) is counted and dropped
+  std::uint32_t seq;      // per (src, dst) pair, every frame: a gap is a loss
   std::uint32_t session;  // frames of other sessions are counted and dropped
   std::uint32_t off;      // chunk: where the bytes go in the receiver's segment
 };
-static_assert(sizeof(WireHdr) == 16);
+static_assert(sizeof(WireHdr) == 20);
 
-inline constexpr std::uint8_t kWireVersion = 1;
+inline constexpr std::uint8_t kWireVersion = 2;  // 2: source and destination ranks
 
 struct GetRequest {
   std::uint32_t remote_off, len, local_off, pad;  // remote_off is in the receiver of this request

@@ -15,7 +15,7 @@
 #include "common/clock.hpp"
 #include "common/ranks.hpp"
 #include "shm/emulation.hpp"
-#include "shm/shm_transport.hpp"
+#include "shm/transport.hpp"
 
 namespace logpb {
 

@@ -8,7 +8,7 @@
 
 #include "common/errors.hpp"
 #include "shm/emulation.hpp"
-#include "shm/shm_transport.hpp"
+#include "shm/transport.hpp"
 
 using namespace logpb;
 

@@ -157,7 +157,7 @@ s.bind(("lpb-da", 0))
 dst = b"\xff" * 6; src = b"\x02\x00\x00\x00\x00\x99"
 for i in range(50):
     s.send(dst + src + struct.pack("!H", 0x88b6) + b"\x00" * 60)         # someone else's EtherType
-    hdr = struct.pack("<BBHIII", 1, 1, 64, 0, 0xdeadbeef, 0)           # ours, but another session
+    hdr = struct.pack("<BBHHHIII", 1, 2, 64, 0, 1, 0, 0xdeadbeef, 0)  # ours (wire v2), but another session
     s.send(dst + src + struct.pack("!H", 0x88b5) + hdr + b"\x00" * 64)
 """
     subprocess.run(["ip", "netns", "exec", "lpb-a", "/usr/bin/python3", "-c", inject], check=True, timeout=30)
@@ -185,14 +185,14 @@ def test_testpmd():
 
 def test_medium_switch():
     # A store that fits beside the AM frame is one frame (a medium AM); beyond, chunks. The switch is at
-    # MTU - 16 (wire header) - 64 (AM frame): at --mtu 1080 the verify size 1000 is the largest medium
-    # store, at 1079 the smallest chunked one. Byte-exact on both sides of it, and the JSON names it.
-    for mtu, medium_sizes in ((1080, 4), (1079, 3)):
+    # MTU - 20 (wire header) - 64 (AM frame): at --mtu 1084 the verify size 1000 is the largest medium
+    # store, at 1083 the smallest chunked one. Byte-exact on both sides of it, and the JSON names it.
+    for mtu, medium_sizes in ((1084, 4), (1083, 3)):
         out = os.path.join(TMP, f"medium{mtu}.json")
         run(["local", "--transport", "dpdk", "--bench", "verify", "--mtu", str(mtu), "--json", out, "-q"])
         doc = load(out)
         t = doc["meta"]["transport"]
-        assert t["medium_max_bytes"] == mtu - 80, t
+        assert t["medium_max_bytes"] == mtu - 84, t
         cases = doc["runs"][0]["verify"]
         assert any(c["bytes"] <= t["medium_max_bytes"] for c in cases) and any(c["bytes"] > t["medium_max_bytes"] for c in cases)
         assert all(c["store_ok"] and c["get_ok"] for c in cases), cases

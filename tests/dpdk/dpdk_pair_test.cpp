@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "common/errors.hpp"
-#include "dpdk/dpdk_port.hpp"
-#include "dpdk/dpdk_transport.hpp"
+#include "dpdk/port.hpp"
+#include "dpdk/transport.hpp"
 
 using namespace logpb;
 
@@ -47,6 +47,8 @@ am::Frame frame(std::uint32_t session, std::uint16_t handler) {
   f.kind = am::Kind::oneway;
   f.session = session;
   f.handler = handler;
+  f.src = 0;  // every frame here goes from rank 0 (ta, or the loopback) to rank 1
+  f.dst = 1;
   return f;
 }
 
@@ -80,7 +82,9 @@ void pair_test(const std::string& name, const std::vector<std::string>& vdevs, b
   to.session = session;
   to.segment_bytes = 1 << 16;
   auto alive = [] { return true; };
-  dpdk::Transport ta(a, b.mac(), to, alive), tb(b, a.mac(), to, alive);
+  dpdk::TransportOptions tob = to;
+  tob.rank = 1;
+  dpdk::Transport ta(a, b.mac(), to, alive), tb(b, a.mac(), tob, alive);
   Received rb;
   // The memif server (a) transmits into buffers the client (b) supplies from its rx path: nothing goes
   // from a to b until b has polled once. (af_xdp: the link may take a moment to pass frames.)
@@ -94,7 +98,7 @@ void pair_test(const std::string& name, const std::vector<std::string>& vdevs, b
 
   // Medium stores across the switch: one frame up to medium_max, chunks beyond.
   const std::uint32_t mm = ta.medium_max();
-  check(mm == 1500 - 16 - 64, "medium_max is MTU - wire header - AM frame: " + std::to_string(mm));
+  check(mm == 1500 - 20 - 64, "medium_max is MTU - wire header - AM frame: " + std::to_string(mm));
   std::vector<std::byte> data;
   std::uint32_t off = 100;
   for (std::uint32_t n : {1u, 8u, mm - 1, mm, mm + 1, 3 * mm}) {
@@ -171,7 +175,9 @@ void pair_test(const std::string& name, const std::vector<std::string>& vdevs, b
   dpdk::PortOptions pr = pa;
   pr.port_id = 2;
   dpdk::Port r(pr);
-  dpdk::Transport tr(r, r.mac(), to, alive);
+  dpdk::TransportOptions tor = to;
+  tor.reflector = true;  // a loopback: our own frames come back, as from a reflector (rank 1)
+  dpdk::Transport tr(r, r.mac(), tor, alive);
   Received rr;
   tr.track_next();
   am::Frame f = frame(session, 5);

@@ -1,6 +1,6 @@
 // The shm transport's control path: the region's layout, creating and opening it, the ranks' pids and
-// pidfds, building the rings of one rank, describe(). The datapath is all in shm_transport.hpp.
-#include "shm/shm_transport.hpp"
+// pidfds, building the rings of one rank, describe(). The datapath is all in transport.hpp.
+#include "shm/transport.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

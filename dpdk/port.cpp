@@ -1,4 +1,4 @@
-#include "dpdk_port.hpp"
+#include "port.hpp"
 
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -68,12 +68,23 @@ void parse_mac(const std::string& s, std::uint8_t out[6]) {
   for (int i = 0; i < 6; ++i) out[i] = static_cast<std::uint8_t>(v[i]);
 }
 
-// Ports of one process share its EAL: the first initialises it, the last cleans it up (a test drives
-// both ends of a memif pair from one process).
+// Ports of one process share its EAL: the first holder initialises it, the last cleans it up (a test
+// drives both ends of a memif pair from one process; a rank of a local job has a port per peer).
 static int eal_users = 0;
 
+static void init_eal(const std::vector<std::string>& eal_args);
+
+Eal::Eal(const std::vector<std::string>& eal_args) {
+  if (eal_users == 0) init_eal(eal_args);
+  ++eal_users;
+}
+
+Eal::~Eal() {
+  if (--eal_users == 0) rte_eal_cleanup();
+}
+
 Port::Port(const PortOptions& opt) {
-  if (eal_users == 0) init_eal(opt);
+  if (eal_users == 0) init_eal(opt.eal_args);
   ++eal_users;
   try {
     setup(opt);
@@ -83,13 +94,13 @@ Port::Port(const PortOptions& opt) {
   }
 }
 
-void Port::init_eal(const PortOptions& opt) {
-  if (!has_arg(opt.eal_args, "--no-huge") && free_hugepages() == 0)
+static void init_eal(const std::vector<std::string>& eal_args) {
+  if (!has_arg(eal_args, "--no-huge") && free_hugepages() == 0)
     throw UsageError("DPDK needs hugepages and none are free: reserve some (echo 512 > /proc/sys/vm/nr_hugepages; "
                      "scripts/setup does) or run with --no-huge");
-  check_prefix_free(opt.eal_args);
+  check_prefix_free(eal_args);
   std::vector<std::string> args{"logpbench", "--log-level=error"};
-  args.insert(args.end(), opt.eal_args.begin(), opt.eal_args.end());
+  args.insert(args.end(), eal_args.begin(), eal_args.end());
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -110,7 +121,12 @@ void Port::setup(const PortOptions& opt) {
   if (n == 0)
     throw UsageError("no DPDK port: give a virtual device (e.g. --eal \"--vdev net_memif0,role=server\") or bind a NIC "
                      "to vfio-pci and allow it with --eal \"-a PCI_ADDRESS\"");
-  if (opt.port_id < 0) {
+  if (!opt.device.empty()) {
+    std::uint16_t p = 0;
+    if (rte_eth_dev_get_port_by_name(opt.device.c_str(), &p) != 0)
+      throw UsageError("no DPDK port named " + opt.device + " (" + std::to_string(n) + " ports: check the --vdev arguments)");
+    port_ = p;
+  } else if (opt.port_id < 0) {
     if (n != 1) throw UsageError(std::to_string(n) + " DPDK ports exist: choose one with --dpdk-port");
     std::uint16_t p = 0;
     RTE_ETH_FOREACH_DEV(p) { port_ = p; }
@@ -138,7 +154,7 @@ void Port::setup(const PortOptions& opt) {
   if (int r = rte_eth_dev_adjust_nb_rx_tx_desc(port_, &nrx, &ntx); r != 0) throw dpdk_error("rte_eth_dev_adjust_nb_rx_tx_desc", r, "");
 
   // The pool holds every mbuf that can be out at once: a full rx ring (a NIC keeps it stocked), a full
-  // tx ring, an rx burst being consumed, tracked sends awaiting tx completion (dpdk_transport.hpp),
+  // tx ring, an rx burst being consumed, tracked sends awaiting tx completion (transport.hpp),
   // the per-lcore caches, and slack. Never fewer than 8191, a size known to work.
   const unsigned cache = 256;
   const unsigned need = nrx + ntx + 512 + 1024 + cache * (rte_lcore_count() + 1) + 1024;

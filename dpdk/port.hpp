@@ -1,6 +1,6 @@
 // DPDK control path: EAL, one port with one rx and one tx queue, a NUMA-local mempool, link wait.
 // Several Ports in one process share its EAL (the test that drives both ends of a memif pair).
-// Everything here runs before any timed loop; the datapath is in dpdk_transport.hpp.
+// Everything here runs before any timed loop; the datapath is in transport.hpp.
 #pragma once
 
 #include <cstdint>
@@ -15,9 +15,20 @@ namespace logpb::dpdk {
 
 struct PortOptions {
   std::vector<std::string> eal_args;  // passed to rte_eal_init as given (after argv[0])
-  int port_id = -1;                   // -1: the only port there is (exactly one must exist)
+  int port_id = -1;                   // -1: the only port there is (exactly one must exist), unless `device`
+  std::string device;                 // the port of this ethdev name (e.g. "net_memif3"); overrides port_id
   int rx_ring = 1024, tx_ring = 1024;
   int mtu = 0;                        // 0: leave the port's default
+};
+
+// Holds the process's EAL up: initialises it if no Port or Eal holds it yet, cleans it up when the last
+// holder goes. Lets a process probe every vdev at once and start its ports later, in an order.
+class Eal {
+ public:
+  explicit Eal(const std::vector<std::string>& eal_args);
+  Eal(const Eal&) = delete;
+  Eal& operator=(const Eal&) = delete;
+  ~Eal();
 };
 
 class Port {
@@ -45,7 +56,6 @@ class Port {
   int socket_ = 0;
   std::uint32_t max_payload_ = 0;
   int rx_ring_ = 0;
-  void init_eal(const PortOptions& opt);
   void setup(const PortOptions& opt);
   nlohmann::json desc_;
 };

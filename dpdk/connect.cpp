@@ -1,0 +1,201 @@
+#include "dpdk/connect.hpp"
+
+#include <rte_ethdev.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <initializer_list>
+#include <set>
+#include <sstream>
+
+#include "common/errors.hpp"
+
+namespace logpb::dpdk {
+namespace {
+
+std::vector<std::string> split_words(const std::string& s) {
+  std::istringstream in(s);
+  std::vector<std::string> v;
+  for (std::string w; in >> w;) v.push_back(w);
+  return v;
+}
+
+bool has_prefix_arg(const std::vector<std::string>& v, std::initializer_list<const char*> names) {
+  for (const auto& a : v)
+    for (const char* n : names)
+      if (a == n || a.rfind(std::string(n) + "=", 0) == 0) return true;
+  return false;
+}
+
+PortOptions port_options(const ConnectOptions& o, std::vector<std::string> eal, const std::string& device = {}) {
+  PortOptions p;
+  p.eal_args = std::move(eal);
+  p.port_id = o.port_id;
+  p.device = device;
+  p.rx_ring = o.rx_ring;
+  p.tx_ring = o.tx_ring;
+  p.mtu = o.mtu;
+  return p;
+}
+
+bool link_up(std::uint16_t port) {
+  rte_eth_link l{};
+  rte_eth_link_get_nowait(port, &l);
+  return l.link_status == RTE_ETH_LINK_UP;
+}
+
+std::string memif_name(int peer) { return "net_memif" + std::to_string(peer); }
+
+}  // namespace
+
+std::vector<std::string> eal_args(const ConnectOptions& o, const std::vector<std::string>& extra) {
+  std::vector<std::string> a = extra;
+  const auto user = split_words(o.eal);
+  if (!has_prefix_arg(user, {"-l", "-c", "--lcores"})) {
+    a.push_back("-l");
+    a.push_back(std::to_string(o.cpu));
+  }
+  if (!has_prefix_arg(user, {"--file-prefix", "--in-memory"})) {
+    // --no-huge implies legacy memory, which --in-memory refuses: a private file prefix instead.
+    if (o.no_huge || has_prefix_arg(user, {"--no-huge"})) a.push_back("--file-prefix=logpbench-" + std::to_string(getpid()));
+    else a.push_back("--in-memory");
+  }
+  if (!has_prefix_arg(user, {"--telemetry", "--no-telemetry"})) a.push_back("--no-telemetry");
+  if (o.no_huge && !has_prefix_arg(user, {"--no-huge"})) {
+    a.push_back("--no-huge");
+    a.push_back("-m");
+    a.push_back("512");
+  }
+  a.insert(a.end(), user.begin(), user.end());
+  return a;
+}
+
+std::string memif_socket(const std::string& job, int lo, int hi) {
+  return "/run/logpbench-memif-" + job + "-" + std::to_string(lo) + "-" + std::to_string(hi) + ".sock";
+}
+
+Connection::~Connection() {
+  transport_.reset();
+  for (auto& p : ports_) static_cast<void>(p.release());  // see connect.hpp: left open on purpose
+  static_cast<void>(eal_.release());
+}
+
+std::unique_ptr<Connection> connect(Ranks& ranks, const ConnectOptions& o) {
+  auto c = std::make_unique<Connection>();
+  const int me = ranks.rank(), n = ranks.size();
+  TransportOptions topt = o.transport;
+  topt.rank = me;
+  topt.size = n;
+
+  if (o.reflector) {
+    // The reflector echoes our frames with the MACs swapped: the address we send to comes back as the
+    // source, so any will do; it is rank 1 of a job of two as the transport and endpoint see it.
+    if (n != 1) throw UsageError("--reflector is a job of one rank (the reflector is its peer), not of " + std::to_string(n));
+    auto args = eal_args(o, {});
+    c->ports_.push_back(std::make_unique<Port>(port_options(o, args)));
+    Port& port = *c->ports_[0];
+    port.wait_link(o.link_timeout_s);
+    const std::uint8_t reflector_mac[6] = {0x02, 0, 0, 0, 0, 0x01};
+    topt.size = 2;
+    const std::uint16_t id = port.id();
+    c->transport_ = std::make_unique<Transport>(port, reflector_mac, topt, [id] { return link_up(id); });
+    c->endpoint_size_ = 2;
+    c->desc_ = {{"mode", "reflector"}, {"eal_args", args}};
+    return c;
+  }
+  if (n < 2) throw UsageError("a DPDK job needs two ranks or more (or --reflector: a reflector as the peer)");
+
+  std::vector<PeerAddress> peers;
+  nlohmann::json mine;
+  if (o.local) {
+    // One memif per pair. Socket names are agreed from rank 0's pid and the session.
+    const std::string job =
+        ranks.broadcast(std::to_string(getpid()) + "-" + std::to_string(o.transport.session)).get<std::string>();
+    std::vector<std::string> extra{"--no-pci"};
+    nlohmann::json sockets = nlohmann::json::object();
+    for (int j = 0; j < n; ++j) {
+      if (j == me) continue;
+      const int lo = std::min(me, j), hi = std::max(me, j);
+      const std::string sock = memif_socket(job, lo, hi);
+      extra.push_back("--vdev=" + memif_name(j) + ",role=" + (me == lo ? "server" : "client") + ",id=0,socket=" + sock);
+      sockets[std::to_string(j)] = sock;
+    }
+    const auto args = eal_args(o, extra);
+    c->eal_ = std::make_unique<Eal>(args);  // probes every vdev: the server sockets listen from here on
+    // A memif client that finds no started server gives up (memif clients do not retry): servers first,
+    // then a barrier, then clients. Ports are kept in rank order of their peers.
+    std::vector<std::unique_ptr<Port>> by_peer(static_cast<std::size_t>(n));
+    for (int j = me + 1; j < n; ++j) by_peer[static_cast<std::size_t>(j)] = std::make_unique<Port>(port_options(o, args, memif_name(j)));
+    ranks.barrier();
+    for (int j = 0; j < me; ++j) by_peer[static_cast<std::size_t>(j)] = std::make_unique<Port>(port_options(o, args, memif_name(j)));
+    nlohmann::json links = nlohmann::json::object();
+    for (int j = 0; j < n; ++j) {
+      if (j == me) continue;
+      Port& p = *by_peer[static_cast<std::size_t>(j)];
+      p.wait_link(o.link_timeout_s);
+      links[std::to_string(j)] = {{"mac", p.mac_string()}, {"rx_ring", p.rx_ring()}};
+      PeerAddress a;
+      a.rank = j;
+      a.port = static_cast<int>(c->ports_.size());
+      peers.push_back(a);
+      c->ports_.push_back(std::move(by_peer[static_cast<std::size_t>(j)]));
+    }
+    mine = {{"links", links}};
+    c->desc_ = {{"mode", "memif per pair of ranks (local job)"}, {"eal_args", args}, {"memif_sockets", sockets}};
+  } else {
+    const auto args = eal_args(o, {});
+    c->ports_.push_back(std::make_unique<Port>(port_options(o, args)));
+    Port& p = *c->ports_[0];
+    p.wait_link(o.link_timeout_s);
+    // Our one rx ring receives from every other rank.
+    mine = {{"mac", p.mac_string()}, {"rx_ring", p.rx_ring()}, {"rx_ring_sources", n - 1}};
+    for (int j = 0; j < n; ++j)
+      if (j != me) peers.push_back(PeerAddress{.rank = j});
+    c->desc_ = {{"mode", "one port per rank, routed by MAC"}, {"eal_args", args}};
+  }
+
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  mine["host"] = host;
+  const nlohmann::json all = ranks.allgather(mine);
+  nlohmann::json table = nlohmann::json::array();
+  std::set<std::string> macs;
+  for (PeerAddress& a : peers) {
+    const nlohmann::json& theirs = all.at(static_cast<std::size_t>(a.rank));
+    const nlohmann::json& link = o.local ? theirs.at("links").at(std::to_string(me)) : theirs;
+    const std::string mac = link.at("mac").get<std::string>();
+    parse_mac(mac, a.mac);
+    a.rx_ring = link.at("rx_ring").get<int>();
+    a.rx_ring_sources = link.value("rx_ring_sources", 1);
+    if (a.rx_ring < 1 || a.rx_ring_sources < 1 || a.rx_ring_sources >= n + 1)
+      throw PeerError("rank " + std::to_string(a.rank) + " reported a malformed rx ring: " + link.dump());
+    if (!o.local && !macs.insert(mac).second)
+      throw UsageError("ranks share the MAC " + mac + ": a switch cannot route between them (give every rank its own port)");
+    table.push_back({{"rank", a.rank}, {"mac", mac}, {"host", theirs.value("host", "?")}, {"rx_ring", a.rx_ring},
+                     {"rx_ring_sources", a.rx_ring_sources}});
+  }
+  if (!o.local && macs.count(c->ports_[0]->mac_string()))
+    throw UsageError("another rank has this rank's MAC " + c->ports_[0]->mac_string() + ": give every rank its own port");
+  c->desc_["peers"] = table;
+
+  std::vector<Port*> ports;
+  std::vector<std::uint16_t> ids;
+  for (auto& p : c->ports_) {
+    ports.push_back(p.get());
+    ids.push_back(p->id());
+  }
+  Ranks* rk = &ranks;
+  std::function<bool()> alive = [rk] { return rk->all_alive(); };
+  if (o.local)  // a dead rank's memif links go down: its direct peers see it without rank 0's word
+    alive = [rk, ids] {
+      for (std::uint16_t id : ids)
+        if (!link_up(id)) return false;
+      return rk->all_alive();
+    };
+  c->transport_ = std::make_unique<Transport>(std::move(ports), peers, topt, std::move(alive));
+  c->endpoint_size_ = n;
+  ranks.barrier();  // everyone's transport exists: nobody sends before everyone can receive
+  return c;
+}
+
+}  // namespace logpb::dpdk

@@ -1,0 +1,275 @@
+// DPDK datapath: one small AM per Ethernet frame, sent with a burst of one (latency first), received
+// with rx bursts and busy polling. Frames of other EtherTypes, sessions, versions or ranks, short or
+// malformed ones are counted and dropped; a gap in a source's sequence numbers is a loss, counted (and,
+// for bulk data, the AM that would have announced incomplete data is dropped so the AM layer's loss
+// timeout re-measures).
+//
+// Peers: a rank -> (port, MAC) table. Sends route on f.dst; sequence numbers run per ordered pair of
+// ranks (tx per destination, rx per source), so K interleaved senders are K streams and not loss.
+// Several ports (one memif per pair of ranks in a local job) are polled round robin, one rx burst each;
+// one port (a NIC behind a switch, af_xdp on a bridge) serves every peer, the switch routing by MAC.
+//
+// A store of up to medium_max bytes (what fits in one frame beside the AM frame) is a medium AM: one
+// frame, the AM frame followed by the data, so a "minimum message" of 8 bytes costs one NI operation
+// like a small AM. Larger stores are chunked: MTU-sized data frames, then the announcing AM frame.
+//
+// Local completion (Bell et al. 4.2, Doerfler & Brightwell 2) is tx completion: the PMD is done with the
+// mbuf. A tracked operation's last mbuf carries one extra reference; when the PMD has freed it the
+// count is back to 1. Frames on one tx queue complete in order, so that covers every earlier operation
+// on the same port; with several ports, an operation is covered by a later tracked one only on its own
+// port (describe() says so). The methods track the sends of one link, which stay on one port.
+#pragma once
+
+#include <rte_byteorder.h>
+#include <rte_ethdev.h>
+#include <rte_ether.h>
+#include <rte_malloc.h>
+#include <rte_mbuf.h>
+#include <sched.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/frame.hpp"
+#include "dpdk/port.hpp"
+#include "dpdk/wire.hpp"
+
+namespace logpb::dpdk {
+
+struct TransportOptions {
+  std::uint32_t session = 0;
+  int rank = 0;            // this side's rank, and the job's size (ranks are 16-bit on the wire)
+  int size = 2;
+  int burst = 32;          // rx burst size
+  double drop_rate = 0;    // injected loss on receive, for testing loss handling
+  bool reflector = false;  // the peer echoes our frames back (testpmd macswap): an echoed request is the reply
+  std::uint16_t reflector_reply_handler = 0;
+  std::uint32_t segment_bytes = 1 << 20;
+  std::uint64_t seed = 1;
+  // More ranks than cores on this host: give the core away (sched_yield) after a poll that found
+  // nothing, so every rank progresses. Otherwise a pure busy poll.
+  bool yield_when_idle = false;
+  int peer_rx_ring = 0;  // the pair constructor only: the peer's rx ring (0: same as ours)
+};
+
+// Another rank as this transport reaches it, and what its receiving side holds (for the credit limit).
+struct PeerAddress {
+  int rank = -1;
+  int port = 0;              // index into the transport's ports
+  std::uint8_t mac[6] = {};  // the peer's MAC on that link
+  int rx_ring = 0;           // the peer's rx ring that receives our frames
+  int rx_ring_sources = 1;   // how many ranks send into that ring: 1 for a memif per pair, size-1 for a shared port
+};
+
+// Totals over every peer (counters()) and, for what tells one stream from another, per peer.
+struct Counters {
+  std::uint64_t tx = 0, tx_busy = 0, rx = 0, delivered = 0;
+  std::uint64_t lost = 0, injected_drops = 0, reordered = 0;
+  std::uint64_t foreign_ethertype = 0, foreign_session = 0, foreign_rank = 0, malformed = 0, bulk_incomplete = 0;
+  std::uint64_t get_served = 0;
+  std::uint64_t medium_sent = 0, medium_rejected = 0;  // rejected: data length or place outside the segment
+  std::uint64_t tracked = 0, completed = 0, completed_in_tx_burst = 0;  // local completion (tracked sends)
+};
+struct PeerCounters {
+  std::uint64_t tx = 0, rx = 0, lost = 0, reordered = 0, injected_drops = 0, bulk_incomplete = 0;
+};
+
+class Transport {
+ public:
+  // `ports` are this rank's, each peer names the one that reaches it. The ports must outlive this.
+  Transport(std::vector<Port*> ports, const std::vector<PeerAddress>& peers, const TransportOptions& opt,
+            std::function<bool()> peer_alive);
+  // A pair: one port, one peer (rank 1 - opt.rank; the reflector is rank 1) whose receiving ring is
+  // opt.peer_rx_ring (0: ours).
+  Transport(Port& port, const std::uint8_t peer_mac[6], const TransportOptions& opt, std::function<bool()> peer_alive);
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+  ~Transport();
+
+  bool try_send(const am::Frame& f) {
+    Peer& p = peer(f.dst);
+    rte_mbuf* m = frame_mbuf(p, WireType::am, sizeof(am::Frame), 0);
+    if (!m) return false;
+    std::memcpy(payload(m), &f, sizeof f);
+    if (!transmit(p, m)) return false;
+    ++tx_ops_;
+    return true;
+  }
+
+  // A store: medium (one frame) up to medium_max bytes, else chunked. No probe: a medium store's own
+  // mbuf, or a chunked one's first chunk, is the test that the NI can take it now.
+  bool try_store(const am::Frame& f, const void* src, std::uint32_t n, std::uint32_t remote_off) {
+    Peer& p = peer(f.dst);
+    if (n > medium_max_) return try_store_chunked(p, f, src, n, remote_off);
+    rte_mbuf* m = frame_mbuf(p, WireType::am, sizeof(am::Frame) + n, 0);
+    if (!m) return false;
+    put_medium(payload(m), f, src, n, remote_off);
+    if (!transmit(p, m)) return false;
+    ++tx_ops_;
+    ++counters_.medium_sent;
+    return true;
+  }
+
+  template <class Sink>
+  int poll(Sink&& sink) {
+    if (rx_pos_ == rx_n_) {
+      rx_pos_ = 0;
+      rx_n_ = ports_.size() == 1 ? rte_eth_rx_burst(port_ids_[0], 0, rx_, static_cast<std::uint16_t>(burst_)) : rx_round_robin();
+      if (rx_n_ == 0) return 0;
+    }
+    int delivered = 0;
+    while (rx_pos_ < rx_n_) {
+      rte_mbuf* m = rx_[rx_pos_++];
+      const am::Frame* f = accept(m);
+      if (f) {
+        sink(static_cast<const void*>(f), sizeof(am::Frame));
+        ++delivered;
+      }
+      rte_pktmbuf_free(m);
+    }
+    counters_.delivered += static_cast<std::uint64_t>(delivered);
+    return delivered;
+  }
+
+  bool try_get(const am::Frame& f, std::uint32_t remote_off, std::uint32_t n, std::uint32_t local_off);
+  std::size_t max_bulk() const { return segment_bytes_; }
+  std::uint32_t medium_max() const { return medium_max_; }
+
+  // Local completion (common/transport.hpp, LocalCompletion). Operations are try_send and try_store
+  // calls that succeeded, numbered from 1 across all peers.
+  std::uint64_t tx_posted() const { return tx_ops_; }
+  void track_next();
+  std::uint64_t tx_completed();
+
+  // One-way requests a receiving rx ring holds, per source, beside the request window (CreditLimited):
+  // the smallest share over every ring of the job this rank knows of (its own and its peers').
+  int max_credits(int window) const;
+
+  // IdleWait (common/transport.hpp): yields only when the job has more ranks than cores.
+  bool idle_wait() {
+    if (!yield_when_idle_) return false;
+    sched_yield();
+    return true;
+  }
+
+  bool peer_alive() const { return peer_alive_(); }
+  std::span<std::byte> segment() { return {segment_, segment_bytes_}; }
+  nlohmann::json describe() const;
+  Counters counters() const;  // totals
+  const PeerCounters& counters(int rank) const { return peers_.at(static_cast<std::size_t>(rank)).c; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+ private:
+  static constexpr std::uint32_t kHeaders = sizeof(rte_ether_hdr) + sizeof(WireHdr);
+  static std::uint8_t* payload(rte_mbuf* m) { return rte_pktmbuf_mtod(m, std::uint8_t*) + kHeaders; }
+
+  // Everything a send to one rank and a receive from it touch: one cache line (two with counters).
+  struct alignas(64) Peer {
+    std::uint8_t eth[sizeof(rte_ether_hdr)];  // destination MAC, our port's MAC, our EtherType
+    std::uint16_t port_id = 0;                // the DPDK port that reaches it
+    std::uint16_t port = 0;                   // its index in ports_
+    std::uint16_t rank = 0;
+    bool connected = false;
+    bool bulk_broken = false;                 // a frame from it was lost since its last announcing AM
+    std::uint32_t tx_seq = 0, rx_expect = 0;
+    int rx_ring = 0, rx_ring_sources = 1;     // its receiving side (credit limit)
+    PeerCounters c;
+  };
+  Peer& peer(int rank) {
+    if (static_cast<unsigned>(rank) >= peers_.size() || !peers_[static_cast<std::size_t>(rank)].connected) [[unlikely]]
+      no_route(rank);
+    return peers_[static_cast<std::size_t>(rank)];
+  }
+  [[noreturn]] void no_route(int rank) const;
+
+  rte_mbuf* frame_mbuf(const Peer& p, WireType t, std::uint32_t len, std::uint32_t off) noexcept {
+    rte_mbuf* m = rte_pktmbuf_alloc(pools_[p.port]);
+    if (!m) return nullptr;
+    auto* b = reinterpret_cast<std::uint8_t*>(rte_pktmbuf_append(m, static_cast<std::uint16_t>(kHeaders + len)));
+    std::memcpy(b, p.eth, sizeof(rte_ether_hdr));
+    WireHdr h{t, kWireVersion, static_cast<std::uint16_t>(len), rank16_, p.rank,
+              p.tx_seq, session_, off};
+    std::memcpy(b + sizeof(rte_ether_hdr), &h, sizeof h);
+    return m;
+  }
+  // The AM frame as sent: its bulk fields always name the data it announces (carried behind it in a
+  // medium AM, sent ahead of it as chunks otherwise). The mbuf data is not 64-byte aligned: memcpy.
+  static void put_am(std::uint8_t* p, const am::Frame& f, std::uint32_t bulk_len, std::uint32_t bulk_off) noexcept {
+    std::memcpy(p, &f, sizeof f);
+    std::memcpy(p + offsetof(am::Frame, bulk_len), &bulk_len, sizeof bulk_len);
+    std::memcpy(p + offsetof(am::Frame, bulk_off), &bulk_off, sizeof bulk_off);
+  }
+  static void put_medium(std::uint8_t* p, const am::Frame& f, const void* src, std::uint32_t n, std::uint32_t off) noexcept {
+    put_am(p, f, n, off);
+    std::memcpy(p + sizeof f, src, n);
+  }
+  bool transmit(Peer& p, rte_mbuf* m) noexcept {
+    if (track_pending_) [[unlikely]]
+      return transmit_tracked(p, m);
+    if (rte_eth_tx_burst(p.port_id, 0, &m, 1) == 1) {
+      ++p.tx_seq;
+      ++p.c.tx;
+      return true;
+    }
+    rte_pktmbuf_free(m);
+    ++counters_.tx_busy;
+    return false;
+  }
+  std::uint16_t rx_round_robin() noexcept;
+  bool transmit_tracked(Peer& p, rte_mbuf* m) noexcept;
+  void record_tracked(const Peer& p, rte_mbuf* m) noexcept;
+  nlohmann::json describe_local_completion() const;
+  void transmit_until_sent(Peer& p, rte_mbuf* m);  // bulk chunks: the NI drains its ring, so this ends
+  bool try_store_chunked(Peer& p, const am::Frame& f, const void* src, std::uint32_t n, std::uint32_t remote_off);
+
+  // Validates one received frame; returns the AM frame to deliver, or nullptr (consumed or dropped).
+  const am::Frame* accept(rte_mbuf* m);
+  void serve_get(Peer& to, const GetRequest& g, const am::Frame& reply);
+  void send_bulk(Peer& p, const std::uint8_t* src, std::uint32_t n, std::uint32_t dest_off, const am::Frame& f,
+                 rte_mbuf* first = nullptr);
+  int own_sources(std::size_t port) const;  // peers routed over one of our ports: ranks sending into its ring
+
+  std::vector<Port*> ports_;
+  std::vector<std::uint16_t> port_ids_;
+  std::vector<rte_mempool*> pools_;
+  std::vector<Peer> peers_;  // indexed by rank; our own entry and ranks we do not reach are not connected
+  std::function<bool()> peer_alive_;
+  int burst_;
+  int rank_, size_;
+  std::uint16_t rank16_;
+  std::size_t rx_next_ = 0;  // the port whose rx burst comes next (several ports)
+  rte_mbuf* rx_[512];
+  std::uint16_t rx_n_ = 0, rx_pos_ = 0;
+  std::uint32_t session_;
+  bool reflector_;
+  bool yield_when_idle_;
+  std::uint16_t reflector_reply_handler_;
+  std::uint64_t drop_threshold_ = 0, rng_;
+  std::uint32_t chunk_bytes_, medium_max_;
+  // Tracked operations not yet seen complete, oldest first: (operation number, its last mbuf, its port).
+  static constexpr std::uint32_t kTracked = 1024;
+  struct Tracked {
+    std::uint64_t op;
+    rte_mbuf* m;
+    std::uint16_t port_id;
+  };
+  std::array<Tracked, kTracked> tracked_{};
+  std::uint32_t trk_head_ = 0, trk_tail_ = 0;
+  std::uint64_t tx_ops_ = 0, tx_done_ = 0;
+  bool track_pending_ = false, cleanup_supported_ = true;
+  std::byte* segment_ = nullptr;
+  std::uint32_t segment_bytes_;
+  alignas(64) am::Frame rx_frame_{};  // the delivered frame, copied out of the mbuf to be aligned
+  Counters counters_;  // what is not kept per peer
+  double drop_rate_;
+};
+
+}  // namespace logpb::dpdk
