@@ -8,7 +8,7 @@
 #include <thread>
 
 #include "app/bench_runner.hpp"
-#include "shm/shm_transport.hpp"
+#include "shm/transport.hpp"
 
 using namespace logpb;
 using namespace logpb::app;
