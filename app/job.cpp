@@ -76,12 +76,11 @@ void apply_agreement(Options& o, const nlohmann::json& a, int leader) {
 // to, else the host rank's allowed core.
 int choose_core(const Options& o, int rank, int host_rank, int size) {
   const std::vector<int> allowed = allowed_cores();
-  // pairs: requester r and its replier r + N/2 take neighbouring slots, so a pair never shares a core
-  // while there are two to give it (N ranks on fewer cores: the lone pair still runs on two).
-  if (o.bench == "pairs" && o.cpus.empty() && size >= 2 && host_rank == rank) {
-    const int half = size / 2;
-    rank = host_rank = rank < half ? 2 * rank : 2 * (rank - half) + 1;
-  }
+  // A job-level method may order its ranks on the cores (pairs: a requester beside its replier).
+  if (o.cpus.empty() && size >= 2 && host_rank == rank)
+    with_method(o.bench, [&]<class M>() {
+      if constexpr (requires { M::core_slot(0, 2); }) rank = host_rank = M::core_slot(rank, size);
+    });
   if (allowed.empty()) throw std::runtime_error("sched_getaffinity found no core to run on");
   if (o.mode == "local") {
     if (!o.cpus.empty()) return o.cpus[static_cast<std::size_t>(rank) % o.cpus.size()];
@@ -136,22 +135,11 @@ void run_transport(Job& job) {
 
 Role role_of(const Job& job) {
   const int n = job.ranks.size(), r = job.ranks.rank();
-  Role role;
-  if (job.o.bench == "pairs") {
-    const int half = n / 2;
-    role.requester = r < half;
-    role.pair = r < half ? r : r - half;
-    role.peer = r < half ? r + half : r - half;
-    if (job.leader_rank != 0) {  // server/client: the client (rank 1) requests
-      role.requester = r == job.leader_rank;
-      role.peer = 1 - r;
-      role.pair = 0;
-    }
-    return role;
-  }
-  role.requester = r == job.leader_rank;
-  role.peer = r == job.leader_rank ? 1 - r : job.leader_rank;
-  role.pair = 0;
+  if (job.leader_rank != 0) return {r == job.leader_rank, 1 - r, 0};  // server/client: the client requests
+  Role role{r == 0, r == 0 ? 1 : 0, 0};
+  with_method(job.o.bench, [&]<class M>() {
+    if constexpr (M::scope == Scope::job) role = M::role(r, n);
+  });
   return role;
 }
 
@@ -168,11 +156,16 @@ void run_job_main(Options& o, const Clock& clock, ResultsDoc& doc, Progress& pro
   Children children{ranks, false, o.timeout_s + 5};
   try {
     const int n = ranks.size();
-    if (o.bench == "pairs" && (n < 2 || n % 2 != 0))
-      throw UsageError("--bench pairs needs an even number of ranks (half request, half reply), not " + std::to_string(n));
-    if (o.bench != "pairs" && n != 2 && !(n == 1 && o.reflector))
+    bool job_level = false;
+    with_method(o.bench, [&]<class M>() {
+      if constexpr (M::scope == Scope::job) {
+        job_level = true;
+        M::check_size(n);
+      }
+    });
+    if (!job_level && n != 2 && !(n == 1 && o.reflector))
       throw UsageError("--bench " + o.bench + " measures one pair: run 2 ranks (this job has " + std::to_string(n) +
-                       "), or --bench pairs for many");
+                       "), or a method of the whole job (e.g. --bench pairs)");
 
     // The settings, the hosts and cores: one allgather.
     const std::uint32_t session = new_session();
@@ -259,66 +252,5 @@ void record_job(Job& job, const nlohmann::json& numa, const nlohmann::json& tran
 }
 
 }  // namespace detail
-
-void summarize_pairs(Job& job, const nlohmann::json& records) {
-  nlohmann::json alone, together = nlohmann::json::array();
-  for (const auto& r : records) {
-    if (r.contains("alone")) alone = r["alone"];
-    if (r.contains("together")) together.push_back(r["together"]);
-  }
-  auto& d = job.doc.j;
-  d["pairs"] = {{"method", job.o.pairs_bench},
-                {"pairs", together.size()},
-                {"alone", alone},
-                {"together", together},
-                {"reference", "Culler et al. 3.5: half of the ranks request, each from its own replier; in a scalable network "
-                              "every pair sees the parameters of one pair alone"}};
-  // The reference parameters are those of the lone pair; the spread says how far the pairs at once moved.
-  d["parameters"] = alone.value("parameters", nlohmann::json::object());
-  d["runs"] = alone.value("runs", nlohmann::json::array());
-  nlohmann::json spread = nlohmann::json::object();
-  nlohmann::json checks = alone.value("checks", nlohmann::json::array());
-  bool agree = true;
-  std::string worst;
-  for (const auto& [name, ref] : d["parameters"].items()) {
-    if (!ref.is_object() || !ref.contains("value_ns") || !ref["value_ns"].is_number()) continue;
-    const double a = ref["value_ns"].get<double>();
-    const double a_ci = ref.value("ci95_ns", 0.0);
-    std::vector<double> v;
-    double dev = 0;
-    for (const auto& t : together) {
-      const auto& p = t.value("parameters", nlohmann::json::object());
-      if (!p.contains(name) || !p[name].contains("value_ns") || !p[name]["value_ns"].is_number()) continue;
-      const double x = p[name]["value_ns"].get<double>();
-      const double x_ci = p[name].value("ci95_ns", 0.0);
-      v.push_back(x);
-      if (a > 0) dev = std::max(dev, std::abs(x - a) / a);
-      // "The same to two significant digits": within 5%, or within the two intervals together.
-      if (std::abs(x - a) > std::max(0.05 * a, a_ci + x_ci)) {
-        agree = false;
-        char buf[160];
-        std::snprintf(buf, sizeof buf, "%s of pair %d: %.4g ns against %.4g ns alone", name.c_str(),
-                      t.value("requester", -1), x, a);
-        worst = buf;
-      }
-    }
-    if (v.empty()) continue;
-    std::sort(v.begin(), v.end());
-    spread[name] = {{"alone_ns", a},
-                    {"min_ns", v.front()},
-                    {"median_ns", median_of(v)},
-                    {"max_ns", v.back()},
-                    {"max_relative_deviation", dev}};
-  }
-  d["pairs"]["spread"] = spread;
-  std::string detail = agree ? "every pair's parameters within 5% (or the two 95% intervals) of the pair alone"
-                             : "not the same as one pair alone: " + worst;
-  if (job.oversubscribed) detail += " (ranks shared cores: unfit for timing)";
-  checks.push_back({{"name", "pairs at once see the parameters of one pair alone (Culler 3.5)"},
-                    {"ok", agree && !job.oversubscribed},
-                    {"detail", detail}});
-  d["checks"] = checks;
-  job.doc.save();
-}
 
 }  // namespace logpb::app

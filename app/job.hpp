@@ -4,10 +4,9 @@
 // place themselves on cores and gather their placement; in band, requesters drive a method over a link
 // to their replier while repliers serve.
 //
-// Roles. A single-pair method (signature, pingpong, ...) needs exactly two ranks: the leader requests,
-// the other replies. `--bench pairs` (Culler et al. section 3.5, first paragraph) splits the job in two
-// halves: requester r (r < N/2) is paired with replier r + N/2; one pair is measured alone, then every
-// pair at once, and the leader reports each pair's parameters and their spread beside the lone pair.
+// Roles. A link-level method (signature, pingpong, ...) needs exactly two ranks: the leader requests, the
+// other replies. A job-level method (app/methods/, Scope::job, e.g. pairs: Culler et al. 3.5) says each
+// rank's role and plays the whole job.
 //
 // The leader writes the JSON: rank 0, except in server/client where the client (rank 1 of the
 // bootstrap, the side that chose the method) does, as before.
@@ -41,13 +40,26 @@ struct Job {
   bool oversubscribed = false;  // two ranks of a host share a core: waits must yield, figures are unfit for timing
   int leader_rank = 0;
   bool leader() const { return ranks.rank() == leader_rank; }
+
+  // One requester's measurement over its link with the link-level method --pairs-bench, as a record the
+  // leader can gather: the method's own document (parameters, checks, runs) without a file behind it.
+  template <class EP>
+  nlohmann::json measure_link(EP& ep, int peer) {
+    ResultsDoc sub;
+    Options lo = o;
+    lo.bench = o.pairs_bench;
+    sub.j["runs"] = nlohmann::json::array();
+    Progress quiet(true);
+    run_client_bench(ep, peer, clock, lo, sub, leader() ? progress : quiet);
+    ep.request(peer, methods::kQuit);
+    nlohmann::json r = {{"requester", ranks.rank()}, {"replier", peer}};
+    for (const char* k : {"parameters", "checks", "runs", "per_size"})
+      if (sub.j.contains(k)) r[k] = sub.j[k];
+    r["am_counters"] = sub.j["meta"]["am"]["counters"];
+    return r;
+  }
 };
 
-struct Role {
-  bool requester = false;
-  int peer = -1;  // a requester's replier, a replier's requester; -1: no part in this bench
-  int pair = -1;
-};
 Role role_of(const Job& job);
 
 enum class RankKind { leader, member, local_child };
@@ -56,27 +68,7 @@ enum class RankKind { leader, member, local_child };
 // once this returns or throws, and only the leader keeps a results file.
 void run_job_main(Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress, RankKind& kind);
 
-// The leader's summary of `--bench pairs` from every rank's record (see run_pairs).
-void summarize_pairs(Job& job, const nlohmann::json& records);
-
 namespace detail {
-
-// One requester's measurement over its link, as a record the leader can gather: the method's own
-// document (parameters, checks, runs) without a file behind it.
-template <class EP>
-nlohmann::json measure_link(Job& job, EP& ep, int peer, const std::string& bench, Progress& progress) {
-  ResultsDoc sub;
-  Options o = job.o;
-  o.bench = bench;
-  sub.j["runs"] = nlohmann::json::array();
-  run_client_bench(ep, peer, job.clock, o, sub, progress);
-  ep.request(peer, methods::kQuit);
-  nlohmann::json r = {{"requester", job.ranks.rank()}, {"replier", peer}};
-  for (const char* k : {"parameters", "checks", "runs", "per_size"})
-    if (sub.j.contains(k)) r[k] = sub.j[k];
-  r["am_counters"] = sub.j["meta"]["am"]["counters"];
-  return r;
-}
 
 template <class EP>
 void run_single(Job& job, EP& ep, const Role& role) {
@@ -86,34 +78,6 @@ void run_single(Job& job, EP& ep, const Role& role) {
   } else if (role.peer >= 0) {
     methods::serve(ep);
   }
-}
-
-template <class EP>
-void run_pairs(Job& job, EP& ep, const Role& role) {
-  // Long phases: collectives wait without a deadline, still aware of a dead rank and of signals.
-  job.ranks.set_timeout(0);
-  Progress quiet(true);
-  Progress& progress = job.leader() ? job.progress : quiet;
-  nlohmann::json mine = nlohmann::json::object();
-  // One pair alone: the reference (the "single pair of nodes" the paper calibrated first).
-  if (role.pair == 0) {
-    if (role.requester) {
-      progress("pair 0 alone");
-      mine["alone"] = measure_link(job, ep, role.peer, job.o.pairs_bench, progress);
-    } else {
-      methods::serve(ep);
-    }
-  }
-  job.ranks.barrier();
-  // Every pair at once.
-  if (role.requester) {
-    progress("all " + std::to_string(job.ranks.size() / 2) + " pairs at once");
-    mine["together"] = measure_link(job, ep, role.peer, job.o.pairs_bench, progress);
-  } else if (role.peer >= 0) {
-    methods::serve(ep);
-  }
-  const nlohmann::json all = job.ranks.allgather(mine);
-  if (job.leader()) summarize_pairs(job, all);
 }
 
 // Placement and transport of every rank, gathered once; the leader writes meta.ranks (one entry per rank).
@@ -146,8 +110,15 @@ void run_job(Job& job, T& t, double loss_timeout_s, const nlohmann::json& numa) 
       if (job.leader()) job.doc.j["meta"]["transport"] = t.describe();
     }
   } describe{job, t};
-  if (job.o.bench == "pairs") detail::run_pairs(job, ep, role);
-  else detail::run_single(job, ep, role);
+  // A job-level method (app/methods/, Scope::job) plays the whole job; a link-level one runs on the pair.
+  bool job_level = false;
+  with_method(job.o.bench, [&]<class M>() {
+    if constexpr (M::scope == Scope::job) {
+      job_level = true;
+      M::run_job(job, ep, role);
+    }
+  });
+  if (!job_level) detail::run_single(job, ep, role);
   // Nobody tears down its transport while another rank may still read from it.
   job.ranks.barrier();
 }

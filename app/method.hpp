@@ -19,8 +19,16 @@
 // command line. --runs repeats run() in the one loop of bench_runner.hpp, for every method.
 //
 // A job-level method (Scope::job: it drives several links, as Culler et al. 3.5's pairs) has no run() on a
-// link; the job runner finds it with with_method() and runs it itself. It is listed, validated and helped
-// like any other.
+// link; the job runner (app/job.hpp) hands it the whole job instead. Its members, besides name, summary,
+// plot, needs and scope:
+//   static void check_size(int ranks);          // throws UsageError for a job size it cannot use
+//   static Role role(int rank, int ranks);      // who requests from whom
+//   static int core_slot(int rank, int ranks);  // optional: the rank's place in the default core order
+//   template <class J, class EP> static void run_job(J& job, EP& ep, const Role& role);
+//                                // every rank runs it on its endpoint; the leader (job.leader()) writes
+//                                // the results into job.doc. J is app::Job, whose measure_link() runs the
+//                                // link-level method --pairs-bench on one link and returns its record.
+// It is listed, validated and helped like any other.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +61,13 @@ struct Needs {
 };
 
 enum class Scope { link, job };
+
+// What one rank does in a job: request from `peer` (requester), or serve it; peer -1: no part.
+struct Role {
+  bool requester = false;
+  int peer = -1;
+  int pair = -1;  // which pair (or group) the rank belongs to
+};
 
 // The catalogue's view of a descriptor: data only, no template.
 struct MethodInfo {

@@ -189,7 +189,7 @@ def test_medium_switch():
     # store, at 1083 the smallest chunked one. Byte-exact on both sides of it, and the JSON names it.
     for mtu, medium_sizes in ((1084, 4), (1083, 3)):
         out = os.path.join(TMP, f"medium{mtu}.json")
-        run(["local", "--transport", "dpdk", "--bench", "verify", "--mtu", str(mtu), "--json", out, "-q"])
+        run(["local", "--transport", "dpdk", "--bench", "verify", "--runs", "1", "--mtu", str(mtu), "--json", out, "-q"])
         doc = load(out)
         t = doc["meta"]["transport"]
         assert t["medium_max_bytes"] == mtu - 84, t
