@@ -143,7 +143,8 @@ Role role_of(const Job& job) {
   return role;
 }
 
-void run_job_main(Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress, RankKind& kind) {
+void run_job_main(Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress, RankKind& kind,
+                  const std::function<void()>& on_pinned) {
   if (!o.mode_given && detect_launcher()) o.mode = "launched";
   if (o.mode == "local" && o.reflector) o.ranks = 1;  // the peer is a reflector, not a rank
   if (o.mode == "local")  // every rank's core checked before the fork: one clear error, not a child's
@@ -183,6 +184,7 @@ void run_job_main(Options& o, const Clock& clock, ResultsDoc& doc, Progress& pro
     }
     o.cpu = choose_core(o, ranks.rank(), host_rank, n);
     pin_to_cpu(o.cpu, "--cpu/--cpus");
+    on_pinned();
     const nlohmann::json cores = ranks.allgather({{"host", mine["host"]}, {"cpu", o.cpu}});
     bool shared = false;
     std::map<std::pair<std::string, int>, int> used;

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -65,8 +66,10 @@ Role role_of(const Job& job);
 enum class RankKind { leader, member, local_child };
 // Builds the job's ranks from the mode (forking for local), agrees on settings and placement, pins this
 // rank and runs its transport. `kind` is set as soon as it is known: a local child must leave with _exit
-// once this returns or throws, and only the leader keeps a results file.
-void run_job_main(Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress, RankKind& kind);
+// once this returns or throws, and only the leader keeps a results file. on_pinned runs on every rank once
+// it is on its core, before the transport connects (main measures the core's interruptions there).
+void run_job_main(Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress, RankKind& kind,
+                  const std::function<void()>& on_pinned);
 
 namespace detail {
 

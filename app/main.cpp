@@ -60,27 +60,31 @@ int main(int argc, char** argv) {
     doc.j["meta"]["flags"] = o.flags;
     doc.j["meta"]["stop_rule"] = o.rule;
     doc.j["meta"]["emulation"] = o.emulation;
-    doc.j["meta"]["delta_calibration"] = nlohmann::json::array();
-    {
-      const BusyDelay d(clock);
-      for (double req : {100.0, 1000.0, 10000.0}) {
-        const double got = d.achieved_ns(req, 500);
-        doc.j["meta"]["delta_calibration"].push_back({{"requested_ns", req}, {"achieved_ns", got}});
+    // How this rank's core behaves while spinning: measured once the rank is pinned (by then a launched
+    // job's ranks each have their own core, so they do not measure each other).
+    auto measure_core = [&] {
+      doc.j["meta"]["delta_calibration"] = nlohmann::json::array();
+      {
+        const BusyDelay d(clock);
+        for (double req : {100.0, 1000.0, 10000.0}) {
+          const double got = d.achieved_ns(req, 500);
+          doc.j["meta"]["delta_calibration"].push_back({{"requested_ns", req}, {"achieved_ns", got}});
+        }
       }
-    }
-    {
-      // How this core is interrupted while spinning: recorded, and the automatic burst cap follows it.
-      const Interruptions irq = measure_interruptions(clock, 200);
-      doc.j["meta"]["interruptions"] = interruptions_json(irq);
-      // A quarter of the interval: about one burst in four then holds an interruption, which the median of
-      // a point leaves out with room to spare (at 0.4 it was one in three, and the median moved).
-      if (o.max_burst_time_ns == 0) {
-        o.max_burst_time_ns = std::isfinite(irq.median_interval_us) && irq.count >= 3
-                                  ? std::clamp(0.25 * irq.median_interval_us * 1e3, 1e5, 2e6)
-                                  : 2e6;
+      {
+        // How this core is interrupted while spinning: recorded, and the automatic burst cap follows it.
+        const Interruptions irq = measure_interruptions(clock, 200);
+        doc.j["meta"]["interruptions"] = interruptions_json(irq);
+        // A quarter of the interval: about one burst in four then holds an interruption, which the median of
+        // a point leaves out with room to spare (at 0.4 it was one in three, and the median moved).
+        if (o.max_burst_time_ns == 0) {
+          o.max_burst_time_ns = std::isfinite(irq.median_interval_us) && irq.count >= 3
+                                    ? std::clamp(0.25 * irq.median_interval_us * 1e3, 1e5, 2e6)
+                                    : 2e6;
+        }
+        doc.j["meta"]["flags"]["max_burst_time_effective_ns"] = o.max_burst_time_ns;
       }
-      doc.j["meta"]["flags"]["max_burst_time_effective_ns"] = o.max_burst_time_ns;
-    }
+    };
     app::Progress progress(o.quiet);
     bool job_transport = o.transport == "shm";
 #ifdef LOGPB_HAVE_VERBS
@@ -90,7 +94,7 @@ int main(int argc, char** argv) {
     job_transport = job_transport || o.transport == "dpdk";
 #endif
     if (job_transport) {
-      app::run_job_main(o, clock, doc, progress, kind);
+      app::run_job_main(o, clock, doc, progress, kind, measure_core);
     } else {
       std::string built = "shm";
 #ifdef LOGPB_HAVE_VERBS
