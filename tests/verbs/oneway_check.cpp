@@ -12,7 +12,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -103,6 +105,10 @@ int run(const std::string& dev_name, bool events, int messages, int fd, bool sen
   });
   ep.on(kFinal, [](EP& e, const am::Frame& f) {
     auto* s = static_cast<Totals*>(e.user);
+    // The sender's wait for these totals is the one wait where nothing can arrive for a while: 20 ms of
+    // silence, so event mode must arm its CQs and sleep there (the flood itself may find a completion
+    // every time it arms, under a slow guest's timing, and never sleep).
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
     e.reply(f, kTotals, s->count, s->sum);
   });
   ep.on(kTotals, [](EP& e, const am::Frame& f) {
