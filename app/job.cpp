@@ -8,14 +8,12 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <cstdio>
 #include <map>
 #include <thread>
 
 #include "app/modes.hpp"
 #include "common/errors.hpp"
-#include "common/stats.hpp"
 
 namespace logpb::app {
 namespace {
@@ -53,7 +51,7 @@ nlohmann::json agreement(const Options& o, std::uint32_t session) {
   return {{"transport", o.transport}, {"bench", o.bench},       {"pairs_bench", o.pairs_bench},
           {"window", o.window},       {"credits", o.credits},   {"emulate", o.emulate_spec},
           {"ring", o.ring},           {"segment_bytes", o.segment_bytes}, {"session", session},
-          {"ud", o.ud},               {"remote_read", run_needs(o.bench, o.pairs_bench).get}};
+          {"ud", o.ud}};  // what the bench needs (e.g. remote reads) follows from the agreed bench on every rank
 }
 
 void apply_agreement(Options& o, const nlohmann::json& a, int leader) {
