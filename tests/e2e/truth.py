@@ -7,7 +7,9 @@ For each machine x method x parameter the row says what the emulator was set to,
 see, and what it reported. A row passes when either
   - the method reports the value within 5% or 100 ns (whichever is larger) of what it can observe, or
   - the method reports the parameter unobservable (value null) with an upper bound that holds,
-and fails otherwise. Each machine's figures are also judged against another machine's truth: that negative
+and fails otherwise. When a row misses, the machine is measured twice more and each row must pass in two of
+the three attempts (see vote()): a noisy stretch on a shared machine cannot fail the check, a wrong method
+still does. Each machine's figures are also judged against another machine's truth: that negative
 control must fail, so the tolerance really tells machines apart.
 
 What each method can observe (DESIGN.md, "Regimes"), for a LogGP machine with overheads o_s + a n and
@@ -206,10 +208,38 @@ def table(rows):
     return "\n".join(out)
 
 
+def vote(attempts):
+    """Rows judged over repeated measurements of the same machine: a row passes when most attempts pass.
+
+    One attempt is the rule. Only when some row misses is the machine measured twice more, and then each
+    row needs two of three attempts within tolerance: one noisy stretch on a shared machine (a neighbour's
+    burst, the host stealing the core for milliseconds) cannot fail the check, while a method that is
+    wrong misses in every attempt and still fails. The tolerance is the same in every attempt."""
+    keyed = [{(r.method, r.param): r for r in rows} for rows in attempts]
+    out = []
+    for r in attempts[0]:
+        k = (r.method, r.param)
+        seen = [a[k] for a in keyed if k in a]
+        passed = sum(1 for x in seen if x.ok())
+        v = Row(r.machine, r.method, r.param, r.expect, r.got, r.bound, r.kind, r.note)
+        v.attempts, v.passed = seen, passed
+        v.ok = (lambda p=passed, n=len(attempts): 2 * p > n)  # noqa: E731
+        out.append(v)
+    return out
+
+
+def attempts_table(rows):
+    lines = ["machine  method  parameter  set / observable  attempts  verdict"]
+    for r in rows:
+        got = ", ".join(x.cells()[1] + ("" if x.ok() else " (miss)") for x in r.attempts)
+        lines.append(f"{r.machine}  {r.method}  {r.param}  {r.cells()[0]}  [{got}]  "
+                     f"{r.passed}/{len(r.attempts)} {'ok' if r.ok() else 'MISS'}")
+    return "\n".join(lines)
+
+
 def check_machine(machine):
     rows = rows_for(machine)
     print(table(rows))
-    bad = [r for r in rows if not r.ok()]
     # Negative control: the same runs' figures judged against another machine must miss somewhere.
     other = NEGATIVE[machine]
     t_other = M[other]
@@ -223,7 +253,16 @@ def check_machine(machine):
             miss += 1
     print(f"negative control: {miss} of the figures miss {other}'s truth")
     assert miss > 0, f"{machine}'s figures also pass as {other}: the check cannot tell machines apart"
-    assert not bad, f"{len(bad)} row(s) missed:\n" + table(bad)
+    if all(r.ok() for r in rows):
+        return
+    missed = [r for r in rows if not r.ok()]
+    print(f"\n{len(missed)} row(s) missed in the first attempt; measuring {machine} twice more, "
+          "each row must pass in two of three attempts")
+    voted = vote([rows, rows_for(machine), rows_for(machine)])
+    shown = [r for r in voted if r.passed < len(r.attempts)]
+    print(attempts_table(shown))
+    bad = [r for r in voted if not r.ok()]
+    assert not bad, f"{len(bad)} row(s) missed in two of three attempts:\n" + attempts_table(bad)
 
 
 def expected_for(r, t):
