@@ -38,7 +38,8 @@ struct Job {
   Progress& progress;
   std::uint32_t session = 0;    // the same on every rank
   bool one_host = true;         // every rank on one host (shm needs it)
-  bool oversubscribed = false;  // two ranks of a host share a core: waits must yield, figures are unfit for timing
+  bool oversubscribed = false;  // two ranks of a host share a core: waits must yield
+  bool fit_for_timing = true;   // false when ranks share cores, unless an emulated NI sleeps at ms scale
   int leader_rank = 0;
   bool leader() const { return ranks.rank() == leader_rank; }
 

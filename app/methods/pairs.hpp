@@ -75,11 +75,11 @@ struct pairs {
       methods::serve(ep);
     }
     const nlohmann::json all = job.ranks.allgather(mine);
-    if (job.leader()) summarize(job.doc.j, all, job.o.method_arg("pairs-bench"), job.oversubscribed);
+    if (job.leader()) summarize(job.doc.j, all, job.o.method_arg("pairs-bench"), !job.fit_for_timing);
   }
 
   // The leader's results from every rank's record.
-  static void summarize(nlohmann::json& d, const nlohmann::json& records, const std::string& link_bench, bool oversubscribed) {
+  static void summarize(nlohmann::json& d, const nlohmann::json& records, const std::string& link_bench, bool unfit) {
     nlohmann::json alone, together = nlohmann::json::array();
     for (const auto& r : records) {
       if (r.contains("alone")) alone = r["alone"];
@@ -130,9 +130,9 @@ struct pairs {
     d["pairs"]["spread"] = spread;
     std::string detail = agree ? "every pair's parameters within 5% (or the two 95% intervals) of the pair alone"
                                : "not the same as one pair alone: " + worst;
-    if (oversubscribed) detail += " (ranks shared cores: unfit for timing)";
+    if (unfit) detail += " (ranks shared cores: unfit for timing)";
     checks.push_back({{"name", "pairs at once see the parameters of one pair alone (Culler 3.5)"},
-                      {"ok", agree && !oversubscribed},
+                      {"ok", agree && !unfit},
                       {"detail", detail}});
     d["checks"] = checks;
   }
