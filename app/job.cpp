@@ -48,7 +48,7 @@ Ranks make_ranks(const Options& o) {
 // The settings every rank must share, as the leader has them. Methods' own settings (sizes, stop rule)
 // matter only where the method runs: on requesters, which in local and launched jobs share one command line.
 nlohmann::json agreement(const Options& o, std::uint32_t session) {
-  return {{"transport", o.transport}, {"bench", o.bench},       {"pairs_bench", o.pairs_bench},
+  return {{"transport", o.transport}, {"bench", o.bench},       {"method_args", o.method_args},
           {"window", o.window},       {"credits", o.credits},   {"emulate", o.emulate_spec},
           {"ring", o.ring},           {"segment_bytes", o.segment_bytes}, {"session", session},
           {"ud", o.ud}};  // what the bench needs (e.g. remote reads) follows from the agreed bench on every rank
@@ -59,7 +59,7 @@ void apply_agreement(Options& o, const nlohmann::json& a, int leader) {
     throw UsageError("rank " + std::to_string(leader) + " runs --transport " + a.at("transport").get<std::string>() +
                      ", this rank --transport " + o.transport + ": every rank of a job must use the same");
   o.bench = a.at("bench").get<std::string>();
-  o.pairs_bench = a.at("pairs_bench").get<std::string>();
+  o.method_args = a.at("method_args").get<std::map<std::string, std::string>>();
   o.window = a.at("window").get<int>();
   o.credits = a.at("credits").get<int>();
   o.emulate_spec = a.at("emulate").get<std::string>();

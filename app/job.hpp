@@ -42,13 +42,13 @@ struct Job {
   int leader_rank = 0;
   bool leader() const { return ranks.rank() == leader_rank; }
 
-  // One requester's measurement over its link with the link-level method --pairs-bench, as a record the
+  // One requester's measurement over its link with the link-level method `bench`, as a record the
   // leader can gather: the method's own document (parameters, checks, runs) without a file behind it.
   template <class EP>
-  nlohmann::json measure_link(EP& ep, int peer) {
+  nlohmann::json measure_link(EP& ep, int peer, const std::string& bench) {
     ResultsDoc sub;
     Options lo = o;
-    lo.bench = o.pairs_bench;
+    lo.bench = bench;
     sub.j["runs"] = nlohmann::json::array();
     Progress quiet(true);
     run_client_bench(ep, peer, clock, lo, sub, leader() ? progress : quiet);
