@@ -7,6 +7,7 @@ import os
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.ticker  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 
 PARAMS = ("o_s", "o_r", "g", "g_ni", "G", "L", "rtt")
@@ -280,6 +281,7 @@ def draw_model(doc, out):
     if pts:
         a.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=[p[2] for p in pts], fmt="o", color="C3",
                    capsize=3, label="measured")
+    a.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     a.set_xlabel("senders K")
     a.set_ylabel("per-sender gap g(K) (µs)")
     a.set_title("K-to-1", fontsize=9)
@@ -330,6 +332,10 @@ def draw_model(doc, out):
     save(fig, out)
 
 
+def cmp_of(doc, kind):
+    return (doc.get("comparison") or {}).get(kind)
+
+
 def model_section(path, doc, outdir):
     """Markdown lines for the report's 'Contention: model vs measurement' section."""
     stem = os.path.splitext(os.path.basename(path))[0]
@@ -339,6 +345,12 @@ def model_section(path, doc, outdir):
              f"`{os.path.basename(path)}`: LoGPC (Moritz & Frank) on `{net.get('spec')}` with P = {net.get('ranks')} ranks, "
              f"B = {net.get('bytes')} bytes, from the parameters of `{os.path.basename(src.get('path', '?'))}` "
              f"({src.get('bench')} over {src.get('transport')}{' emulating ' + emu if emu else ''}). µs, ± 95% CI.", ""]
+    for kind in ("k_to_one", "one_to_k", "all_to_all"):
+        m = cmp_of(doc, kind)
+        if m:
+            emu_m = (m.get("emulation") or {}).get("spec")
+            lines.append(f"- measured {kind.replace('_', '-')}: `{os.path.basename(m.get('path', '?'))}`"
+                         + (f" emulating {emu_m}" if emu_m else "") + (f" — {m['label']}" if m.get("label") else ""))
     for k in doc.get("missing", []):
         lines.append(f"- {k} missing: {doc['parameters'][k].get('error', '')}")
     a2a = doc.get("predictions", {}).get("all_to_all", {})

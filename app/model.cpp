@@ -374,6 +374,7 @@ int run_model(int argc, const char* const* argv) {
     for (const auto& [p, m] : measured) {
       const std::string b = bench_of(m);
       json src = {{"path", p}, {"emulation", m.value("meta", json::object()).value("emulation", json(nullptr))}};
+      if (m.contains("label")) src["label"] = m["label"];  // e.g. a document a test made by hand
       if (b == "k-to-one" || b == "one-to-k") {
         json rows = json::array();
         for (const auto& e : m["per_k"]) {
