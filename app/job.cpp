@@ -212,9 +212,12 @@ void run_job_main(Options& o, const Clock& clock, ResultsDoc& doc, Progress& pro
     job.oversubscribed = shared;
     job.fit_for_timing = fit;
     job.leader_rank = leader;
-    if (shared && job.leader())
+    if (shared && !fit && job.leader())
       std::fprintf(stderr, "logpbench: warning: %d ranks share cores on one host: waits yield the core, and the "
                            "figures are unfit for timing (recorded in meta.job)\n", n);
+    else if (shared && job.leader())
+      std::fprintf(stderr, "logpbench: %d ranks share cores; the emulated NI sleeps through its millisecond "
+                           "parameters, so each rank needs its core only briefly (recorded in meta.job)\n", n);
     if (job.leader()) {
       doc.j["meta"]["job"] = {{"launcher", ranks.launcher()},
                               {"mode", o.mode},

@@ -281,6 +281,7 @@ EmulatedNI::EmulatedNI(const Clock& clock, const Emulation& e, std::size_t max_i
   or_per_byte_ = e.o_r_per_byte_ns * clock.hz() * 1e-9;
   G_ = e.G_ns * clock.hz() * 1e-9;
   h_ = clock.cycles(e.handler_ns);
+  cap_g_ = static_cast<std::uint64_t>(e.capacity) * g_;
   ns_per_cycle_ = 1e9 / clock.hz();
   // Sleeping, nothing in sight: wake at least this often (a dead peer, a signal); a frame's arrival wakes
   // the receiver through its doorbell anyway.
@@ -333,7 +334,9 @@ nlohmann::json EmulatedNI::describe() const {
                                "arrival is due; the core is free meanwhile, so ranks share cores honestly at "
                                "millisecond-scale parameters"
                              : "spin: overheads and waits busy-poll the TSC"},
-          {"handler_ns", emu_.handler_ns}};
+          {"handler_ns", emu_.handler_ns},
+          {"send_queue", emu_.capacity > 0 ? "a send stalls while C messages wait to depart (LogP's capacity constraint)"
+                                           : "unbounded (no C given)"}};
 }
 
 // ---- the transport's control path ----

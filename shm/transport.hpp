@@ -160,6 +160,7 @@ class Wire {
   void leave_get(std::uint64_t) const noexcept {}
   bool local_arrived(std::uint64_t) const noexcept { return true; }
   std::uint64_t completed(std::uint64_t posted) const noexcept { return posted; }
+  bool room() const noexcept { return true; }
   // Round robin: the first ring from `start` on whose head is published.
   int next_arrival(const shm_detail::RxRing* rx, int n, int start, std::uint64_t mask) const noexcept {
     for (int k = 0, i = start; k < n; ++k) {
@@ -194,6 +195,10 @@ class EmulatedNI {
     done_at_[op & done_mask_] = dep + wire;
     visible = dep + wire + L_;
   }
+  // LogP's capacity constraint on this NI's queue: a send stalls while C messages already wait to depart
+  // (one-way messages have no AM window to hold them; requests do, and never reach it unless the CPU
+  // outruns g).
+  bool room() const noexcept { return cap_g_ == 0 || next_departure_ <= __rdtsc() + cap_g_; }
   // The sender spends o_s(n) inside send, counted from its entry.
   void leave_send(std::uint64_t t_enter, std::uint32_t bulk_len) const noexcept {
     wait_until(t_enter + os_ + static_cast<std::uint64_t>(os_per_byte_ * bulk_len));
@@ -279,7 +284,7 @@ class EmulatedNI {
     return best;
   }
   void sleep_until(std::uint64_t deadline) const noexcept;
-  std::uint64_t os_ = 0, or_ = 0, g_ = 0, L_ = 0, h_ = 0;
+  std::uint64_t os_ = 0, or_ = 0, g_ = 0, L_ = 0, h_ = 0, cap_g_ = 0;
   double os_per_byte_ = 0, or_per_byte_ = 0, G_ = 0;
   bool sleep_ = false;
   double ns_per_cycle_ = 0;
@@ -309,7 +314,7 @@ class ShmTransport {
   bool try_send(const am::Frame& f) {
     TxRing& r = tx(f.dst);
     const std::uint64_t t_enter = ni_.enter();
-    if (!has_room(r)) return false;
+    if (!has_room(r) || !ni_.room()) return false;
     publish(r, f, t_enter);
     return true;
   }
@@ -319,7 +324,7 @@ class ShmTransport {
   bool try_store(const am::Frame& f, const void* src, std::uint32_t n, std::uint32_t remote_off) {
     TxRing& r = tx(f.dst);
     const std::uint64_t t_enter = ni_.enter();
-    if (!has_room(r) || remote_off > segment_bytes_ || n > segment_bytes_ - remote_off) return false;
+    if (!has_room(r) || !ni_.room() || remote_off > segment_bytes_ || n > segment_bytes_ - remote_off) return false;
     std::memcpy(r.segment + remote_off, src, n);
     publish(r, f, t_enter);
     return true;
