@@ -339,7 +339,13 @@ int run_model(int argc, const char* const* argv) {
           {"formula", "T = 2 B G (section 5.1.3); T_c = 1/m_c of eq. 13; T_c/T is eq. 14's bound"}};
     }
     json kto = json::array(), otk = json::array();
-    for (int K = 1; K < ranks; ++K) {
+    // Every K the job could hold, and every K a measured run reached (a k-to-one of 8 ranks beside an
+    // all-to-all of 4).
+    int kmax = ranks - 1;
+    for (const auto& pm_ : measured)
+      if (pm_.second.contains("per_k"))
+        for (const auto& e : pm_.second["per_k"]) kmax = std::max(kmax, e.value("k", 0));
+    for (int K = 1; K <= kmax; ++K) {
       const auto r = lm::k_to_one(in.loggp(), K);
       kto.push_back({{"k", K},
                      {"logp", {{"g", predicted(in, [&](const lm::LogGP& p) { return lm::k_to_one(p, K).g_k; })},
@@ -462,8 +468,16 @@ int run_model(int argc, const char* const* argv) {
     if (cmp.contains("one_to_k")) {
       std::printf("  one-to-k (LogP: gain 1)          K   measured g        gain\n");
       for (const auto& e : cmp["one_to_k"]["per_k"])
-        std::printf("  %33d   %-16s %s\n", e["k"].get<int>(), pm(e["measured_g"]).c_str(),
-                    e["measured_gain"].is_object() ? e["measured_gain"].value("value", json(nullptr)).dump().c_str() : "-");
+      {
+        std::string gain = "-";
+        if (e["measured_gain"].is_object() && e["measured_gain"]["value"].is_number()) {
+          char b[64];
+          std::snprintf(b, sizeof b, "%.2f ± %.2f", e["measured_gain"]["value"].get<double>(),
+                        e["measured_gain"]["ci95"].is_number() ? e["measured_gain"]["ci95"].get<double>() : 0.0);
+          gain = b;
+        }
+        std::printf("  %33d   %-16s %s\n", e["k"].get<int>(), pm(e["measured_g"]).c_str(), gain.c_str());
+      }
     }
     for (const auto& n : notes) std::printf("  note: %s\n", n.get<std::string>().c_str());
     if (!json_out.empty()) {
