@@ -376,11 +376,14 @@ def model_section(path, doc, outdir):
                          f"{fmt(e.get('measured_g')) or '—'} | {mrs} |")
     otk = cmp.get("one_to_k", {}).get("per_k", [])
     if otk:
+        def gain_text(mg):
+            v, c = mg.get("value"), mg.get("ci95")
+            return "—" if v is None else (f"{v:.3f} ± {c:.3f}" if c is not None else f"{v:.3f}")
         lines += ["", "| K | LogP g(K) (gain 1) | measured g(K) | measured gain |", "|---|---|---|---|"]
         for e in otk:
             mg = e.get("measured_gain") or {}
             lines.append(f"| {e['k']} | {fmt(e.get('predicted_g'))} | {fmt(e.get('measured_g')) or '—'} | "
-                         f"{mg.get('value', '—')} |")
+                         f"{gain_text(mg)} |")
     for n in doc.get("notes", []):
         lines.append(f"\nNote: {n}")
     png = os.path.join(outdir, f"{stem}-model.png")
