@@ -172,7 +172,15 @@ nlohmann::json Channel::receive(double timeout_s) {
   if (h.length > kBootstrapMaxBody) throw PeerError("bootstrap message of " + std::to_string(h.length) + " bytes refused");
   std::string body(h.length, '\0');
   read_exact(fd_, body.data(), body.size(), deadline, timeout_s);
-  auto j = nlohmann::json::parse(body, nullptr, false);
+  bool too_deep = false;
+  auto j = nlohmann::json::parse(
+      body,
+      [&too_deep](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+        if (depth > kBootstrapMaxDepth) too_deep = true;
+        return !too_deep;
+      },
+      false);
+  if (too_deep) throw PeerError("bootstrap message nested deeper than " + std::to_string(kBootstrapMaxDepth) + " levels refused");
   if (j.is_discarded() || !j.is_object()) throw PeerError("malformed bootstrap message");
   return j;
 }

@@ -12,7 +12,12 @@
 namespace logpb {
 
 inline constexpr std::uint16_t kBootstrapVersion = 1;
+// The largest message body any peer may send (a collective's data: addresses of every rank), and the
+// deepest nesting of arrays and objects in it. Deeper input would cost a stack frame per level wherever
+// the message is copied or relayed (json's copy and dump recurse); no message of ours nests more than a
+// few levels.
 inline constexpr std::uint32_t kBootstrapMaxBody = 1u << 20;
+inline constexpr int kBootstrapMaxDepth = 64;
 
 class Channel {
  public:
