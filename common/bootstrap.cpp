@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -161,7 +162,7 @@ void Channel::send(const nlohmann::json& body) {
   }
 }
 
-nlohmann::json Channel::receive(double timeout_s) {
+nlohmann::json Channel::receive(double timeout_s, std::uint32_t max_bytes) {
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   Header h{};
   read_exact(fd_, &h, sizeof h, deadline, timeout_s);
@@ -169,7 +170,9 @@ nlohmann::json Channel::receive(double timeout_s) {
   if (h.version != kBootstrapVersion)
     throw PeerError("the bootstrap peer speaks protocol version " + std::to_string(h.version) + ", this build " +
                     std::to_string(kBootstrapVersion) + ": run the same logpbench version on both ends");
-  if (h.length > kBootstrapMaxBody) throw PeerError("bootstrap message of " + std::to_string(h.length) + " bytes refused");
+  if (h.length > std::min(max_bytes, kBootstrapMaxBody))
+    throw PeerError("bootstrap message of " + std::to_string(h.length) + " bytes refused (at most " +
+                    std::to_string(std::min(max_bytes, kBootstrapMaxBody)) + " here)");
   std::string body(h.length, '\0');
   read_exact(fd_, body.data(), body.size(), deadline, timeout_s);
   bool too_deep = false;

@@ -35,7 +35,10 @@ class Channel {
   ~Channel();
 
   void send(const nlohmann::json& body);
-  nlohmann::json receive(double timeout_s);
+  // One message, refused (PeerError) when its header is not ours (magic, version), when it declares more
+  // than max_bytes (checked before a byte of the body is read), or when its body is not a JSON object
+  // nested at most kBootstrapMaxDepth deep.
+  nlohmann::json receive(double timeout_s, std::uint32_t max_bytes = kBootstrapMaxBody);
   // Non-blocking: false once the peer has closed the connection or the process behind it died.
   bool peer_alive() const;
   int fd() const { return fd_; }
