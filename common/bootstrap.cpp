@@ -173,8 +173,14 @@ nlohmann::json Channel::receive(double timeout_s, std::uint32_t max_bytes) {
   if (h.length > std::min(max_bytes, kBootstrapMaxBody))
     throw PeerError("bootstrap message of " + std::to_string(h.length) + " bytes refused (at most " +
                     std::to_string(std::min(max_bytes, kBootstrapMaxBody)) + " here)");
-  std::string body(h.length, '\0');
-  read_exact(fd_, body.data(), body.size(), deadline, timeout_s);
+  // Grown as the bytes arrive: a peer that declares a large message and sends little costs little.
+  std::string body;
+  char chunk[16384];
+  while (body.size() < h.length) {
+    const std::size_t n = std::min<std::size_t>(sizeof chunk, h.length - body.size());
+    read_exact(fd_, chunk, n, deadline, timeout_s);
+    body.append(chunk, n);
+  }
   bool too_deep = false;
   auto j = nlohmann::json::parse(
       body,
