@@ -15,6 +15,7 @@
 //    is poisoned, so a chunk or medium AM copied past it is a report;
 //  - every frame put into the ring is taken out again (nothing stuck, no hang), and the transport
 //    counts at least as many received frames as it delivers AMs.
+#include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <rte_mbuf.h>
 #include <unistd.h>
@@ -60,6 +61,8 @@ struct World {
     po.tx_ring = 1024;
     port = std::make_unique<dpdk::Port>(po);
     port->wait_link(5);
+    // The EAL is never torn down (libFuzzer exits from inside a run): remove its empty runtime directory.
+    std::atexit([] { ::rmdir(rte_eal_get_runtime_dir()); });
   }
 };
 
