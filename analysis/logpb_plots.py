@@ -7,6 +7,7 @@ import os
 import matplotlib
 
 matplotlib.use("Agg")
+import matplotlib.ticker  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 
 PARAMS = ("o_s", "o_r", "g", "g_ni", "G", "L", "rtt")
@@ -191,10 +192,14 @@ def fmt(p):
 
 
 def summary(docs_and_paths, outdir):
-    """Markdown: one section per result, then the LogGP parameters every method reported, side by side."""
+    """Markdown: one section per result, then the LogGP parameters every method reported, side by side;
+    a LoGPC model's JSON (logpbench model) adds a 'Contention: model vs measurement' section at the end."""
     lines = ["# logpbench report", ""]
     side = []
+    models = [(p, d) for p, d in docs_and_paths if is_model(d)]
     for path, doc in docs_and_paths:
+        if is_model(doc):
+            continue
         meta = doc.get("meta", {})
         flags = meta.get("flags", {})
         stem = os.path.splitext(os.path.basename(path))[0]
@@ -239,6 +244,146 @@ def summary(docs_and_paths, outdir):
         limit = g.get("bottleneck") or g0.get("bottleneck") or ""
         lines.append(f"| {bench} | {transport} | " + " | ".join(cells) + f" | {limit} |")
     lines.append("")
+    for path, doc in models:
+        lines += model_section(path, doc, outdir)
     with open(os.path.join(outdir, "report.md"), "w") as f:
         f.write("\n".join(lines))
     return os.path.join(outdir, "report.md")
+
+
+# ---- LoGPC model vs measurement (logpbench model's JSON, schema logpbench-model/1) --------------------
+
+def is_model(doc):
+    return str(doc.get("schema", "")).startswith("logpbench-model/")
+
+
+def _v(p, scale=1e3):
+    """value and 95% half-width of a {value_ns, ci95_ns} entry, in µs; (None, 0) when missing."""
+    if not isinstance(p, dict) or p.get("value_ns") is None:
+        return None, 0
+    return p["value_ns"] / scale, (p.get("ci95_ns") or 0) / scale
+
+
+def draw_model(doc, out):
+    """In the style of the LoGPC paper's Figs. 6, 9 and 11: the models' predictions as lines, the
+    measurement as points with their intervals. Left: K-to-1 per-sender gap against K (Culler et al. 3.5);
+    middle: all-to-all cost per iteration, synchronous and asynchronous; right: the same against message size."""
+    pred = doc.get("predictions", {})
+    cmp = doc.get("comparison", {})
+    fig, (a, b, c) = plt.subplots(1, 3, figsize=(15, 4.8))
+    # K-to-1
+    ks = [r["k"] for r in pred.get("k_to_one", [])]
+    logp = [_v(r["logp"]["g"])[0] for r in pred.get("k_to_one", [])]
+    if ks and all(x is not None for x in logp):
+        a.plot(ks, logp, "k-", label="LogP = LoGPC: K · max(g, o_r + o_s)")
+    m = cmp.get("k_to_one", {}).get("per_k", [])
+    pts = [(e["k"], *_v(e.get("measured_g"))) for e in m if _v(e.get("measured_g"))[0] is not None]
+    if pts:
+        a.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=[p[2] for p in pts], fmt="o", color="C3",
+                   capsize=3, label="measured")
+    a.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
+    a.set_xlabel("senders K")
+    a.set_ylabel("per-sender gap g(K) (µs)")
+    a.set_title("K-to-1", fontsize=9)
+    # all-to-all bars
+    a2a = pred.get("all_to_all", {})
+    labels, models = ["synchronous", "asynchronous"], [("LogP", "logp"), ("LoPC", "lopc"), ("LoGPC", "logpc")]
+    width = 0.2
+    for i, (name, key) in enumerate(models):
+        vals = [_v(a2a.get(mode, {}).get(key if key in a2a.get(mode, {}) else "logp"))[0] for mode in labels]
+        b.bar([j + (i - 1.5) * width for j in range(2)], [v if v is not None else 0 for v in vals], width, label=name)
+    meas = [_v((cmp.get("all_to_all", {}).get(mode) or {}).get("measured")) for mode in labels]
+    if any(v is not None for v, _ in meas):
+        b.bar([j + 1.5 * width for j in range(2)], [v or 0 for v, _ in meas], width, yerr=[e for _, e in meas],
+              capsize=3, color="C3", label="measured")
+    b.set_xticks(range(2))
+    b.set_xticklabels(labels)
+    b.set_ylabel("cost per iteration (µs)")
+    b.set_title("all-to-all remap (LoGPC Table 4)", fontsize=9)
+    # against message size
+    curve = doc.get("curves", {}).get("all_to_all_by_bytes", [])
+    for key, label, style in (("sync_logp_ns", "sync LogP", "k:"), ("sync_lopc_ns", "sync LoPC", "k--"),
+                              ("sync_logpc_ns", "sync LoGPC", "k-"), ("async_logpc_ns", "async LoGPC", "C0-"),
+                              ("long_T_c_ns", "long messages T_c (eq. 13)", "C2-")):
+        xs = [p["bytes"] for p in curve if p.get(key) is not None]
+        if xs:
+            c.plot(xs, [p[key] / 1e3 for p in curve if p.get(key) is not None], style, label=label)
+    aa = cmp.get("all_to_all", {})
+    for mode, color in (("synchronous", "C3"), ("asynchronous", "C1")):
+        v, e = _v((aa.get(mode) or {}).get("measured"))
+        if v is not None and aa.get("bytes"):
+            c.errorbar([aa["bytes"]], [v], yerr=[e], fmt="o", color=color, capsize=3, label=f"measured {mode[:5]}")
+    c.set_xscale("log", base=2)
+    c.set_yscale("log")
+    c.set_xlabel("message size B (bytes)")
+    c.set_ylabel("µs per iteration")
+    c.set_title("against message size", fontsize=9)
+    for ax in (a, b, c):
+        ax.grid(alpha=0.3)
+        handles, _ = ax.get_legend_handles_labels()
+        if handles:
+            ax.legend(fontsize=7)
+    net = doc.get("network", {})
+    src = doc.get("source", {})
+    emu = (src.get("emulation") or {}).get("spec")
+    fig.suptitle(f"LoGPC model vs measurement — {net.get('spec', '?')}, P = {net.get('ranks')}, "
+                 f"parameters from {os.path.basename(src.get('path', '?'))}" + (f" (emulating {emu})" if emu else ""),
+                 fontsize=9)
+    save(fig, out)
+
+
+def cmp_of(doc, kind):
+    return (doc.get("comparison") or {}).get(kind)
+
+
+def model_section(path, doc, outdir):
+    """Markdown lines for the report's 'Contention: model vs measurement' section."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    net, src = doc.get("network", {}), doc.get("source", {})
+    emu = (src.get("emulation") or {}).get("spec")
+    lines = ["## Contention: model vs measurement", "",
+             f"`{os.path.basename(path)}`: LoGPC (Moritz & Frank) on `{net.get('spec')}` with P = {net.get('ranks')} ranks, "
+             f"B = {net.get('bytes')} bytes, from the parameters of `{os.path.basename(src.get('path', '?'))}` "
+             f"({src.get('bench')} over {src.get('transport')}{' emulating ' + emu if emu else ''}). µs, ± 95% CI.", ""]
+    for kind in ("k_to_one", "one_to_k", "all_to_all"):
+        m = cmp_of(doc, kind)
+        if m:
+            emu_m = (m.get("emulation") or {}).get("spec")
+            lines.append(f"- measured {kind.replace('_', '-')}: `{os.path.basename(m.get('path', '?'))}`"
+                         + (f" emulating {emu_m}" if emu_m else "") + (f" — {m['label']}" if m.get("label") else ""))
+    for k in doc.get("missing", []):
+        lines.append(f"- {k} missing: {doc['parameters'][k].get('error', '')}")
+    a2a = doc.get("predictions", {}).get("all_to_all", {})
+    cmp = doc.get("comparison", {})
+    lines += ["", "| all-to-all | LogP | LoPC | LoGPC | C_n | measured |", "|---|---|---|---|---|---|"]
+    for mode in ("synchronous", "asynchronous"):
+        r = a2a.get(mode, {})
+        meas = (cmp.get("all_to_all", {}).get(mode) or {}).get("measured")
+        lines.append(f"| {mode}{' (saturated)' if r.get('saturated') else ''} | {fmt(r.get('logp'))} | "
+                     f"{fmt(r.get('lopc', r.get('logp')))} | {fmt(r.get('logpc'))} | {fmt(r.get('C_n'))} | {fmt(meas) or '—'} |")
+    lg = a2a.get("long_message", {})
+    ratio = lg.get("ratio")
+    lines.append(f"| long messages (T = 2BG → T_c) | {fmt(lg.get('T'))} | | {fmt(lg.get('T_c'))} | "
+                 f"{'T_c/T = %.3f' % ratio if ratio is not None else ''} | |")
+    kto = cmp.get("k_to_one", {}).get("per_k", [])
+    if kto:
+        lines += ["", "| K | LogP g(K) | LogP ratio | measured g(K) | measured ratio |", "|---|---|---|---|---|"]
+        for e in kto:
+            mr = e.get("measured_ratio") or {}
+            mrs = f"{mr['value']:.3g} ± {mr.get('ci95') or 0:.2g}" if mr.get("value") is not None else "—"
+            pr = e.get("predicted_ratio")
+            lines.append(f"| {e['k']} | {fmt(e.get('predicted_g'))} | {pr if pr is None else round(pr, 3)} | "
+                         f"{fmt(e.get('measured_g')) or '—'} | {mrs} |")
+    otk = cmp.get("one_to_k", {}).get("per_k", [])
+    if otk:
+        lines += ["", "| K | LogP g(K) (gain 1) | measured g(K) | measured gain |", "|---|---|---|---|"]
+        for e in otk:
+            mg = e.get("measured_gain") or {}
+            lines.append(f"| {e['k']} | {fmt(e.get('predicted_g'))} | {fmt(e.get('measured_g')) or '—'} | "
+                         f"{mg.get('value', '—')} |")
+    for n in doc.get("notes", []):
+        lines.append(f"\nNote: {n}")
+    png = os.path.join(outdir, f"{stem}-model.png")
+    draw_model(doc, png)
+    lines += ["", f"![LoGPC model vs measurement]({os.path.basename(png)})", ""]
+    return lines

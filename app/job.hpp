@@ -38,17 +38,18 @@ struct Job {
   Progress& progress;
   std::uint32_t session = 0;    // the same on every rank
   bool one_host = true;         // every rank on one host (shm needs it)
-  bool oversubscribed = false;  // two ranks of a host share a core: waits must yield, figures are unfit for timing
+  bool oversubscribed = false;  // two ranks of a host share a core: waits must yield
+  bool fit_for_timing = true;   // false when ranks share cores, unless an emulated NI sleeps at ms scale
   int leader_rank = 0;
   bool leader() const { return ranks.rank() == leader_rank; }
 
-  // One requester's measurement over its link with the link-level method --pairs-bench, as a record the
+  // One requester's measurement over its link with the link-level method `bench`, as a record the
   // leader can gather: the method's own document (parameters, checks, runs) without a file behind it.
   template <class EP>
-  nlohmann::json measure_link(EP& ep, int peer) {
+  nlohmann::json measure_link(EP& ep, int peer, const std::string& bench) {
     ResultsDoc sub;
     Options lo = o;
-    lo.bench = o.pairs_bench;
+    lo.bench = bench;
     sub.j["runs"] = nlohmann::json::array();
     Progress quiet(true);
     run_client_bench(ep, peer, clock, lo, sub, leader() ? progress : quiet);

@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "app/job.hpp"
+#include "app/model.hpp"
 #include "app/modes.hpp"
 #include "app/options.hpp"
 #include "app/report.hpp"
@@ -34,6 +35,8 @@ void install_signal_handlers() {
 
 int main(int argc, char** argv) {
   using namespace logpb;
+  // A command that runs nothing: it reads a result and predicts (LoGPC), with its own options.
+  if (argc > 1 && std::strcmp(argv[1], "model") == 0) return app::run_model(argc, argv);
   app::Options o;
   try {
     if (!app::parse_options(argc, argv, o)) return 0;

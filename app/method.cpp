@@ -1,6 +1,7 @@
 #include "app/method.hpp"
 
 #include "app/all_methods.hpp"
+#include "app/options.hpp"
 #include "common/errors.hpp"
 
 namespace logpb::app {
@@ -17,6 +18,9 @@ MethodInfo info_of() {
   i.scope = M::scope;
   if constexpr (requires { M::default_sizes; }) i.default_sizes = M::default_sizes;
   if constexpr (requires(std::FILE* f, const nlohmann::json& j) { M::print(f, j); }) i.print = &M::print;
+  if constexpr (requires { M::options; }) i.options = M::options;
+  if constexpr (requires(const Options& o) { M::check(o); }) i.check = &M::check;
+  if constexpr (requires { M::link_option; }) i.link_option = M::link_option;
   return i;
 }
 
@@ -45,10 +49,19 @@ std::string method_names(const char* sep, const char* last_sep) {
   return s;
 }
 
-Needs run_needs(std::string_view bench, std::string_view link_bench) {
+Needs run_needs(std::string_view bench, const std::map<std::string, std::string>& method_args) {
   const MethodInfo* m = find_method(bench);
-  if (m && m->scope == Scope::job) m = find_method(link_bench);
-  return m ? m->needs : Needs{};
+  if (!m) return {};
+  Needs n = m->needs;
+  if (!m->link_option.empty()) {
+    const auto it = method_args.find(m->link_option);
+    if (const MethodInfo* l = it == method_args.end() ? nullptr : find_method(it->second)) {
+      n.bulk = n.bulk || l->needs.bulk;
+      n.get = n.get || l->needs.get;
+      n.local_completion = n.local_completion || l->needs.local_completion;
+    }
+  }
+  return n;
 }
 
 std::string bench_help() {

@@ -15,6 +15,10 @@
 //                                   // {parameters, checks, per_size...}: every run so far, rebuilt after each
 //   static void print(std::FILE*, const nlohmann::json& doc);  // optional: lines after the table
 //   static void verdict(const nlohmann::json& analysed);       // optional: throws when the run proved a fault
+//   static inline const std::vector<MethodOption> options;     // optional: the method's own command-line
+//                                   // options (--NAME VALUE), kept as strings in Options::method_args, agreed
+//                                   // by every rank and recorded in meta.flags
+//   static void check(const Options&);                          // optional: validates them (UsageError)
 // The timed loops stay in common/methods/, the analysis in analysis/; the descriptor binds them to the
 // command line. --runs repeats run() in the one loop of bench_runner.hpp, for every method.
 //
@@ -26,14 +30,18 @@
 //   static int core_slot(int rank, int ranks);  // optional: the rank's place in the default core order
 //   template <class J, class EP> static void run_job(J& job, EP& ep, const Role& role);
 //                                // every rank runs it on its endpoint; the leader (job.leader()) writes
-//                                // the results into job.doc. J is app::Job, whose measure_link() runs the
-//                                // link-level method --pairs-bench on one link and returns its record.
+//                                // the results into job.doc. J is app::Job, whose measure_link(ep, peer,
+//                                // bench) runs a link-level method on one link and returns its record.
+//   static constexpr const char* link_option;   // optional: the option naming the link-level method it
+//                                               // runs on each link (pairs: "pairs-bench"); the transport
+//                                               // must then meet that method's needs
 // It is listed, validated and helped like any other.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
 #include <functional>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -62,6 +70,16 @@ struct Needs {
 
 enum class Scope { link, job };
 
+struct Options;
+
+// One option a method owns: --NAME VALUE on the command line, its default given as text.
+struct MethodOption {
+  const char* name;
+  const char* value_name;
+  const char* help;
+  const char* default_value;
+};
+
 // What one rank does in a job: request from `peer` (requester), or serve it; peer -1: no part.
 struct Role {
   bool requester = false;
@@ -76,6 +94,9 @@ struct MethodInfo {
   Scope scope = Scope::link;
   std::vector<std::uint32_t> default_sizes;  // empty: the method is not run over a list of sizes
   void (*print)(std::FILE*, const nlohmann::json& doc) = nullptr;
+  std::vector<MethodOption> options;           // the method's own options
+  void (*check)(const Options&) = nullptr;     // validates them
+  std::string link_option;                     // a job-level method: the option naming its link-level method
 };
 
 // Every registered method, by name.
@@ -83,9 +104,9 @@ const std::vector<MethodInfo>& all_methods();
 const MethodInfo* find_method(std::string_view name);
 // "a, b, c or d" (for an error), or "a | b | c" (for --help).
 std::string method_names(const char* sep, const char* last_sep);
-// What a run asks of the transport: the method's needs, or for a job-level method those of the link-level
-// method it runs on each link (--pairs-bench). Unknown names need nothing.
-Needs run_needs(std::string_view bench, std::string_view link_bench);
+// What a run asks of the transport: the method's needs, and for a job-level method that runs a link-level
+// method on each link (its link_option, e.g. --pairs-bench) that method's too. Unknown names need nothing.
+Needs run_needs(std::string_view bench, const std::map<std::string, std::string>& method_args);
 // --bench's help: every method with its one-line summary.
 std::string bench_help();
 // The sizes a method over sizes runs: --sizes, or its defaults that fit; a size past half the segment

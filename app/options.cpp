@@ -52,7 +52,6 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
       ("version", "print the version")
       ("transport", po::value(&o.transport)->default_value(o.transport), "shm | verbs | dpdk (mpi: reserved, not written yet)")
       ("bench", po::value(&o.bench)->default_value(o.bench), bench_help().c_str())
-      ("pairs-bench", po::value(&o.pairs_bench)->default_value(o.pairs_bench), "pairs: the single-pair method each requester runs")
       ("emulate", po::value(&o.emulate_spec), "shm only: emulated NI, e.g. \"os=1.4us,or=2.2us,g=7.6us,L=6.3us,C=32\"")
       ("json", po::value(&o.json_path), "write results to this file (atomically; checkpointed during the run)")
       ("raw", po::bool_switch(&o.raw), "also store every raw sample in the JSON")
@@ -127,12 +126,26 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
       ("no-saturation-compare", "kielmann: skip the saturation-based g(m) timed for comparison")
       ("base-threshold", po::value(&o.base_threshold)->default_value(o.base_threshold), "availability: base_t threshold (1.02-1.05)")
       ("stop-threshold", po::value(&o.stop_threshold)->default_value(o.stop_threshold), "availability: stop threshold (1.5-2)");
+  // Each method's own options, from its descriptor; an option two methods share is listed once.
+  po::options_description owned("Options of single methods");
+  std::map<std::string, std::string> method_values;
+  std::map<std::string, std::vector<std::string>> owners;
+  for (const auto& m : all_methods()) {
+    for (const auto& mo : m.options) {
+      auto& who = owners[mo.name];
+      who.push_back(m.name);
+      if (who.size() > 1) continue;
+      method_values[mo.name] = mo.default_value;
+      owned.add_options()(mo.name, po::value(&method_values[mo.name])->default_value(mo.default_value)->value_name(mo.value_name),
+                          (m.name + ": " + mo.help).c_str());
+    }
+  }
   po::options_description hidden;
   hidden.add_options()("mode", po::value(&o.mode))("host", po::value(&o.host));
   po::positional_options_description pos;
   pos.add("mode", 1).add("host", 1);
   po::options_description all;
-  all.add(general).add(place).add(verbs).add(dpdk).add(method).add(hidden);
+  all.add(general).add(place).add(verbs).add(dpdk).add(method).add(owned).add(hidden);
 
   po::variables_map vm;
   try {
@@ -144,7 +157,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   if (vm.count("help")) {
     std::cout << "usage: logpbench [local | server | client HOST] [options]\n"
                  "With no arguments: local --transport shm --bench signature (the embedded default).\n\n"
-              << general << '\n' << place << '\n' << method << '\n' << verbs << '\n' << dpdk;
+              << general << '\n' << place << '\n' << method << '\n' << owned << '\n' << verbs << '\n' << dpdk;
     return false;
   }
   if (vm.count("version")) {
@@ -176,8 +189,14 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   if (o.transport != "shm" && o.transport != "verbs" && o.transport != "dpdk" && o.transport != "mpi")
     throw UsageError("--transport must be shm, verbs, dpdk or mpi, not '" + o.transport + "'");
   if (!find_method(o.bench)) throw UsageError("--bench must be " + method_names(", ", " or ") + ", not '" + o.bench + "'");
-  if (const MethodInfo* m = find_method(o.pairs_bench); !m || m->scope != Scope::link)
-    throw UsageError("--pairs-bench must be a single-pair method (e.g. signature, pingpong), not '" + o.pairs_bench + "'");
+  o.method_args = method_values;
+  for (const auto& [name, who] : owners) {
+    if (!vm.count(name) || vm[name].defaulted() || std::find(who.begin(), who.end(), o.bench) != who.end()) continue;
+    std::string list;
+    for (std::size_t i = 0; i < who.size(); ++i) list += (i ? " or " : "") + who[i];
+    throw UsageError("--" + name + " belongs to --bench " + list + ", not " + o.bench);
+  }
+  if (const MethodInfo* m = find_method(o.bench); m->check) m->check(o);
   if (!sizes_arg.empty()) {
     for (int v : parse_int_list("--sizes", sizes_arg)) o.sizes.push_back(static_cast<std::uint32_t>(v));
     if (o.sizes.back() > o.segment_bytes / 2)

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -20,7 +22,6 @@ struct Options {
   std::vector<int> cpus;       // each rank's core, by rank (local) or by rank on its host (launched); empty: default
   std::string rendezvous;      // launched: HOST:PORT of rank 0 (empty: a rendezvous file)
   std::string rendezvous_dir;  // launched: where the rendezvous file goes (empty: $SLURM_SUBMIT_DIR or .)
-  std::string pairs_bench = "signature";  // --bench pairs: the single-pair method every requester runs
   std::string host;            // client: the server's address
   std::string transport = "shm";
   std::string bench = "signature";
@@ -69,6 +70,14 @@ struct Options {
   double link_timeout_s = 10;
   bool quiet = false;
   bool raw = false;
+  // The methods' own options (MethodOption in app/method.hpp), by name, as text: every method's, with its
+  // default where not given. The method parses its own.
+  std::map<std::string, std::string> method_args;
+  const std::string& method_arg(const std::string& name) const {
+    const auto it = method_args.find(name);
+    if (it == method_args.end()) throw std::logic_error("no method option --" + name);
+    return it->second;
+  }
   nlohmann::json flags;  // every option as given or defaulted
 };
 

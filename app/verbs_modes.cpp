@@ -21,7 +21,7 @@ verbs::DeviceOptions device_options(const Options& o) {
   d.gid_index = o.gid_index;
   d.segment_bytes = o.segment_bytes;
   // Only runs with a get let peers read the segment (the same on every rank: the bench is agreed).
-  d.remote_read = run_needs(o.bench, o.pairs_bench).get;  // the method registry says who reads remotely
+  d.remote_read = run_needs(o.bench, o.method_args).get;  // the method registry says who reads remotely
   d.sq_depth = o.sq_depth;
   d.rq_depth = o.rq_depth;
   d.recv_batch = o.recv_batch;

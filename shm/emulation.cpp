@@ -54,6 +54,11 @@ Emulation parse_emulation(const std::string& spec) {
       e.capacity = c;
       continue;
     }
+    if (k == "wait") {
+      if (v != "spin" && v != "sleep" && v != "auto") throw UsageError("--emulate: wait must be spin, sleep or auto, not '" + v + "'");
+      e.waiting = v;
+      continue;
+    }
     const double ns = parse_duration_ns(v);
     if (ns < 0) throw UsageError("--emulate: " + k + " = " + v + " is negative; LogP parameters are times >= 0");
     if (k == "os" || k == "o_s") e.o_s_ns = ns;
@@ -63,12 +68,13 @@ Emulation parse_emulation(const std::string& spec) {
     else if (k == "G") e.G_ns = ns;
     else if (k == "os_per_byte") e.o_s_per_byte_ns = ns;
     else if (k == "or_per_byte") e.o_r_per_byte_ns = ns;
-    else throw UsageError("--emulate: unknown key '" + k + "' (known: os, or, g, L, C, G, os_per_byte, or_per_byte)");
+    else if (k == "h" || k == "handler") e.handler_ns = ns;
+    else throw UsageError("--emulate: unknown key '" + k + "' (known: os, or, g, L, C, G, os_per_byte, or_per_byte, h, wait)");
   }
   if (!any) throw UsageError("--emulate: empty specification");
   // g < o_s or g < o_r is today's NI (a ConnectX-6 injects every ~5 ns against hundreds of ns of software
   // overhead): accepted; the processor is then the bottleneck and methods must say g is hidden.
-  if (e.o_s_ns + e.o_r_ns + e.g_ns + e.L_ns > 1e9)
+  if (e.o_s_ns + e.o_r_ns + e.g_ns + e.L_ns + e.handler_ns > 1e9)
     throw UsageError("--emulate: parameters above one second would make the run last hours");
   return e;
 }
@@ -82,7 +88,8 @@ void to_json(nlohmann::json& j, const Emulation& e) {
        {"o_r_ns", e.o_r_ns},     {"g_ns", e.g_ns},
        {"L_ns", e.L_ns},         {"capacity", e.capacity},
        {"G_ns_per_byte", e.G_ns}, {"o_s_per_byte_ns", e.o_s_per_byte_ns},
-       {"o_r_per_byte_ns", e.o_r_per_byte_ns}};
+       {"o_r_per_byte_ns", e.o_r_per_byte_ns}, {"handler_ns", e.handler_ns},
+       {"wait", e.waiting}};
 }
 
 }  // namespace logpb

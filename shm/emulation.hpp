@@ -8,6 +8,11 @@
 //   C        capacity: outstanding requests the AM layer allows (the network capacity of section 3.1)
 //   os_per_byte, or_per_byte   size-dependent overheads o(n) = o + b*n (per byte, as a time)
 //   G        gap per byte for bulk data (per byte, as a time)
+//   h        handler: time a request holds its receiver's processor beyond o_r (the request handler's own
+//            work, which makes the replier the bottleneck of Culler et al. 3.5's 1-to-K)
+//   wait     spin | sleep | auto: how emulated times are spent. sleep: the overheads are slept and idle
+//            ranks sleep until their next arrival, so more ranks than cores share them honestly when the
+//            parameters are milliseconds; auto (default): sleep when the job's ranks share cores
 #pragma once
 
 #include <string>
@@ -22,6 +27,8 @@ struct Emulation {
   double o_s_ns = 0, o_r_ns = 0, g_ns = 0, L_ns = 0;
   double o_s_per_byte_ns = 0, o_r_per_byte_ns = 0, G_ns = 0;
   int capacity = 0;  // 0: the run's --window decides
+  double handler_ns = 0;
+  std::string waiting = "auto";  // spin | sleep | auto
 };
 
 // Throws UsageError naming the bad key or value, or the LogP constraint an impossible set breaks.

@@ -5,13 +5,17 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <bit>
+#include <cmath>
+#include <ctime>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -25,7 +29,7 @@ namespace logpb {
 namespace {
 
 constexpr std::uint64_t kShmMagic = 0x6c6f677062736d31ull;  // "logpbsm1"
-constexpr std::uint32_t kShmVersion = 2;                    // 2: N ranks, a ring per ordered pair
+constexpr std::uint32_t kShmVersion = 3;  // 2: N ranks, a ring per ordered pair; 3: a doorbell per rank
 constexpr std::size_t kPage = 4096;
 
 struct Control {
@@ -35,16 +39,19 @@ struct Control {
   std::uint32_t ring_slots;
   std::uint32_t segment_bytes;
 };
-// Then, from kPidsOff, one std::atomic<std::int32_t> per rank: its pid, 0 until it has attached.
+// Then, from kPidsOff, one std::atomic<std::int32_t> per rank: its pid, 0 until it has attached; then,
+// from bells_off(N), one 64-byte ShmBell per rank.
 constexpr std::size_t kPidsOff = 64;
 static_assert(sizeof(Control) <= kPidsOff);
+static_assert(sizeof(ShmBell) == 64);
 
 constexpr std::size_t round_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
+constexpr std::size_t bells_off(std::size_t n) { return round_up(kPidsOff + n * sizeof(std::atomic<std::int32_t>), 64); }
 
 struct Layout {
   std::size_t ranks, control_bytes, ring_bytes, visible_bytes, pair_bytes, seg_bytes, seg_off, total;
   Layout(std::uint32_t n, std::uint32_t slots, std::uint32_t seg) : ranks(n) {
-    control_bytes = round_up(kPidsOff + n * sizeof(std::atomic<std::int32_t>), kPage);
+    control_bytes = round_up(bells_off(n) + n * sizeof(ShmBell), kPage);
     ring_bytes = static_cast<std::size_t>(slots) * sizeof(am::Frame);
     visible_bytes = round_up(slots * sizeof(std::uint64_t), 64);
     pair_bytes = round_up(ring_bytes + visible_bytes + 64, kPage);
@@ -195,6 +202,10 @@ std::atomic<std::int32_t>& ShmRegion::pid(int rank) const {
   return reinterpret_cast<std::atomic<std::int32_t>*>(static_cast<std::byte*>(base_) + kPidsOff)[rank];
 }
 
+ShmBell& ShmRegion::bell(int rank) const {
+  return reinterpret_cast<ShmBell*>(static_cast<std::byte*>(base_) + bells_off(control(base_)->ranks))[rank];
+}
+
 // ---- peers ----
 
 ShmPeers::ShmPeers(const ShmRegion& region, int rank) : region_(region), rank_(rank) {
@@ -269,16 +280,63 @@ EmulatedNI::EmulatedNI(const Clock& clock, const Emulation& e, std::size_t max_i
   os_per_byte_ = e.o_s_per_byte_ns * clock.hz() * 1e-9;
   or_per_byte_ = e.o_r_per_byte_ns * clock.hz() * 1e-9;
   G_ = e.G_ns * clock.hz() * 1e-9;
+  h_ = clock.cycles(e.handler_ns);
+  cap_g_ = static_cast<std::uint64_t>(e.capacity) * g_;
+  ns_per_cycle_ = 1e9 / clock.hz();
+  // Sleeping, nothing in sight: wake at least this often (a dead peer, a signal); a frame's arrival wakes
+  // the receiver through its doorbell anyway.
+  max_sleep_ = clock.cycles(5e6);
+  spin_margin_ = clock.cycles(1e5);
   // Every send not yet complete still holds its ring slot (its receiver consumes it only after it is
   // visible, which is after it completed), so the ring slots of all peers bound them.
   done_at_.assign(std::bit_ceil(std::max<std::size_t>(max_in_flight, 1)), 0);
   done_mask_ = done_at_.size() - 1;
 }
 
+void EmulatedNI::set_waiting(bool ranks_share_cores) {
+  sleep_ = emu_.waiting == "sleep" || (emu_.waiting == "auto" && ranks_share_cores);
+  // A sleep asked for must end on time, not within the default 50 us timer slack.
+  if (sleep_) prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+}
+
+void EmulatedNI::sleep_until(std::uint64_t deadline) const noexcept {
+  // Sleep to within spin_margin_ of the deadline, then spin: waking up takes tens of microseconds here,
+  // which would lengthen every emulated time; the spin costs the core 0.1 ms per wait, against
+  // parameters of milliseconds.
+  for (;;) {
+    const std::uint64_t now = __rdtsc();
+    if (now + spin_margin_ >= deadline) break;
+    const double ns = static_cast<double>(deadline - spin_margin_ - now) * ns_per_cycle_;
+    timespec ts{static_cast<time_t>(ns * 1e-9), static_cast<long>(std::fmod(ns, 1e9))};
+    nanosleep(&ts, nullptr);  // a signal ends it early: the loop sleeps the rest
+  }
+  tsc::spin_until(deadline);
+}
+
+void ShmBell::wait(std::uint32_t seen, std::uint64_t cycles, double ns_per_cycle) noexcept {
+  const double ns = static_cast<double>(cycles) * ns_per_cycle;
+  timespec ts{static_cast<time_t>(ns * 1e-9), static_cast<long>(std::fmod(ns, 1e9))};
+  // Not FUTEX_PRIVATE: the word is in a mapping shared between processes.
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&seq), FUTEX_WAIT, seen, &ts, nullptr, 0);
+}
+
+void ShmBell::ring() noexcept {
+  seq.fetch_add(1, std::memory_order_relaxed);
+  syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&seq), FUTEX_WAKE, 1, nullptr, nullptr, 0);
+}
+
 nlohmann::json EmulatedNI::describe() const {
   return {{"ni", "emulated"},
           {"local_completion", "emulated: the NI has sent the last byte (departure + G*n)"},
-          {"gap_scope", "per NI: one g for all of a rank's departures and one for all its arrivals"}};
+          {"gap_scope", "per NI: one g for all of a rank's departures and one for all its arrivals"},
+          {"waiting", sleep_ ? "sleep: the emulated overheads are slept (nanosleep, 1 ns timer slack, the last 100 us spun) and "
+                               "an idle rank sleeps on a futex doorbell its senders ring, until 100 us before its next "
+                               "arrival is due; the core is free meanwhile, so ranks share cores honestly at "
+                               "millisecond-scale parameters"
+                             : "spin: overheads and waits busy-poll the TSC"},
+          {"handler_ns", emu_.handler_ns},
+          {"send_queue", emu_.capacity > 0 ? "a send stalls while C messages wait to depart (LogP's capacity constraint)"
+                                           : "unbounded (no C given)"}};
 }
 
 // ---- the transport's control path ----
@@ -297,6 +355,8 @@ ShmTransport<NI>::ShmTransport(Publish, const ShmRegion& region, int rank, const
   publish_mask_ = slots_ / 4 - 1;
   segment_bytes_ = region.segment_bytes();
   yield_when_idle_ = opt.yield_when_idle;
+  if constexpr (NI::emulated) ni_.set_waiting(opt.yield_when_idle);
+  my_bell_ = &region.bell(rank);
   my_segment_ = region.segment(rank);
   tx_.resize(static_cast<std::size_t>(size_));
   for (int r = 0; r < size_; ++r) {
@@ -307,6 +367,7 @@ ShmTransport<NI>::ShmTransport(Publish, const ShmRegion& region, int rank, const
     t.visible = out.visible;
     t.consumed = out.consumed;
     t.segment = region.segment(r);
+    t.bell = &region.bell(r);
     rx_.push_back({in.slots, in.visible, in.consumed, 0});
   }
   n_rx_ = static_cast<int>(rx_.size());

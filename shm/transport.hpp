@@ -40,6 +40,16 @@ namespace logpb {
 
 class Ranks;
 
+// A rank's doorbell (one cache line in the region's control page), used only by an emulated NI that
+// sleeps: the rank sets `sleeping` and waits on `seq` (a futex); a sender that publishes a frame to it
+// and sees `sleeping` bumps `seq` and wakes it.
+struct alignas(64) ShmBell {
+  std::atomic<std::uint32_t> seq{0};
+  std::atomic<std::uint32_t> sleeping{0};
+  void wait(std::uint32_t seen, std::uint64_t cycles, double ns_per_cycle) noexcept;  // at most `cycles`
+  void ring() noexcept;
+};
+
 struct ShmOptions {
   int ring_slots = 1024;                  // per ordered pair of ranks, a power of two >= 8
   std::uint32_t segment_bytes = 1 << 20;  // per rank
@@ -74,6 +84,7 @@ class ShmRegion {
   Ring ring(int src, int dst) const;
   std::byte* segment(int rank) const;
   std::atomic<std::int32_t>& pid(int rank) const;  // 0 until that rank has attached
+  ShmBell& bell(int rank) const;
 
   // Bytes of a region for `ranks` ranks with these options (what create needs in /dev/shm).
   static std::size_t bytes_for(int ranks, const ShmOptions& opt);
@@ -115,6 +126,7 @@ struct TxRing {  // toward one peer
   std::uint64_t* visible = nullptr;
   std::atomic<std::uint64_t>* consumed = nullptr;  // written by the peer
   std::byte* segment = nullptr;                    // the peer's registered segment
+  ShmBell* bell = nullptr;                         // the peer's doorbell
   std::uint64_t tail = 0, cached_consumed = 0;
 };
 
@@ -148,6 +160,7 @@ class Wire {
   void leave_get(std::uint64_t) const noexcept {}
   bool local_arrived(std::uint64_t) const noexcept { return true; }
   std::uint64_t completed(std::uint64_t posted) const noexcept { return posted; }
+  bool room() const noexcept { return true; }
   // Round robin: the first ring from `start` on whose head is published.
   int next_arrival(const shm_detail::RxRing* rx, int n, int start, std::uint64_t mask) const noexcept {
     for (int k = 0, i = start; k < n; ++k) {
@@ -182,9 +195,13 @@ class EmulatedNI {
     done_at_[op & done_mask_] = dep + wire;
     visible = dep + wire + L_;
   }
+  // LogP's capacity constraint on this NI's queue: a send stalls while C messages already wait to depart
+  // (one-way messages have no AM window to hold them; requests do, and never reach it unless the CPU
+  // outruns g).
+  bool room() const noexcept { return cap_g_ == 0 || next_departure_ <= __rdtsc() + cap_g_; }
   // The sender spends o_s(n) inside send, counted from its entry.
   void leave_send(std::uint64_t t_enter, std::uint32_t bulk_len) const noexcept {
-    tsc::spin_until(t_enter + os_ + static_cast<std::uint64_t>(os_per_byte_ * bulk_len));
+    wait_until(t_enter + os_ + static_cast<std::uint64_t>(os_per_byte_ * bulk_len));
   }
   // A get completes after o_s, a round trip of 2L and G per byte; it departs like a send.
   std::uint64_t get_arrival(std::uint64_t t_enter, std::uint32_t n) noexcept {
@@ -192,11 +209,14 @@ class EmulatedNI {
     next_departure_ = dep + g_;
     return dep + 2 * L_ + static_cast<std::uint64_t>(G_ * n);
   }
-  void leave_get(std::uint64_t t_enter) const noexcept { tsc::spin_until(t_enter + os_); }
-  bool local_arrived(std::uint64_t visible) const noexcept {
+  void leave_get(std::uint64_t t_enter) const noexcept { wait_until(t_enter + os_); }
+  bool local_arrived(std::uint64_t visible) noexcept {
     const std::uint64_t now = __rdtsc();
-    if (now < visible) return false;
-    tsc::spin_until(now + or_);
+    if (now < visible) {
+      pending_ = visible;
+      return false;
+    }
+    wait_until(now + or_);
     return true;
   }
   std::uint64_t completed(std::uint64_t posted) noexcept {
@@ -209,31 +229,66 @@ class EmulatedNI {
   // The earliest visible head of any ring, once it may arrive: no earlier than its departure + L, and
   // no sooner than g after this NI's previous arrival. o_r is padded from the moment polling began, so
   // the real cost of pulling the line over from the other core is inside it rather than added on top
-  // (as o_s is padded from send entry).
+  // (as o_s is padded from send entry). A request also holds the receiver for the emulated handler time.
   int next_arrival(const shm_detail::RxRing* rx, int n, int, std::uint64_t mask) noexcept {
     const std::uint64_t t_entry = __rdtsc();
+    const am::Frame* frame = nullptr;
+    const int best = earliest(rx, n, mask, frame);
+    if (best < 0) return -1;
+    const std::uint64_t arrive = std::max(rx[best].visible[rx[best].head & mask], last_arrival_ + g_);
+    if (__rdtsc() < arrive) {
+      pending_ = arrive;
+      return -1;
+    }
+    last_arrival_ = arrive;
+    wait_until(std::max(t_entry, arrive) + or_ + static_cast<std::uint64_t>(or_per_byte_ * frame->bulk_len) +
+               (frame->kind == am::Kind::request ? h_ : 0));
+    return best;
+  }
+  // When the next frame already published to us may arrive (UINT64_MAX: none is).
+  std::uint64_t next_due(const shm_detail::RxRing* rx, int n, std::uint64_t mask) const noexcept {
+    const am::Frame* frame = nullptr;
+    const int best = earliest(rx, n, mask, frame);
+    return best < 0 ? UINT64_MAX : std::max(rx[best].visible[rx[best].head & mask], last_arrival_ + g_);
+  }
+  // Sleeping (set_waiting): overheads are slept, and an idle rank sleeps until its next arrival is due.
+  void set_waiting(bool ranks_share_cores);
+  bool sleeping() const noexcept { return sleep_; }
+  std::uint64_t max_sleep() const noexcept { return max_sleep_; }
+  std::uint64_t spin_margin() const noexcept { return spin_margin_; }
+  double ns_per_cycle() const noexcept { return ns_per_cycle_; }
+  std::uint64_t take_pending() noexcept {
+    const std::uint64_t p = pending_;
+    pending_ = UINT64_MAX;
+    return p;
+  }
+  void wait_until(std::uint64_t deadline) const noexcept {
+    if (sleep_) [[unlikely]]
+      sleep_until(deadline);
+    else
+      tsc::spin_until(deadline);
+  }
+  nlohmann::json describe() const;
+  const Emulation& emulation() const { return emu_; }
+
+ private:
+  static int earliest(const shm_detail::RxRing* rx, int n, std::uint64_t mask, const am::Frame*& frame) noexcept {
     int best = -1;
     std::uint64_t best_visible = 0;
-    const am::Frame* frame = nullptr;
     for (int i = 0; i < n; ++i) {
       if (const am::Frame* s = rx[i].ready(mask)) {
         const std::uint64_t v = rx[i].visible[rx[i].head & mask];
         if (best < 0 || v < best_visible) best = i, best_visible = v, frame = s;
       }
     }
-    if (best < 0) return -1;
-    const std::uint64_t arrive = std::max(best_visible, last_arrival_ + g_);
-    if (__rdtsc() < arrive) return -1;
-    last_arrival_ = arrive;
-    tsc::spin_until(std::max(t_entry, arrive) + or_ + static_cast<std::uint64_t>(or_per_byte_ * frame->bulk_len));
     return best;
   }
-  nlohmann::json describe() const;
-  const Emulation& emulation() const { return emu_; }
-
- private:
-  std::uint64_t os_ = 0, or_ = 0, g_ = 0, L_ = 0;
+  void sleep_until(std::uint64_t deadline) const noexcept;
+  std::uint64_t os_ = 0, or_ = 0, g_ = 0, L_ = 0, h_ = 0, cap_g_ = 0;
   double os_per_byte_ = 0, or_per_byte_ = 0, G_ = 0;
+  bool sleep_ = false;
+  double ns_per_cycle_ = 0;
+  std::uint64_t max_sleep_ = 0, spin_margin_ = 0, pending_ = UINT64_MAX;
   std::uint64_t next_departure_ = 0, last_arrival_ = 0;
   std::vector<std::uint64_t> done_at_;  // when each send operation completes locally, by its number
   std::uint64_t done_mask_ = 0, done_ = 0;
@@ -259,7 +314,7 @@ class ShmTransport {
   bool try_send(const am::Frame& f) {
     TxRing& r = tx(f.dst);
     const std::uint64_t t_enter = ni_.enter();
-    if (!has_room(r)) return false;
+    if (!has_room(r) || !ni_.room()) return false;
     publish(r, f, t_enter);
     return true;
   }
@@ -269,7 +324,7 @@ class ShmTransport {
   bool try_store(const am::Frame& f, const void* src, std::uint32_t n, std::uint32_t remote_off) {
     TxRing& r = tx(f.dst);
     const std::uint64_t t_enter = ni_.enter();
-    if (!has_room(r) || remote_off > segment_bytes_ || n > segment_bytes_ - remote_off) return false;
+    if (!has_room(r) || !ni_.room() || remote_off > segment_bytes_ || n > segment_bytes_ - remote_off) return false;
     std::memcpy(r.segment + remote_off, src, n);
     publish(r, f, t_enter);
     return true;
@@ -320,8 +375,15 @@ class ShmTransport {
     return 1;
   }
 
-  // Oversubscribed (yield_when_idle): give the core to another rank after an empty poll.
+  // Oversubscribed (yield_when_idle): give the core to another rank after an empty poll. An emulated NI
+  // that sleeps sleeps here until its next arrival is due or a sender rings this rank's doorbell.
   bool idle_wait() noexcept {
+    if constexpr (NI::emulated) {
+      if (ni_.sleeping()) {
+        sleep_for_arrival();
+        return true;
+      }
+    }
     if (!yield_when_idle_) return false;
     sched_yield();
     return true;
@@ -372,7 +434,27 @@ class ShmTransport {
     std::atomic_ref<std::uint32_t>(s->seq).store(static_cast<std::uint32_t>(r.tail + 1), std::memory_order_release);
     ++r.tail;
     ++posted_;
+    if constexpr (NI::emulated) {
+      if (ni_.sleeping()) {
+        std::atomic_thread_fence(std::memory_order_seq_cst);  // the slot first, then the flag
+        if (r.bell->sleeping.load(std::memory_order_relaxed)) r.bell->ring();
+      }
+    }
     ni_.leave_send(t_enter, f.bulk_len);
+  }
+  void sleep_for_arrival() noexcept
+    requires NI::emulated
+  {
+    ShmBell& b = *my_bell_;
+    b.sleeping.store(1, std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // against publish(): flag first, then look
+    const std::uint32_t seen = b.seq.load(std::memory_order_acquire);
+    const std::uint64_t now = __rdtsc();
+    std::uint64_t due = std::min(ni_.take_pending(), ni_.next_due(rx_.data(), n_rx_, mask_));
+    if (local_count_) due = std::min(due, local_[local_head_].visible);
+    // Until shortly before the frame is due (the poll loop spins the rest), or a new frame rings.
+    if (due > now + ni_.spin_margin()) b.wait(seen, std::min(due - now - ni_.spin_margin(), ni_.max_sleep()), ni_.ns_per_cycle());
+    b.sleeping.store(0, std::memory_order_relaxed);
   }
   template <class Sink>
   int poll_local(Sink& sink) {
@@ -394,6 +476,7 @@ class ShmTransport {
   int rank_ = 0, size_ = 0;
   bool yield_when_idle_ = false;
   NI ni_;
+  ShmBell* my_bell_ = nullptr;
   std::size_t local_head_ = 0, local_count_ = 0;
   LocalCompletion local_[kLocalSlots];
 
