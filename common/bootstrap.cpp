@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -161,7 +162,7 @@ void Channel::send(const nlohmann::json& body) {
   }
 }
 
-nlohmann::json Channel::receive(double timeout_s) {
+nlohmann::json Channel::receive(double timeout_s, std::uint32_t max_bytes) {
   const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   Header h{};
   read_exact(fd_, &h, sizeof h, deadline, timeout_s);
@@ -169,10 +170,26 @@ nlohmann::json Channel::receive(double timeout_s) {
   if (h.version != kBootstrapVersion)
     throw PeerError("the bootstrap peer speaks protocol version " + std::to_string(h.version) + ", this build " +
                     std::to_string(kBootstrapVersion) + ": run the same logpbench version on both ends");
-  if (h.length > kBootstrapMaxBody) throw PeerError("bootstrap message of " + std::to_string(h.length) + " bytes refused");
-  std::string body(h.length, '\0');
-  read_exact(fd_, body.data(), body.size(), deadline, timeout_s);
-  auto j = nlohmann::json::parse(body, nullptr, false);
+  if (h.length > std::min(max_bytes, kBootstrapMaxBody))
+    throw PeerError("bootstrap message of " + std::to_string(h.length) + " bytes refused (at most " +
+                    std::to_string(std::min(max_bytes, kBootstrapMaxBody)) + " here)");
+  // Grown as the bytes arrive: a peer that declares a large message and sends little costs little.
+  std::string body;
+  char chunk[16384];
+  while (body.size() < h.length) {
+    const std::size_t n = std::min<std::size_t>(sizeof chunk, h.length - body.size());
+    read_exact(fd_, chunk, n, deadline, timeout_s);
+    body.append(chunk, n);
+  }
+  bool too_deep = false;
+  auto j = nlohmann::json::parse(
+      body,
+      [&too_deep](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
+        if (depth > kBootstrapMaxDepth) too_deep = true;
+        return !too_deep;
+      },
+      false);
+  if (too_deep) throw PeerError("bootstrap message nested deeper than " + std::to_string(kBootstrapMaxDepth) + " levels refused");
   if (j.is_discarded() || !j.is_object()) throw PeerError("malformed bootstrap message");
   return j;
 }

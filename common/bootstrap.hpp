@@ -12,7 +12,12 @@
 namespace logpb {
 
 inline constexpr std::uint16_t kBootstrapVersion = 1;
+// The largest message body any peer may send (a collective's data: addresses of every rank), and the
+// deepest nesting of arrays and objects in it. Deeper input would cost a stack frame per level wherever
+// the message is copied or relayed (json's copy and dump recurse); no message of ours nests more than a
+// few levels.
 inline constexpr std::uint32_t kBootstrapMaxBody = 1u << 20;
+inline constexpr int kBootstrapMaxDepth = 64;
 
 class Channel {
  public:
@@ -30,7 +35,10 @@ class Channel {
   ~Channel();
 
   void send(const nlohmann::json& body);
-  nlohmann::json receive(double timeout_s);
+  // One message, refused (PeerError) when its header is not ours (magic, version), when it declares more
+  // than max_bytes (checked before a byte of the body is read), or when its body is not a JSON object
+  // nested at most kBootstrapMaxDepth deep.
+  nlohmann::json receive(double timeout_s, std::uint32_t max_bytes = kBootstrapMaxBody);
   // Non-blocking: false once the peer has closed the connection or the process behind it died.
   bool peer_alive() const;
   int fd() const { return fd_; }

@@ -151,10 +151,12 @@ json hello_message(int rank, int size, const std::string& key) {
           {"host", this_host()}, {"pid", static_cast<long>(::getpid())}};
 }
 
+}  // namespace
+
 // Why rank 0 refuses a hello, or "" when it is welcome. `code` lets a member tell "another job's rank 0"
 // (worth trying the rendezvous again: the file may be stale and its port reused) from a real misconfiguration.
-std::string judge_hello(const json& h, int size, const std::string& key, const std::vector<std::string>& joined_from,
-                        std::string& code) {
+std::string detail::judge_hello(const json& h, int size, const std::string& key, const std::vector<std::string>& joined_from,
+                                std::string& code) {
   if (str_of(h, "op") != "hello") {
     code = "protocol";
     return "the first message was not a hello";
@@ -163,6 +165,17 @@ std::string judge_hello(const json& h, int size, const std::string& key, const s
     code = "protocol";
     return "ranks protocol " + std::to_string(int_of(h, "proto", -1)) + ", rank 0 speaks " + std::to_string(kRanksProtocol) +
            ": run the same logpbench build on every rank";
+  }
+  // Fields beyond what a member ever sends are refused before anything quotes them (a host name is at most
+  // 255 bytes in DNS; a job key is the launcher's ids, far shorter than kMaxJobKey).
+  for (const char* field : {"job", "host"}) {
+    const auto it = h.find(field);
+    if (it != h.end() && (!it->is_string() || it->get_ref<const std::string&>().size() > kMaxHelloField)) {
+      code = "protocol";
+      return std::string("the hello's '") + field + "' is " +
+             (it->is_string() ? std::to_string(it->get_ref<const std::string&>().size()) + " bytes long" : "not a string") +
+             " (at most " + std::to_string(kMaxHelloField) + " bytes)";
+    }
   }
   const std::string their_key = str_of(h, "job");
   if (their_key != key) {
@@ -188,6 +201,8 @@ std::string judge_hello(const json& h, int size, const std::string& key, const s
   }
   return "";
 }
+
+namespace {
 
 // --- launcher environment ---------------------------------------------------------------------------------
 
@@ -429,13 +444,13 @@ Ranks Ranks::tcp_root(RanksListener listener, int size, double timeout_s, const 
     try {
       // A member sends its hello as soon as it connects; a few seconds is plenty, and bounds the time a
       // stray connection (a port scanner, a wrong program) can hold up the others.
-      h = ch.receive(dl.finite() ? std::min(std::max(dl.left_s(), 0.001), 5.0) : 5.0);
+      h = ch.receive(dl.finite() ? std::min(std::max(dl.left_s(), 0.001), 5.0) : 5.0, kMaxHelloBytes);
     } catch (const PeerError& e) {
       refusals.push_back("a connection from " + from + " sent no valid hello (" + e.what() + ")");
       continue;
     }
     std::string code;
-    const std::string why = judge_hello(h, size, job_key, joined_from, code);
+    const std::string why = detail::judge_hello(h, size, job_key, joined_from, code);
     if (!why.empty()) {
       send_quietly(ch, {{"op", "refused"}, {"code", code}, {"reason", why}});
       refusals.push_back(from + ": " + why);
@@ -463,9 +478,15 @@ namespace {
 std::string member_hello(Channel& ch, int rank, int size, const std::string& key, const Deadline& dl, std::string& code) {
   ch.send(hello_message(rank, size, key));
   // Rank 0 answers once every member has joined: the wait is the job's assembly, up to the whole deadline.
-  const json m = ch.receive(dl.receive_s());
+  const json m = ch.receive(dl.receive_s(), kMaxHelloBytes);
   const std::string op = str_of(m, "op");
   if (op == "welcome") {
+    // Only rank 0 of this job may have our data (addresses, rkeys) after this: a welcome from another job's
+    // rank 0 (a stale rendezvous, a port reused) is refused like its refusal would be.
+    if (str_of(m, "job") != key) {
+      code = "job";
+      return "a welcome for job '" + str_of(m, "job").substr(0, kMaxHelloField) + "', not this job '" + key + "'";
+    }
     if (int_of(m, "size", -1) != size) {
       code = "size";
       return "rank 0 says the job has " + std::to_string(int_of(m, "size", -1)) + " ranks";
@@ -478,9 +499,13 @@ std::string member_hello(Channel& ch, int rank, int size, const std::string& key
   }
   if (op == "abort") throw PeerError("rank 0 ended the job before it started: " + str_of(m, "reason", std::string("?")));
   code = "protocol";
-  return "unexpected answer '" + op + "' to the hello";
+  return "unexpected answer '" + op.substr(0, kMaxHelloField) + "' to the hello";
 }
 }  // namespace
+
+std::string detail::member_hello(Channel& ch, int rank, int size, const std::string& key, double timeout_s, std::string& code) {
+  return logpb::member_hello(ch, rank, size, key, Deadline(timeout_s), code);
+}
 
 Ranks Ranks::tcp_member(const std::string& host, std::uint16_t port, int rank, int size, double timeout_s,
                         const std::string& job_key) {

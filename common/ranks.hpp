@@ -42,6 +42,11 @@ namespace logpb {
 inline constexpr int kRanksProtocol = 1;
 // The job key of tcp_root/tcp_member when the caller gives none (`server`/`client` by hand).
 inline constexpr const char* kDefaultJobKey = "logpbench";
+// A hello and its answer are small: rank 0 reads a connection's first message with this limit (a stray
+// connection cannot make it allocate a collective's worth), and refuses a hello whose job key or host
+// name is longer than kMaxHelloField.
+inline constexpr std::uint32_t kMaxHelloBytes = 4096;
+inline constexpr std::size_t kMaxHelloField = 512;
 
 // What a launcher's environment says about this process. Rank and size come from the launcher; the
 // job id names the rendezvous file and goes into the job key, so two jobs never join each other.
@@ -206,5 +211,17 @@ class Ranks {
   std::vector<pid_t> children_;
   std::string broken_;             // the first failure's reason, once broken
 };
+
+// The two judgements of the hello, apart from the sockets around them (tests/fuzz drives them with
+// arbitrary messages). judge_hello: rank 0's verdict on a member's hello, "" when welcome, else the
+// reason and `code` (protocol, job, size, rank, duplicate); joined_from[r] is non-empty once rank r
+// joined. member_hello: a member's side on a connected channel: sends its hello, reads rank 0's answer
+// (up to timeout_s), returns "" when welcomed into this job, else the reason and `code`; PeerError when
+// rank 0 goes silent, away, or speaks another framing.
+namespace detail {
+std::string judge_hello(const nlohmann::json& hello, int size, const std::string& key,
+                        const std::vector<std::string>& joined_from, std::string& code);
+std::string member_hello(Channel& ch, int rank, int size, const std::string& key, double timeout_s, std::string& code);
+}  // namespace detail
 
 }  // namespace logpb
