@@ -42,7 +42,7 @@ struct all_to_all {
     // Iterations: a multiple of P-1, so every rank receives as many messages as it sends.
     auto whole = [&](int timed) { return (timed + n - 2) / (n - 1) * (n - 1); };
     auto phase = [&](bool sync, int timed) {
-      st.remaps_in = 0;
+      st.begin_round(n - 1);
       job.ranks.barrier();
       const int skip = whole(std::max(2, timed / 10));
       const int total = whole(skip + timed);

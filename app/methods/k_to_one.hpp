@@ -47,9 +47,7 @@ struct k_to_one {
     };
     // One round: ranks 1..k stream `timed` requests each to rank 0; returns every rank's record.
     auto round = [&](int k, int timed) {
-      st.senders = k;
-      st.done_count = st.quits = 0;
-      std::fill(st.done.begin(), st.done.end(), 0);
+      st.begin_round(k);
       job.ranks.barrier();
       nlohmann::json mine = nlohmann::json::object();
       if (me == 0) {

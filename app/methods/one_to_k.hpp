@@ -41,9 +41,7 @@ struct one_to_k {
     st.done.assign(static_cast<std::size_t>(n), 0);
     methods::install_contention(ep, st);
     auto round = [&](int k, int timed) {
-      st.senders = 1;
-      st.done_count = st.quits = 0;
-      std::fill(st.done.begin(), st.done.end(), 0);
+      st.begin_round(1);
       job.ranks.barrier();
       nlohmann::json mine = nlohmann::json::object();
       if (me == 0) {

@@ -31,6 +31,12 @@ struct ContentionState {
   int done_count = 0, quits = 0;
   std::uint64_t acks = 0, all_done = 0;  // client
   std::uint64_t remaps_in = 0;      // all-to-all: messages received
+  void begin_round(int n_senders) {  // before each round's barrier
+    senders = n_senders;
+    done_count = quits = 0;
+    std::fill(done.begin(), done.end(), 0);
+    remaps_in = 0;
+  }
 };
 
 template <class EP>

@@ -58,7 +58,9 @@ void install_server(EP& ep, ServerState& st) {
     if (n == 0) return e.reply(f, kAck, 0);
     if constexpr (BulkTransport<std::remove_reference_t<decltype(e.transport())>>) {
       const auto seg = e.transport().segment();
-      if (n > seg.size()) return e.reply(f, kAck, 0);  // refuse, the requester sees 0 bytes came back
+      // Refuse a length or offset outside the segment (the requester's is as large as ours): it sees 0
+      // bytes come back, and this server goes on serving.
+      if (n > seg.size() || f.args[1] > seg.size() - n) return e.reply(f, kAck, 0);
       e.reply_store(f, kAck, seg.data(), n, static_cast<std::uint32_t>(f.args[1]), n);
     } else {
       e.reply(f, kAck, 0);
