@@ -130,15 +130,19 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   po::options_description owned("Options of single methods");
   std::map<std::string, std::string> method_values;
   std::map<std::string, std::vector<std::string>> owners;
-  for (const auto& m : all_methods()) {
+  std::vector<const MethodOption*> first;
+  for (const auto& m : all_methods())
     for (const auto& mo : m.options) {
       auto& who = owners[mo.name];
+      if (who.empty()) first.push_back(&mo);
       who.push_back(m.name);
-      if (who.size() > 1) continue;
-      method_values[mo.name] = mo.default_value;
-      owned.add_options()(mo.name, po::value(&method_values[mo.name])->default_value(mo.default_value)->value_name(mo.value_name),
-                          (m.name + ": " + mo.help).c_str());
     }
+  for (const MethodOption* mo : first) {
+    std::string who;
+    for (const auto& n : owners[mo->name]) who += (who.empty() ? "" : ", ") + n;
+    method_values[mo->name] = mo->default_value;
+    owned.add_options()(mo->name, po::value(&method_values[mo->name])->default_value(mo->default_value)->value_name(mo->value_name),
+                        (who + ": " + mo->help).c_str());
   }
   po::options_description hidden;
   hidden.add_options()("mode", po::value(&o.mode))("host", po::value(&o.host));

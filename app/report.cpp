@@ -16,8 +16,10 @@ void print_table(std::FILE* out, const nlohmann::json& doc) {
     emu = " emulating " + meta["transport"]["emulation"].value("spec", std::string{});
   const std::string bench = flags.value("bench", "?");
   const MethodInfo* method = find_method(bench);
-  std::fprintf(out, "logpbench %s: %s over %s%s, %d run(s)\n", meta.value("version", "?").c_str(), bench.c_str(),
-               flags.value("transport", "?").c_str(), emu.c_str(), flags.value("runs", 1));
+  std::string runs;  // a job-level method plays the job once; --runs repeats single-pair methods
+  if (!method || method->scope == Scope::link) runs = ", " + std::to_string(flags.value("runs", 1)) + " run(s)";
+  std::fprintf(out, "logpbench %s: %s over %s%s%s\n", meta.value("version", "?").c_str(), bench.c_str(),
+               flags.value("transport", "?").c_str(), emu.c_str(), runs.c_str());
   std::fprintf(out, "  %-7s %12s %12s %25s  %s\n", "", "value (us)", "95% CI (us)", "runs min..max (us)", "interval");
   const auto& params = doc.value("parameters", nlohmann::json::object());
   // The LogP/LogGP keys first, in the usual order, then whatever else the method reported.

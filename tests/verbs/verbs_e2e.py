@@ -159,6 +159,18 @@ def test_ranks():
     assert t["counters"]["bad_src"] == 0 and t["counters"]["bad_imm"] == 0, t["counters"]
     assert len(doc["meta"]["ranks"]) == 4, doc["meta"]["ranks"]
     print("pairs (4 ranks, 2 pairs):", json.dumps(doc.get("pairs", {}).get("spread")))
+    # Contention over verbs (Culler 3.5's K-to-1, issue 10's methods): the same code as on shm and DPDK,
+    # 3 requesters to one replier, each rank on its own QPs; functional in a TCG guest.
+    out = os.path.join(TMP, "kto.json")
+    run(["local", "-N", "4", "--bench", "k-to-one", "--round-seconds", "0.2", "--json", out] + BASE, timeout=600)
+    doc = load(out)
+    assert doc["status"] == "complete", doc.get("error")
+    assert [e["k"] for e in doc["per_k"]] == [1, 2, 3], doc["per_k"]
+    for e in doc["per_k"]:
+        assert e["g"]["value_ns"] > 0 and len(e["senders"]) == e["k"], e
+    assert doc["meta"]["transport"]["counters"]["bad_src"] == 0, doc["meta"]["transport"]["counters"]
+    print("k-to-one over verbs (4 ranks, functional):",
+          [(e["k"], round(e["g"]["value_ns"]), round(e["ratio"]["value"], 2)) for e in doc["per_k"]])
     # --ud with more than two ranks: the options refuse it first (pairs carries no UD method); the
     # context's own refusal (verbs/context.cpp) is the guard for callers that skip the options.
     expect_fail(["local", "-N", "4", "--bench", "pairs", "--pairs-bench", "pingpong", "--ud"] + BASE,
