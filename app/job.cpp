@@ -51,7 +51,7 @@ nlohmann::json agreement(const Options& o, std::uint32_t session) {
   return {{"transport", o.transport}, {"bench", o.bench},       {"method_args", o.method_args},
           {"window", o.window},       {"credits", o.credits},   {"emulate", o.emulate_spec},
           {"ring", o.ring},           {"segment_bytes", o.segment_bytes}, {"session", session},
-          {"ud", o.ud}};  // what the bench needs (e.g. remote reads) follows from the agreed bench on every rank
+          {"ud", o.ud},               {"mtu", o.mtu}};  // what the bench needs (e.g. remote reads) follows from the agreed bench on every rank
 }
 
 void apply_agreement(Options& o, const nlohmann::json& a, int leader) {
@@ -67,6 +67,7 @@ void apply_agreement(Options& o, const nlohmann::json& a, int leader) {
   o.ring = a.at("ring").get<int>();
   o.segment_bytes = a.at("segment_bytes").get<std::uint32_t>();
   o.ud = a.at("ud").get<bool>();
+  o.mtu = a.at("mtu").get<int>();  // DPDK: bulk is cut to it on every rank alike
 }
 
 // This rank's core. local: --cpus by rank, else --cpu/--peer-cpu for a pair, else the r-th allowed core;
