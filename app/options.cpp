@@ -327,6 +327,8 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
     else if (a.type() == typeid(double)) o.flags[name] = v.as<double>();
     else if (a.type() == typeid(bool)) o.flags[name] = v.as<bool>();
     else if (a.type() == typeid(std::uint16_t)) o.flags[name] = v.as<std::uint16_t>();
+    else if (a.type() == typeid(std::uint32_t)) o.flags[name] = v.as<std::uint32_t>();  // --size
+    else o.flags[name] = "(recorded as given: unknown type)";
   }
   o.flags["window_effective"] = o.window;
   return true;

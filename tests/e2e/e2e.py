@@ -230,8 +230,16 @@ def test_method_bulk():
         near(e["get_rtt"]["value_ns"], 1400 + 2 * 6300 + 0.2 * n + 2200, f"get({n})", bad)
     # perftest's -s: the ping-pong of one 4 KiB store and its acknowledgement is the same T(n).
     out = os.path.join(TMP, "pp4k.json")
-    run(["local", "--bench", "pingpong", "-s", "4096", "-n", "2000", "--runs", "1", "--emulate", PIO, "--json", out, "-q"])
+    p = run(["local", "--bench", "pingpong", "-s", "4096", "-n", "2000", "--runs", "1", "--emulate", PIO, "--json", out, "-q"])
     near(load(out)["parameters"]["rtt"]["value_ns"], 19800 + 0.35 * 4096, "ping-pong -s 4096", bad)
+    # perftest's latency table, in its meaning (one way = RTT/2, microseconds): t_typical is the median.
+    head = "#bytes  #iterations t_min[usec]  t_max[usec]  t_typical[usec] t_avg[usec] t_stdev[usec] " \
+           "99% percentile[usec]   99.9% percentile[usec]"
+    assert head in p.stdout, p.stdout
+    row = p.stdout.split(head)[1].splitlines()[1].split()
+    assert row[0] == "4096" and row[1] == "2000", row
+    near(float(row[4]) * 2e3, 19800 + 0.35 * 4096, "perftest table t_typical x 2", bad)
+    assert load(out)["meta"]["flags"]["size"] == 4096
     print({n: (e["o_s"]["value_ns"], e["rtt"]["value_ns"]) for n, e in per_size(doc).items()},
           doc["parameters"]["T0"], doc["parameters"]["R_inf_bytes_per_ns"])
     assert not bad, "\n".join(bad)
