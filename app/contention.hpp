@@ -44,21 +44,7 @@ inline std::vector<int> k_list(const Options& o, int most) {
     ks.push_back(most);
     return ks;
   }
-  std::size_t pos = 0;
-  while (pos <= v.size()) {
-    const std::size_t comma = std::min(v.find(',', pos), v.size());
-    const std::string x = v.substr(pos, comma - pos);
-    int k = 0;
-    try {
-      std::size_t used = 0;
-      k = std::stoi(x, &used);
-      if (used != x.size()) k = 0;
-    } catch (const std::exception&) {
-    }
-    if (k < 1 || (!ks.empty() && k <= ks.back())) throw UsageError("--k: '" + v + "' is not an ascending list of positive integers");
-    ks.push_back(k);
-    pos = comma + 1;
-  }
+  ks = parse_int_list("--k", v);
   if (ks.front() != 1) ks.insert(ks.begin(), 1);  // every ratio is against K = 1
   if (ks.back() > most)
     throw UsageError("--k " + std::to_string(ks.back()) + ": this job has room for " + std::to_string(most) +

@@ -13,35 +13,6 @@
 namespace po = boost::program_options;
 
 namespace logpb::app {
-namespace {
-
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-std::vector<int> parse_int_list(const std::string& what, const std::string& s) {
-  std::vector<int> v;
-  for (const auto& x : split(s)) {
-    std::size_t used = 0;
-    int n = 0;
-    try {
-      n = std::stoi(x, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != x.size() || n < 1) throw UsageError(what + ": '" + x + "' is not a positive integer");
-    if (!v.empty() && n <= v.back()) throw UsageError(what + ": values must be ascending");
-    v.push_back(n);
-  }
-  if (v.empty()) throw UsageError(what + ": empty list");
-  return v;
-}
-
-}  // namespace
 
 bool parse_options(int argc, const char* const* argv, Options& o) {
   po::options_description general("Run");
@@ -173,7 +144,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   if (o.mode != "local" && o.mode != "server" && o.mode != "client")
     throw UsageError("mode must be local, server or client, not '" + o.mode + "'");
   if (!cpus_arg.empty()) {
-    for (const auto& x : split(cpus_arg)) {
+    for (const auto& x : split_list(cpus_arg)) {
       std::size_t used = 0;
       int c = -1;
       try {
@@ -225,7 +196,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   if (!bursts.empty()) o.bursts = parse_int_list("--bursts", bursts);
   if (!deltas.empty() && deltas != "auto") {
     double last = -1;
-    for (const auto& x : split(deltas)) {
+    for (const auto& x : split_list(deltas)) {
       const double d = parse_duration_ns(x);
       if (d < 0 || d <= last) throw UsageError("--deltas must be ascending non-negative durations");
       o.deltas_ns.push_back(d);
@@ -234,7 +205,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   }
   if (!factors.empty()) {
     o.delta_factors.clear();
-    for (const auto& x : split(factors)) {
+    for (const auto& x : split_list(factors)) {
       double f = 0;
       try {
         f = std::stod(x);
