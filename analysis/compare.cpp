@@ -144,7 +144,15 @@ std::vector<Quantity> quantities(const json& doc) {
       const json& fl = doc["meta"].value("flags", json::object());
       if (num(fl, "size")) pp_size = fl["size"].get<double>();
     }
-    for (const auto& [k, p] : doc["parameters"].items()) {
+    // LogP's order first (the JSON object itself is sorted by name), then the rest.
+    static const std::vector<std::string> first = {"o_s", "o_r", "g", "g_ni", "L", "rtt", "G", "G_ni"};
+    std::vector<std::string> keys;
+    for (const auto& k : first)
+      if (doc["parameters"].contains(k)) keys.push_back(k);
+    for (const auto& [k, p] : doc["parameters"].items())
+      if (std::find(first.begin(), first.end(), k) == first.end()) keys.push_back(k);
+    for (const auto& k : keys) {
+      const json& p = doc["parameters"][k];
       if (!is_param(p)) continue;
       if (k == "rtt" && pp_size > 0) add(out, k, "bytes", pp_size, Unit::ns, figure_of(p));
       else add(out, k, "", 0, unit_of(k), figure_of(p));

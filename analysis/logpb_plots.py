@@ -416,6 +416,14 @@ def draw_compare(doc, out):
     runs = doc.get("runs", [])
     fig, (a, b) = plt.subplots(1, 2, figsize=(12, 5))
     names = [r["name"] for r in runs]
+    labelled = set()
+
+    def once(label):  # each part in the legend once, whichever run has it first
+        if label in labelled:
+            return None
+        labelled.add(label)
+        return label
+
     for i, r in enumerate(runs):
         f = r.get("figure", {})
         os_, os_e = _fig_v(f.get("o_s"))
@@ -425,7 +433,7 @@ def draw_compare(doc, out):
         bottom = 0
         for v, e, label, color in ((os_, os_e, "o_s", "C0"), (or_, or_e, "o_r", "C1")):
             if v is not None:
-                a.bar(i, v, 0.6, bottom=bottom, color=color, label=label if i == 0 else None)
+                a.bar(i, v, 0.6, bottom=bottom, color=color, label=once(label))
                 a.errorbar(i + 0.12 * (1 if label == "o_r" else -1), bottom + v, yerr=e, color="k", capsize=2, lw=0.8)
                 bottom += v
         note = ""
@@ -433,10 +441,15 @@ def draw_compare(doc, out):
             eel = rtt / 2
             rest = eel - bottom
             if rest >= 0:
-                a.bar(i, rest, 0.6, bottom=bottom, color="C2", alpha=0.6, label="rest of EEL (RTT/2)" if i == 0 else None)
+                if os_ is None or or_ is None:  # the rest then holds the overhead the run could not observe
+                    a.bar(i, rest, 0.6, bottom=bottom, color="C2", alpha=0.3, hatch="//",
+                          label=once("rest of EEL, with the overhead not observed"))
+                else:
+                    a.bar(i, rest, 0.6, bottom=bottom, color="C2", alpha=0.6, label=once("rest of EEL (RTT/2)"))
             else:  # measured by different methods, o_s + o_r can exceed the EEL: said, not drawn negative
                 note = f"o_s + o_r exceed EEL by {-rest:.3g} µs"
             a.errorbar(i, eel, yerr=rtt_e / 2, fmt="_", color="k", ms=18, capsize=3)
+            a.annotate(f"{eel:.3g}", (i, eel), textcoords="offset points", xytext=(0, 4), ha="center", fontsize=7)
         if missing:
             note = (note + "; " if note else "") + ", ".join(missing) + " n/a"
         if note:
@@ -447,21 +460,25 @@ def draw_compare(doc, out):
     a.set_title("o_s, o_r and the rest of EEL = RTT/2 (Bell et al. Fig. 3)", fontsize=9)
     a.legend(fontsize=8)
     a.grid(alpha=0.3, axis="y")
-    drawn = False
+    drawn, curves = False, False
     for i, r in enumerate(runs):
         f = r.get("figure", {})
         pts = [(p["bytes"], *_fig_v(p)) for p in f.get("g_curve", []) if p.get("value") is not None and p["bytes"] > 0]
         if pts:
             b.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=[p[2] for p in pts], marker="o", ms=3,
                        capsize=2, color=f"C{i}", label=f"{r['name']} ({f.get('bench', '?')})")
-            drawn = True
+            drawn = curves = True
         else:
             g, _ = _fig_v(f.get("g"))
             if g is not None:  # a method of one size (the signature): its g as a level
                 b.axhline(g, color=f"C{i}", ls="--", lw=1, label=f"{r['name']}: g = {g:.3g} µs ({f.get('bench', '?')}, one size)")
                 drawn = True
     if drawn:
-        b.set_xscale("log", base=2)
+        if curves:
+            b.set_xscale("log", base=2)
+        else:
+            b.set_xticks([])
+            b.text(0.5, 0.04, "no run measured g over sizes: each g as a level", ha="center", transform=b.transAxes, fontsize=8)
         b.set_yscale("log")
         b.legend(fontsize=8)
     else:
@@ -498,10 +515,11 @@ def compare_section(path, doc, outdir):
         unit = f.get("unit", "")
         if f.get("value") is None:
             if f.get("upper_bound") is not None:
-                return f"hidden, ≤ {f['upper_bound']:.4g} {unit} ({f.get('error', '')})"
+                return f"hidden, ≤ {f['upper_bound']:.1f} {unit} ({f.get('error', '')})"
             return f"n/a ({f.get('error', '')})"
-        s = f"{f['value']:.4g}"
-        s += f" ± {f['ci95']:.2g}" if f.get("ci95") is not None else " (no interval)"
+        digits = {"ns": 1, "ns/B": 4, "B": 0}.get(unit, 3)  # as the command's lines print them
+        s = f"{f['value']:.{digits}f}"
+        s += f" ± {f['ci95']:.{digits}f}" if f.get("ci95") is not None else " (no interval)"
         return s + (f" {unit}" if unit else "")
 
     for c in doc.get("comparisons", []):

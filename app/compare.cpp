@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -86,7 +87,12 @@ int run_compare(int argc, const char* const* argv) {
     for (std::size_t i = 0; i < docs.size(); ++i)
       std::printf("%s  %s = %s (%s over %s)", i ? "," : ":", names[i].c_str(), paths[i].c_str(),
                   cmp::bench_of(docs[i]).c_str(), cmp::transport_of(docs[i]).c_str());
-    std::printf("\n# %s", kIntervals);
+    std::printf("\n");
+    {
+      std::stringstream ss(kIntervals);
+      std::string l;
+      while (std::getline(ss, l)) std::printf("# %s\n", l.c_str());
+    }
     for (const auto& w : warnings) std::printf("warning: %s\n", w.c_str());
     json lines = json::array();
     for (const auto& p : pairs) {

@@ -8,10 +8,12 @@
    matrix's tolerance (tests/e2e/truth.py: 5% or 100 ns), because the overshoot is a bias of the emulator
    that no interval of a single run contains.
 2. Two emulated machines that differ only in their overheads (the Paragon, and the Paragon with o_s and
-   o_r one microsecond larger): the emulator's own bias is the same on both sides and cancels, so the
-   added o_s and o_r must be the emulated 1000 ns, and the added RTT 2 x 2000 ns, within the difference's
+   o_r one microsecond larger): the emulator's own additive bias is the same on both sides and cancels, so
+   the added o_r must be the emulated 1000 ns, and the added RTT 2 x 2000 ns, within the difference's
    interval (each run's interval is already floored at the TSC's resolution), and L must show no difference
-   beyond its interval. The rows are judged in the truth matrix's way: when one misses, both
+   beyond its interval. The added o_s is allowed, besides its interval, the signature's send-only band (3%
+   of the larger o_s): that estimator averages every leading point within 3% of the cheapest, and here it
+   reads about 2% high in both runs (1430 for 1400, 2449 for 2400), a bias no single run's interval holds. The rows are judged in the truth matrix's way: when one misses, both
    machines are measured again and each row must pass in two of three attempts.
 
 Then the lines, the JSON, the CSV, the warnings, the refusals and the report's figure.
@@ -35,6 +37,7 @@ PARAGON = "os=1.4us,or=2.2us,g=7.6us,L=6.3us"
 HEAVY = "os=2.4us,or=3.2us,g=7.6us,L=6.3us"  # the Paragon with o_s and o_r 1000 ns larger: still g > o_s + o_r
 SIG = ["--bench", "signature", "--runs", "1", "--max-burst", "32", "--deltas", "0,20us", "-q"]
 REL, ABS_NS = 0.05, 100.0  # tests/e2e/truth.py's tolerance for a recovered emulated parameter
+OS_BAND = 0.03  # send_only_cost's default tolerance (analysis/signature_fit.hpp)
 LINE = re.compile(r"^(\S+)-vs-(\S+) (\S+): (\S+) (.*?), (\S+) (.*?), added (.*)$")
 
 
@@ -63,15 +66,19 @@ def row(doc, quantity, pair=0):
 
 
 def heavy_rows(base, heavy):
-    """The emulated-difference rows of one attempt: (name, expected, added, half-width, ok)."""
-    out = os.path.join(TMP, "heavy.json")
+    """The emulated-difference rows of one attempt: (name, expected, added, half-width, allowed, ok)."""
+    out = os.path.join(TMP, "paragon-vs-heavy.json")
     compare(base, heavy, "--names", "paragon,heavy", "--json", out)
     c = load(out)
     rows = []
     for q, expect in (("o_s", 1000.0), ("o_r", 1000.0), ("L", 0.0), ("rtt", 4000.0)):
         a = row(c, q)["added"]
         assert a["value"] is not None and a["ci95"] is not None, (q, a)
-        rows.append((q, expect, a["value"], a["ci95"], abs(a["value"] - expect) <= a["ci95"]))
+        # The signature's o_s averages every leading point within 3% of the cheapest (send_only_cost's band,
+        # analysis/signature_fit.cpp), so each run's o_s may sit up to 3% high with an interval that does
+        # not hold that: the difference is allowed its interval plus that band of the larger o_s.
+        half = a["ci95"] + (OS_BAND * 2400.0 if q == "o_s" else 0.0)
+        rows.append((q, expect, a["value"], a["ci95"], half, abs(a["value"] - expect) <= half))
     return rows, c
 
 
@@ -131,15 +138,15 @@ def test_all():
     # ---- two emulated machines: the known difference within the interval (two of three attempts on a miss)
     heavy = signature("heavy", HEAVY)
     attempts = [heavy_rows(emu, heavy)[0]]
-    if not all(r[4] for r in attempts[0]):
+    if not all(r[5] for r in attempts[0]):
         print("a row missed in the first attempt; measuring both machines twice more (two of three must pass)")
         for i in range(2):
             attempts.append(heavy_rows(signature(f"paragon{i}", PARAGON), signature(f"heavy{i}", HEAVY))[0])
     for k, (q, expect, *_rest) in enumerate(attempts[0]):
         got = [a[k] for a in attempts]
         print(f"paragon-vs-heavy {q}: emulated difference {expect:.0f} ns; added " +
-              ", ".join(f"{g[2]:.1f} ± {g[3]:.1f}{'' if g[4] else ' (miss)'}" for g in got))
-        passed = sum(1 for g in got if g[4])
+              ", ".join(f"{g[2]:.1f} ± {g[3]:.1f} (allowed ± {g[4]:.1f}{'' if g[5] else ', miss'})" for g in got))
+        passed = sum(1 for g in got if g[5])
         assert 2 * passed > len(got), (q, got)
 
     # Default names: both runs are shm signatures, so A and B.
