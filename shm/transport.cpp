@@ -368,7 +368,7 @@ ShmTransport<NI>::ShmTransport(Publish, const ShmRegion& region, int rank, const
     t.consumed = out.consumed;
     t.segment = region.segment(r);
     t.bell = &region.bell(r);
-    rx_.push_back({in.slots, in.visible, in.consumed, 0});
+    rx_.push_back({in.slots, in.visible, in.consumed, 0, static_cast<std::uint16_t>(r)});
   }
   n_rx_ = static_cast<int>(rx_.size());
 }
@@ -401,7 +401,9 @@ nlohmann::json ShmTransport<NI>::describe() const {
                       {"small_path", "one 64-byte slot; a store is one copy into the peer's segment and one slot"},
                       {"segment_bytes", segment_bytes_},
                       {"yield_when_idle", yield_when_idle_},
-                      {"peer_pids", peers_.pids()}};
+                      {"peer_pids", peers_.pids()},
+                      {"source_check", "a frame is taken only from the ring of the rank it names as its source"},
+                      {"counters", {{"forged_src", forged_src_}}}};
   j.update(ni_.describe());
   j["emulation"] = nullptr;
   if constexpr (NI::emulated) j["emulation"] = ni_.emulation();

@@ -135,6 +135,7 @@ struct RxRing {  // from one peer
   const std::uint64_t* visible = nullptr;
   std::atomic<std::uint64_t>* consumed = nullptr;  // written by us
   std::uint64_t head = 0;
+  std::uint16_t src = 0;  // the rank that writes this ring: the only source its frames may name
   // The frame at the head when its sender has published it (its seq is the head's), else null.
   const am::Frame* ready(std::uint64_t mask) const noexcept {
     const am::Frame* s = &slots[head & mask];
@@ -368,7 +369,13 @@ class ShmTransport {
     const int i = ni_.next_arrival(rx_.data(), n_rx_, next_rx_, mask_);
     if (i < 0) return 0;
     RxRing& r = rx_[static_cast<std::size_t>(i)];
-    sink(static_cast<const void*>(&r.slots[r.head & mask_]), sizeof(am::Frame));
+    const am::Frame* f = &r.slots[r.head & mask_];
+    // A rank writes only its own rings, so the ring says who sent a frame, whatever the frame claims: a
+    // frame naming another source (a rank forging another's requests or replies) is dropped and counted.
+    if (f->src == r.src) [[likely]]
+      sink(static_cast<const void*>(f), sizeof(am::Frame));
+    else
+      ++forged_src_;
     ++r.head;
     if ((r.head & publish_mask_) == 0) r.consumed->store(r.head, std::memory_order_release);
     next_rx_ = i + 1 == n_rx_ ? 0 : i + 1;
@@ -401,6 +408,8 @@ class ShmTransport {
   std::span<std::byte> segment() { return {my_segment_, segment_bytes_}; }
   std::span<std::byte> segment_of(int r) { return {r == rank_ ? my_segment_ : tx(r).segment, segment_bytes_}; }
   const std::vector<pid_t>& peer_pids() const { return peers_.pids(); }
+  // Frames dropped because they named a source other than the rank whose ring carried them.
+  std::uint64_t forged_src() const noexcept { return forged_src_; }
   nlohmann::json describe() const;
 
  private:
@@ -479,6 +488,7 @@ class ShmTransport {
   int n_rx_ = 0, next_rx_ = 0;
   std::uint64_t slots_ = 0, mask_ = 0, publish_mask_ = 0;
   std::uint64_t posted_ = 0;
+  std::uint64_t forged_src_ = 0;
   int rank_ = 0, size_ = 0;
   bool yield_when_idle_ = false;
   NI ni_;
