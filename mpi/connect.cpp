@@ -21,6 +21,61 @@ nlohmann::json mca_environment() {
   return j;
 }
 
+// The same settings as the library holds them (MPI_T control variables: defaults included, so the
+// eager limit that decides where the protocol switches is recorded even when nobody set it).
+nlohmann::json mpit_settings() {
+  nlohmann::json j = nlohmann::json::object();
+  int provided = 0;
+  if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return j;
+  for (const char* name : {"pml", "btl", "btl_vader_eager_limit", "btl_vader_rndv_eager_limit",
+                           "btl_vader_single_copy_mechanism", "btl_tcp_eager_limit", "btl_tcp_rndv_eager_limit",
+                           "btl_openib_eager_limit"}) {
+    int idx = -1;
+    if (MPI_T_cvar_get_index(name, &idx) != MPI_SUCCESS) continue;
+    char nm[256], desc[16];
+    int nlen = sizeof nm, dlen = sizeof desc, verbosity = 0, bind = 0, scope = 0;
+    MPI_Datatype type;
+    MPI_T_enum en;
+    if (MPI_T_cvar_get_info(idx, nm, &nlen, &verbosity, &type, &en, desc, &dlen, &bind, &scope) != MPI_SUCCESS) continue;
+    MPI_T_cvar_handle h;
+    int count = 0;
+    if (MPI_T_cvar_handle_alloc(idx, nullptr, &h, &count) != MPI_SUCCESS) continue;
+    alignas(8) char buf[1024] = {};
+    if (count >= 0 && count < static_cast<int>(sizeof buf) && MPI_T_cvar_read(h, buf) == MPI_SUCCESS) {
+      if (type == MPI_CHAR) {
+        j[name] = std::string(buf);
+      } else if (type == MPI_INT) {
+        int v = 0;
+        std::memcpy(&v, buf, sizeof v);
+        j[name] = v;
+        if (en != MPI_T_ENUM_NULL) {  // an enumeration: its item's name
+          int items = 0;
+          char en_name[64];
+          int en_len = sizeof en_name;
+          MPI_T_enum_get_info(en, &items, en_name, &en_len);
+          for (int i = 0; i < items; ++i) {
+            int value = 0;
+            char item[128];
+            int ilen = sizeof item;
+            if (MPI_T_enum_get_item(en, i, &value, item, &ilen) == MPI_SUCCESS && value == v) j[name] = std::string(item);
+          }
+        }
+      } else if (type == MPI_UNSIGNED_LONG || type == MPI_UNSIGNED_LONG_LONG || type == MPI_COUNT) {
+        unsigned long long v = 0;
+        std::memcpy(&v, buf, sizeof v);
+        j[name] = v;
+      } else if (type == MPI_UNSIGNED) {
+        unsigned v = 0;
+        std::memcpy(&v, buf, sizeof v);
+        j[name] = v;
+      }
+    }
+    MPI_T_cvar_handle_free(&h);
+  }
+  MPI_T_finalize();
+  return j;
+}
+
 }  // namespace
 
 Connection::Connection(Ranks& ranks, const TransportOptions& opt) : opt_(opt) {
@@ -54,7 +109,8 @@ Connection::Connection(Ranks& ranks, const TransportOptions& opt) : opt_(opt) {
   MPI_Get_version(&major, &minor);
   library_ = {{"library_version", v},
               {"standard", std::to_string(major) + "." + std::to_string(minor)},
-              {"mca_from_environment", mca_environment()}};
+              {"mca_from_environment", mca_environment()},
+              {"mpi_t_settings", mpit_settings()}};
 
   void* seg = nullptr;
   check_setup(MPI_Alloc_mem(static_cast<MPI_Aint>(opt.segment_bytes), MPI_INFO_NULL, &seg), "MPI_Alloc_mem",

@@ -98,7 +98,8 @@ def test_methods():
             rtt = doc["parameters"]["rtt"]
             assert rtt["value_ns"] > 0 and rtt["ci95_ns"] >= 0, rtt
         if bench == "verify":
-            assert all(c["ok"] for c in doc["checks"] if "verif" in c["name"] or "data" in c["name"]), doc["checks"]
+            exact = [c for c in doc["checks"] if "byte-exact" in c["name"]]
+            assert exact and all(c["ok"] for c in exact), doc["checks"]
         am = doc["meta"]["am"]["counters"] if "counters" in doc["meta"]["am"] else {}
         assert not am.get("rejected"), (bench, am)
     print("methods over MPI (seconds each):", seen)
@@ -110,7 +111,11 @@ def test_bulk_put():
         doc = run_method(bench, extra=["--mpi-bulk", "put"])
         assert doc["meta"]["transport"]["bulk"] == "put", doc["meta"]["transport"]
         assert doc["meta"]["mpi"]["bulk"] == "put"
-        assert doc["meta"]["transport"]["counters"]["bulk_stores"] > 0 or bench == "verify"
+        counters = doc["meta"]["transport"]["counters"]
+        assert counters["bulk_stores"] > 0 and counters["bad_bulk"] == 0, counters
+        if bench == "verify":
+            exact = [c for c in doc["checks"] if "byte-exact" in c["name"]]
+            assert exact and all(c["ok"] for c in exact), doc["checks"]
     print("bulk over MPI_Put/MPI_Get: ok")
 
 
@@ -214,7 +219,7 @@ def test_sizes():
                          ("kielmann", ["--sizes", sizes]),
                          ("availability", ["--sizes", sizes])):
         out = os.path.join(TMP, f"sizes-{bench}.json")
-        mpirun(2, ["--bench", bench, "--segment-bytes", str(1 << 20)] + QUICK + extra, out, timeout=180)
+        mpirun(2, ["--bench", bench] + QUICK + extra, out, timeout=180)
         doc = load(out)
         assert doc["status"] == "complete", doc.get("error")
         assert not raw_numbers(out)
