@@ -207,7 +207,12 @@ def test_no_launcher():
         assert p.returncode == 2, (args, p.returncode, msg)
         assert needle in msg, (args, msg)
         assert "MPI_ABORT" not in msg and "***" not in msg, msg  # no MPI abort banner
-    expect_fail(["--transport", "mpi", "--mpi-bulk", "both"], "--mpi-bulk must be", codes=(2,))
+    # Under a launcher the values are checked too (the launcher's variables alone, no mpirun needed to refuse).
+    env_fake = dict(env_clean, OMPI_COMM_WORLD_RANK="0", OMPI_COMM_WORLD_SIZE="2")
+    for args, needle in ((["--transport", "mpi", "--mpi-bulk", "both"], "--mpi-bulk must be"),
+                         (["--transport", "mpi", "--mpi-pool", "48"], "power of two")):
+        p = subprocess.run([BIN] + args, capture_output=True, text=True, timeout=30, env=env_fake)
+        assert p.returncode == 2 and needle in p.stderr, (args, p.returncode, p.stderr)
     print("no launcher: refused with exit 2")
 
 
