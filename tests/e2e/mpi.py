@@ -208,7 +208,7 @@ def test_no_launcher():
         assert needle in msg, (args, msg)
         assert "MPI_ABORT" not in msg and "***" not in msg, msg  # no MPI abort banner
     # Under a launcher the values are checked too (the launcher's variables alone, no mpirun needed to refuse).
-    env_fake = dict(env_clean, OMPI_COMM_WORLD_RANK="0", OMPI_COMM_WORLD_SIZE="2")
+    env_fake = dict(env_clean, OMPI_COMM_WORLD_RANK="0", OMPI_COMM_WORLD_SIZE="2", PMIX_NAMESPACE="e2e", PMIX_RANK="0")
     for args, needle in ((["--transport", "mpi", "--mpi-bulk", "both"], "--mpi-bulk must be"),
                          (["--transport", "mpi", "--mpi-pool", "48"], "power of two")):
         p = subprocess.run([BIN] + args, capture_output=True, text=True, timeout=30, env=env_fake)
