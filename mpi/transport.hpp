@@ -19,6 +19,9 @@
 //  - put: one-sided. MPI_Win_create over the segment, one passive-target epoch (MPI_Win_lock_all) for
 //    the whole run; a store is MPI_Put + MPI_Win_flush (the data is complete at the target) and then the
 //    AM frame; a get is MPI_Get + MPI_Win_flush, then the completion is delivered locally.
+// The default is send: it is what an MPI program of two-sided messages pays, and it runs over every pml
+// and btl alike, while one-sided performance depends on which osc component the library picks (osc rdma
+// needs a btl with RDMA, such as vader with CMA; others fall back to emulating it with messages).
 //
 // Errors: the communicator and the window return errors (MPI_ERRORS_RETURN); a failed call throws
 // PeerError with MPI_Error_string's text and the call's name (mpi/errors.hpp).
