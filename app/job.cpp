@@ -127,6 +127,9 @@ void run_transport(Job& job) {
 #ifdef LOGPB_HAVE_VERBS
   if (t == "verbs") return run_verbs(job);
 #endif
+#ifdef LOGPB_HAVE_MPI
+  if (t == "mpi") return run_mpi(job);
+#endif
   throw std::logic_error("--transport " + t + " does not run as a job yet");
 }
 

@@ -98,6 +98,9 @@ int main(int argc, char** argv) {
 #ifdef LOGPB_HAVE_DPDK
     job_transport = job_transport || o.transport == "dpdk";
 #endif
+#ifdef LOGPB_HAVE_MPI
+    job_transport = job_transport || o.transport == "mpi";
+#endif
     if (job_transport) {
       app::run_job_main(o, clock, doc, progress, kind, measure_core);
     } else {
@@ -107,6 +110,9 @@ int main(int argc, char** argv) {
 #endif
 #ifdef LOGPB_HAVE_DPDK
       built += ", dpdk";
+#endif
+#ifdef LOGPB_HAVE_MPI
+      built += ", mpi";
 #endif
       throw UsageError("--transport " + o.transport + " is not built into this logpbench (built: " + built + ")");
     }

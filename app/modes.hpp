@@ -12,6 +12,7 @@ struct Job;
 void run_shm(Job& job);    // app/shm_modes.cpp
 void run_verbs(Job& job);  // app/verbs_modes.cpp
 void run_dpdk(Job& job);   // app/dpdk_modes.cpp
+void run_mpi(Job& job);    // app/mpi_modes.cpp
 
 // Pins the calling thread to `cpu`; throws UsageError naming the cores that exist.
 void pin_to_cpu(int cpu, const char* what);

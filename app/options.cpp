@@ -8,6 +8,7 @@
 
 #include "app/method.hpp"
 #include "common/errors.hpp"
+#include "common/ranks.hpp"
 #include "common/results.hpp"
 
 namespace po = boost::program_options;
@@ -21,7 +22,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   general.add_options()
       ("help,h", "this text")
       ("version", "print the version")
-      ("transport", po::value(&o.transport)->default_value(o.transport), "shm | verbs | dpdk (mpi: reserved, not written yet)")
+      ("transport", po::value(&o.transport)->default_value(o.transport), "shm | verbs | dpdk | mpi (mpi: under mpirun/srun only)")
       ("bench", po::value(&o.bench)->default_value(o.bench), bench_help().c_str())
       ("emulate", po::value(&o.emulate_spec), "shm only: emulated NI, e.g. \"os=1.4us,or=2.2us,g=7.6us,L=6.3us,C=32\"")
       ("json", po::value(&o.json_path), "write results to this file (atomically; checkpointed during the run)")
@@ -70,6 +71,11 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
       ("reflector", po::bool_switch(&o.reflector), "local: the peer is a reflector such as testpmd macswap, not logpbench")
       ("link-timeout", po::value(&o.link_timeout_s)->default_value(o.link_timeout_s), "seconds to wait for the link")
       ("loss-timeout", po::value(&o.loss_timeout_s)->default_value(o.loss_timeout_s), "seconds of silence after which outstanding messages count as lost (-1: 50 ms on lossy NIs, never on shm)");
+  po::options_description mpi("MPI transport (run under mpirun or srun)");
+  mpi.add_options()
+      ("mpi-bulk", po::value(&o.mpi_bulk)->default_value(o.mpi_bulk), "bulk store/get: send (two-sided messages) | put (MPI_Put/MPI_Get in a passive-target epoch)")
+      ("mpi-ring", po::value(&o.mpi_ring)->default_value(o.mpi_ring), "pre-posted MPI_Irecv of 64-byte frames")
+      ("mpi-pool", po::value(&o.mpi_pool)->default_value(o.mpi_pool), "MPI_Isend in flight at most (power of two)");
   po::options_description method("Methods");
   method.add_options()
       ("iters,n", po::value(&o.iterations)->default_value(o.iterations), "ping-pong iterations (timed)")
@@ -120,7 +126,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   po::positional_options_description pos;
   pos.add("mode", 1).add("host", 1);
   po::options_description all;
-  all.add(general).add(place).add(verbs).add(dpdk).add(method).add(owned).add(hidden);
+  all.add(general).add(place).add(verbs).add(dpdk).add(mpi).add(method).add(owned).add(hidden);
 
   po::variables_map vm;
   try {
@@ -181,6 +187,9 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   o.compare_saturation = !vm.count("no-saturation-compare");
   if (o.size > o.segment_bytes / 2) throw UsageError("--size exceeds half the " + std::to_string(o.segment_bytes) + "-byte segment");
   if (!o.emulate_spec.empty()) {
+    if (o.transport == "mpi")
+      throw UsageError("--emulate works only with --transport shm: MPI has no emulated NI (measure MPI as it is, and "
+                       "the emulated machines over shm)");
     if (o.transport != "shm") throw UsageError("--emulate works only with --transport shm");
     if (o.mode == "server") throw UsageError("--emulate is given to the client; the server takes it from there");
     o.emulation = parse_emulation(o.emulate_spec);
@@ -288,6 +297,24 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   positive("mtu", o.mtu, 0, 65535);
   positive("link-timeout", o.link_timeout_s, 0.01, 3600);
   if (o.loss_timeout_s != -1) positive("loss-timeout", o.loss_timeout_s, 0, 3600);
+  if (o.transport != "mpi") {
+    for (const char* k : {"mpi-bulk", "mpi-ring", "mpi-pool"})
+      if (vm.count(k) && !vm[k].defaulted()) throw UsageError(std::string("--") + k + " belongs to --transport mpi");
+  } else {
+    // MPI's ranks come from its launcher: without one there is no job to join (an MPI singleton would
+    // measure nothing), so say so before anything starts.
+    if (o.mode_given)
+      throw UsageError("--transport mpi runs under a launcher (mpirun -np 2 logpbench --transport mpi ..., or "
+                       "srun), with no mode: '" + o.mode + "' is for the other transports");
+    if (!detect_launcher())
+      throw UsageError("--transport mpi needs an MPI launcher: run it as mpirun -np 2 logpbench --transport mpi ... "
+                       "(scripts/mpirun-lab -np 2 -- ...) or under srun; no OMPI_COMM_WORLD_*/PMIX_*/SLURM_* "
+                       "variables are set");
+    if (o.mpi_bulk != "send" && o.mpi_bulk != "put") throw UsageError("--mpi-bulk must be send or put, not '" + o.mpi_bulk + "'");
+    positive("mpi-ring", o.mpi_ring, 2, 65536);
+    positive("mpi-pool", o.mpi_pool, 2, 65536);
+    if (o.mpi_pool & (o.mpi_pool - 1)) throw UsageError("--mpi-pool must be a power of two");
+  }
   if (o.transport == "shm" && o.window * 2 > o.ring)
     throw UsageError("--ring must be at least twice --window so replies always find a free slot");
 

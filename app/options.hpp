@@ -70,6 +70,9 @@ struct Options {
   bool no_huge = false;
   bool reflector = false;
   double link_timeout_s = 10;
+  // MPI
+  std::string mpi_bulk = "send";  // send (two-sided) | put (one-sided): mpi/transport.hpp
+  int mpi_ring = 256, mpi_pool = 64;
   bool quiet = false;
   bool raw = false;
   // The methods' own options (MethodOption in app/method.hpp), by name, as text: every method's, with its

@@ -1,0 +1,40 @@
+// MPI control path: MPI_Init under the job's launcher, a communicator of our own that returns errors,
+// the registered segment (and, for one-sided bulk, its window in a passive-target epoch), then the
+// datapath (mpi/transport.hpp). The job's ranks stay the launcher's (Ranks::from_launcher, the rendezvous
+// file): MPI's rank and size must be the same, else the job is refused.
+#pragma once
+
+#include <mpi.h>
+
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "common/ranks.hpp"
+#include "mpi/transport.hpp"
+
+namespace logpb::mpi {
+
+class Connection {
+ public:
+  Connection(Ranks& ranks, const TransportOptions& opt);
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+  // After a clean end (every rank past the job's last barrier) frees the window and the communicator and
+  // calls MPI_Finalize, all collective. During an exception (a rank is gone) it does none of that: a
+  // collective with a dead rank never returns, and mpirun ends the job anyway.
+  ~Connection();
+  Transport& transport() { return *transport_; }
+  // The MPI library and the path it takes (pml, btl, single-copy mechanism, as mpirun set them).
+  nlohmann::json describe() const;
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  MPI_Win win_ = MPI_WIN_NULL;
+  std::byte* segment_ = nullptr;
+  std::unique_ptr<Transport> transport_;
+  TransportOptions opt_;
+  nlohmann::json library_;
+};
+
+}  // namespace logpb::mpi

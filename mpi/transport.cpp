@@ -1,0 +1,238 @@
+#include "mpi/transport.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+
+#include "common/errors.hpp"
+
+namespace logpb::mpi {
+
+std::string error_text(int rc) {
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) return "MPI error " + std::to_string(rc);
+  int cls = 0;
+  MPI_Error_class(rc, &cls);
+  return std::string(text, static_cast<std::size_t>(len)) + " (error class " + std::to_string(cls) + ")";
+}
+
+void fail_datapath(int rc, const char* call) {
+  throw PeerError(std::string(call) + " failed: " + error_text(rc) + " (the job's MPI communication broke; a rank may be gone)");
+}
+
+void fail_setup(int rc, const char* call, const char* what_to_check) {
+  std::string m = std::string(call) + " failed: " + error_text(rc);
+  if (what_to_check && *what_to_check) m += "; " + std::string(what_to_check);
+  throw std::runtime_error(m);
+}
+
+BulkMode parse_bulk_mode(const std::string& s) {
+  if (s == "send") return BulkMode::send;
+  if (s == "put") return BulkMode::put;
+  throw UsageError("--mpi-bulk must be send or put, not '" + s + "'");
+}
+const char* to_string(BulkMode m) { return m == BulkMode::put ? "put" : "send"; }
+
+Transport::Transport(MPI_Comm comm, MPI_Win win, std::byte* segment, const TransportOptions& opt,
+                     std::function<bool()> peer_alive)
+    : comm_(comm), win_(win), bulk_(opt.bulk), segment_(segment), segment_bytes_(opt.segment_bytes),
+      peer_alive_(std::move(peer_alive)), burst_(opt.burst), yield_when_idle_(opt.yield_when_idle) {
+  if (opt.tx_pool < 2 || (opt.tx_pool & (opt.tx_pool - 1)))
+    throw UsageError("the MPI send pool must be a power of two of at least 2");
+  if (opt.rx_ring < 2) throw UsageError("the MPI receive ring needs at least 2 receives");
+  if (bulk_ == BulkMode::put && win_ == MPI_WIN_NULL) throw std::logic_error("MPI put bulk without a window");
+  check_setup(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
+  check_setup(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+  tx_n_ = static_cast<std::uint64_t>(opt.tx_pool);
+  tx_mask_ = tx_n_ - 1;
+  tx_.resize(tx_n_);
+  tx_reqs_.assign(tx_n_, MPI_REQUEST_NULL);
+  tx_done_idx_.resize(tx_n_);
+  rx_n_ = opt.rx_ring;
+  rx_.resize(static_cast<std::size_t>(rx_n_));
+  rx_reqs_.assign(static_cast<std::size_t>(rx_n_), MPI_REQUEST_NULL);
+  for (int i = 0; i < rx_n_; ++i)
+    check_setup(MPI_Irecv(&rx_[static_cast<std::size_t>(i)].frame, sizeof(am::Frame), MPI_BYTE, MPI_ANY_SOURCE, kTagAm,
+                          comm_, &rx_reqs_[static_cast<std::size_t>(i)]),
+                "MPI_Irecv (pre-posting the receive ring)");
+}
+
+Transport::~Transport() {
+  // Called after the job's last barrier (or on an error): receives still posted are cancelled; sends
+  // are left to complete on their own (a peer that is gone never takes them).
+  for (auto& r : rx_reqs_)
+    if (r != MPI_REQUEST_NULL) {
+      MPI_Cancel(&r);
+      MPI_Request_free(&r);
+    }
+  for (auto& r : tx_reqs_)
+    if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
+  for (auto& l : local_)
+    if (l.req != MPI_REQUEST_NULL) {
+      MPI_Cancel(&l.req);
+      MPI_Request_free(&l.req);
+    }
+}
+
+bool Transport::reap_all() {
+  if (tx_head_ == tx_tail_) return true;
+  int done = 0;
+  check(MPI_Testsome(static_cast<int>(tx_n_), tx_reqs_.data(), &done, tx_done_idx_.data(), MPI_STATUSES_IGNORE),
+        "MPI_Testsome (send pool)");
+  while (tx_head_ != tx_tail_ && tx_reqs_[tx_head_ & tx_mask_] == MPI_REQUEST_NULL) ++tx_head_;
+  if (tx_full()) ++counters_.tx_pool_full;
+  return !tx_full();
+}
+
+bool Transport::accept(Rx& r, const MPI_Status& st) {
+  int bytes = 0;
+  MPI_Get_count(&st, MPI_BYTE, &bytes);
+  // Only this job's ranks can send here; a frame that lies about its source, or is short, is dropped
+  // before the AM layer's own validation (which checks everything else).
+  if (bytes != static_cast<int>(sizeof(am::Frame)) || r.frame.src != st.MPI_SOURCE) [[unlikely]] {
+    ++counters_.short_messages;
+    return false;
+  }
+  if (r.frame.seq == kGetRequest) [[unlikely]] {
+    serve_get(r.frame, st.MPI_SOURCE);
+    return false;
+  }
+  if (r.frame.bulk_len) {
+    if (bulk_ == BulkMode::send) receive_store(r.frame, st.MPI_SOURCE);
+    else check(MPI_Win_sync(win_), "MPI_Win_sync");  // the put is complete (flushed): make it visible here
+  }
+  return true;
+}
+
+// The data of a two-sided store from `src` is the next kTagStore message from it (sent before its frame;
+// messages of one source and tag arrive in order). The AM frame is delivered once it is in the segment.
+void Transport::receive_store(const am::Frame& f, int src) {
+  if (f.bulk_off > segment_bytes_ || f.bulk_len > segment_bytes_ - f.bulk_off) [[unlikely]] {
+    // Consumed into scratch so the next store's data is not taken for this one; the AM layer then
+    // refuses the frame (bad_bulk).
+    ++counters_.bad_bulk;
+    MPI_Message msg;
+    MPI_Status st;
+    check(MPI_Mprobe(src, kTagStore, comm_, &msg, &st), "MPI_Mprobe (store data)");
+    int bytes = 0;
+    MPI_Get_count(&st, MPI_BYTE, &bytes);
+    std::vector<std::byte> scratch(static_cast<std::size_t>(std::max(bytes, 1)));
+    check(MPI_Mrecv(scratch.data(), bytes, MPI_BYTE, &msg, MPI_STATUS_IGNORE), "MPI_Mrecv (store data)");
+    return;
+  }
+  MPI_Request req;
+  check(MPI_Irecv(segment_ + f.bulk_off, static_cast<int>(f.bulk_len), MPI_BYTE, src, kTagStore, comm_, &req),
+        "MPI_Irecv (store data)");
+  int flag = 0;
+  for (std::uint64_t spins = 0;; ++spins) {
+    check(MPI_Test(&req, &flag, MPI_STATUS_IGNORE), "MPI_Test (store data)");
+    if (flag) return;
+    if ((spins & 0xffff) == 0xffff) {
+      throw_if_interrupted();
+      if (!peer_alive_()) throw PeerError("rank " + std::to_string(src) + " is gone before its store's data arrived");
+    }
+  }
+}
+
+void Transport::serve_get(const am::Frame& req, int src) {
+  ++counters_.gets_served;
+  const bool ok = req.bulk_off <= segment_bytes_ && req.bulk_len <= segment_bytes_ - req.bulk_off;
+  if (!ok) ++counters_.bad_bulk;  // answered with no data: the requester drops the completion
+  while (tx_full() && !reap_all()) {
+  }
+  Slot& s = tx_[tx_tail_ & tx_mask_];
+  isend(s, segment_ + (ok ? req.bulk_off : 0), ok ? static_cast<int>(req.bulk_len) : 0, src, kTagGet, false);
+}
+
+bool Transport::local_data_arrived(LocalFrame& l) {
+  int flag = 0;
+  MPI_Status st;
+  check(MPI_Test(&l.req, &flag, &st), "MPI_Test (get data)");
+  if (!flag) return false;
+  int bytes = 0;
+  MPI_Get_count(&st, MPI_BYTE, &bytes);
+  if (static_cast<std::uint32_t>(bytes) != l.frame.bulk_len) {
+    l.bad = true;
+    ++counters_.bad_bulk;
+  }
+  return true;
+}
+
+bool Transport::try_store(const am::Frame& f, const void* src, std::uint32_t n, std::uint32_t remote_off) {
+  if (bulk_ == BulkMode::send) {
+    if (tx_free() < 2 && (reap_all(), tx_free() < 2)) return false;
+    Slot& d = tx_[tx_tail_ & tx_mask_];
+    isend(d, src, static_cast<int>(n), f.dst, kTagStore, false);
+    d.op = ops_ + 1;  // the data belongs to this store
+  } else {
+    if (tx_full() && !reap_all()) return false;
+    check(MPI_Put(src, static_cast<int>(n), MPI_BYTE, f.dst, static_cast<MPI_Aint>(remote_off), static_cast<int>(n),
+                  MPI_BYTE, win_),
+          "MPI_Put");
+    check(MPI_Win_flush(f.dst, win_), "MPI_Win_flush (after MPI_Put)");
+  }
+  Slot& s = tx_[tx_tail_ & tx_mask_];
+  std::memcpy(&s.frame, &f, sizeof f);
+  s.frame.seq = tx_seq_++;
+  isend(s, &s.frame, sizeof(am::Frame), f.dst, kTagAm, true);
+  ++counters_.tx;
+  ++counters_.bulk_stores;
+  return true;
+}
+
+bool Transport::try_get(const am::Frame& f, std::uint32_t remote_off, std::uint32_t n, std::uint32_t local_off) {
+  if (local_n_ == kLocal) return false;  // completions not yet delivered: poll first
+  LocalFrame& l = local_[local_tail_ & (kLocal - 1)];
+  const int owner = f.src;
+  if (bulk_ == BulkMode::send) {
+    if (tx_full() && !reap_all()) return false;
+    check(MPI_Irecv(segment_ + local_off, static_cast<int>(n), MPI_BYTE, owner, kTagGet, comm_, &l.req),
+          "MPI_Irecv (get data)");
+    Slot& s = tx_[tx_tail_ & tx_mask_];
+    s.frame = f;
+    s.frame.seq = kGetRequest;
+    s.frame.src = static_cast<std::uint16_t>(rank_);
+    s.frame.dst = static_cast<std::uint16_t>(owner);
+    s.frame.bulk_off = remote_off;
+    s.frame.bulk_len = n;
+    isend(s, &s.frame, sizeof(am::Frame), owner, kTagAm, true);
+    ++counters_.tx;
+  } else {
+    check(MPI_Get(segment_ + local_off, static_cast<int>(n), MPI_BYTE, owner, static_cast<MPI_Aint>(remote_off),
+                  static_cast<int>(n), MPI_BYTE, win_),
+          "MPI_Get");
+    check(MPI_Win_flush(owner, win_), "MPI_Win_flush (after MPI_Get)");
+    l.req = MPI_REQUEST_NULL;
+  }
+  l.frame = f;
+  l.bad = false;
+  ++local_tail_;
+  ++local_n_;
+  ++counters_.bulk_gets;
+  return true;
+}
+
+nlohmann::json Transport::describe() const {
+  const Counters& c = counters_;
+  return {{"kind", "mpi"},
+          {"rank", rank_},
+          {"size", size_},
+          {"bulk", to_string(bulk_)},
+          {"bulk_how", bulk_ == BulkMode::put
+                           ? "MPI_Put/MPI_Get + MPI_Win_flush in one passive-target epoch (MPI_Win_lock_all), then the AM frame"
+                           : "two-sided: the data as its own message (MPI_Isend/MPI_Irecv into the segment), then the AM frame"},
+          {"rx_ring", rx_n_},
+          {"tx_pool", tx_n_},
+          {"burst", burst_},
+          {"poll", "MPI_Test on the receive ring's head (the ring fills in posting order)"},
+          {"send_pool_reaping", "MPI_Testsome over the pool when it is full or local completion is asked"},
+          {"local_completion", "an MPI_Isend that MPI_Test/MPI_Testsome reports complete (its buffer may be reused)"},
+          {"segment_bytes", segment_bytes_},
+          {"counters",
+           {{"tx", c.tx}, {"tx_pool_full", c.tx_pool_full}, {"rx", c.rx}, {"delivered", c.delivered},
+            {"bulk_stores", c.bulk_stores}, {"bulk_gets", c.bulk_gets}, {"gets_served", c.gets_served},
+            {"bad_bulk", c.bad_bulk}, {"short_or_forged", c.short_messages}, {"tracked", c.tracked}}}};
+}
+
+}  // namespace logpb::mpi
