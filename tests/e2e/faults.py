@@ -2,6 +2,8 @@
 """Fault trials (issue 12, part 4): a rank SIGKILLed at a random point of a run, many times over.
 
 usage: faults.py LOGPBENCH SOURCE_DIR trials TRANSPORT COUNT [SEED] [-- EXTRA LOGPBENCH ARGS]
+TRANSPORT mpi runs the two ranks under scripts/mpirun-lab (the leader is MPI rank 0); there the survivor's
+exit code is mpirun's, so only the deadline, the JSON and the absence of crash reports are checked.
 
 Each trial starts `logpbench local --transport TRANSPORT` (two ranks: the leader, rank 0, which writes the
 JSON, and its forked peer) on one method picked in turn (pingpong, signature, flood, kielmann, each set up to
@@ -28,7 +30,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lpbtest import BIN, main  # noqa: E402
+from lpbtest import BIN, SRC, main  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="logpb-faults-")
 EXIT_DEADLINE_S = 5.0
@@ -71,6 +73,22 @@ def descendants(pid):
     return out
 
 
+def mpi_ranks(pids):
+    """The logpbench processes among pids by their MPI rank (Open MPI's OMPI_COMM_WORLD_RANK), in rank order."""
+    found = {}
+    for x in pids:
+        try:
+            with open(f"/proc/{x}/comm") as f:
+                if f.read().strip() != "logpbench":
+                    continue
+            with open(f"/proc/{x}/environ", "rb") as f:
+                env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+            found[int(env[b"OMPI_COMM_WORLD_RANK"])] = x
+        except (FileNotFoundError, ProcessLookupError, KeyError, ValueError):
+            pass
+    return [found[r] for r in sorted(found)]
+
+
 def load_or_none(path):
     """The JSON at path: None when there is no file; raises when it exists but is not valid JSON."""
     try:
@@ -98,7 +116,11 @@ def one_trial(transport, extra, method, victim, at, out):
     """Runs one trial; returns "" when it survived, else what went wrong."""
     if os.path.exists(out):
         os.unlink(out)
-    args = [BIN, "local", "--transport", transport, "--json", out, "-q"] + method + extra
+    if transport == "mpi":  # two ranks under Open MPI's mpirun (scripts/mpirun-lab), found by their rank
+        args = [os.path.join(SRC, "scripts", "mpirun-lab"), "--no-lock", "-np", "2", "--timeout", "120", "--",
+                BIN, "--transport", "mpi", "--rendezvous-dir", TMP, "--json", out, "-q"] + method + extra
+    else:
+        args = [BIN, "local", "--transport", transport, "--json", out, "-q"] + method + extra
     err_path = out + ".stderr"
     with open(err_path, "w") as err:
         p = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
@@ -120,10 +142,15 @@ def one_trial(transport, extra, method, victim, at, out):
             if p.poll() is not None:
                 return f"the run ended by itself before the kill (exit {p.returncode}) at {now:.2f} s"
             if now >= at:
-                if victim == "leader":
+                if transport == "mpi":
+                    ranks = mpi_ranks(kids)
+                    if len(ranks) == 2:
+                        target = ranks[0 if victim == "leader" else 1]
+                        break
+                elif victim == "leader":
                     target = p.pid
                     break
-                if kids:
+                elif kids:
                     target = kids[0]
                     break
             if now > at + 20:
@@ -159,7 +186,7 @@ def one_trial(transport, extra, method, victim, at, out):
             doc = load_or_none(out)
         except json.JSONDecodeError as e:
             return f"invalid JSON after the kill: {e}"
-        if victim == "peer":
+        if victim == "peer" and transport != "mpi":  # under mpirun the exit code is mpirun's
             if p.returncode != 3:
                 return f"the leader exited {p.returncode}, not 3: {stderr.strip()[-300:]}"
             low = stderr.lower()
