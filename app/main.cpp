@@ -8,6 +8,7 @@
 #include <cstring>
 #include <iostream>
 
+#include "app/compare.hpp"
 #include "app/job.hpp"
 #include "app/model.hpp"
 #include "app/modes.hpp"
@@ -37,6 +38,7 @@ int main(int argc, char** argv) {
   using namespace logpb;
   // A command that runs nothing: it reads a result and predicts (LoGPC), with its own options.
   if (argc > 1 && std::strcmp(argv[1], "model") == 0) return app::run_model(argc, argv);
+  if (argc > 1 && std::strcmp(argv[1], "compare") == 0) return app::run_compare(argc, argv);
   app::Options o;
   try {
     if (!app::parse_options(argc, argv, o)) return 0;
