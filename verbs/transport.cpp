@@ -3,6 +3,9 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
 
 namespace logpb::verbs {
 
@@ -51,10 +54,12 @@ Transport::Transport(std::unique_ptr<Context> ctx, std::vector<Address> peers, c
     c.recv_buf = cx.recv_buffers(r);
     c.headers = cx.headers(r);
     c.repost.assign(512, 0);
+    build_wrs(c);
     segment_bytes_ = std::min(segment_bytes_, c.peer.segment_bytes);
     peer_ranks_.push_back(c.rank);
   }
   multi_ = peer_ranks_.size() > 1;
+  if (const char* f = std::getenv("LOGPB_VERBS_FAULT")) parse_fault(f);
   // Every receive slot of every QP is posted before anything is sent to it (the caller says "ready"
   // after this), so nothing a peer sends finds us empty.
   const int rq = cx.options().rq_depth;
@@ -67,26 +72,115 @@ Transport::Transport(std::unique_ptr<Context> ctx, std::vector<Address> peers, c
   }
 }
 
-void Transport::repost(Conn& c) {
-  ibv_sge sge[512];
-  ibv_recv_wr wr[512];
-  const std::uint64_t tag = static_cast<std::uint64_t>(c.rank) << 32;
-  for (int i = 0; i < c.repost_n; ++i) {
-    const std::uint32_t slot = c.repost[static_cast<std::size_t>(i)];
-    sge[i] = {reinterpret_cast<std::uint64_t>(c.recv_buf + static_cast<std::size_t>(slot) * slot_bytes_), slot_bytes_,
-              ctx_->recv_lkey()};
-    wr[i] = {};
-    wr[i].wr_id = tag | slot;
-    wr[i].sg_list = &sge[i];
-    wr[i].num_sge = 1;
-    wr[i].next = i + 1 < c.repost_n ? &wr[i + 1] : nullptr;
+// The WRs every post patches, and one receive WR per slot (wr_id: peer rank << 32 | slot).
+void Transport::build_wrs(Conn& c) {
+  send_inline_ = max_inline_ >= sizeof(am::Frame);
+  c.send_sge = {0, static_cast<std::uint32_t>(sizeof(am::Frame)), send_inline_ ? 0 : tx_lkey_};
+  c.send_wr = {};
+  c.send_wr.opcode = IBV_WR_SEND;
+  c.send_wr.sg_list = &c.send_sge;
+  c.send_wr.num_sge = 1;
+  if (c.ah) {  // UD (small AMs only): every send names the peer
+    c.send_wr.wr.ud.ah = c.ah;
+    c.send_wr.wr.ud.remote_qpn = c.peer.qpn;
+    c.send_wr.wr.ud.remote_qkey = Context::kUdQkey;
   }
+  c.medium_wr = {};
+  c.medium_wr.opcode = IBV_WR_SEND;
+  c.medium_wr.sg_list = c.medium_sge;
+  const auto rq = static_cast<std::size_t>(ctx_->options().rq_depth);
+  c.recv_sge.assign(rq, ibv_sge{});
+  c.recv_wr.assign(rq, ibv_recv_wr{});
+  const std::uint64_t tag = static_cast<std::uint64_t>(c.rank) << 32;
+  for (std::size_t i = 0; i < rq; ++i) {
+    c.recv_sge[i] = {reinterpret_cast<std::uint64_t>(c.recv_buf + i * slot_bytes_), slot_bytes_, ctx_->recv_lkey()};
+    c.recv_wr[i].wr_id = tag | i;
+    c.recv_wr[i].sg_list = &c.recv_sge[i];
+    c.recv_wr[i].num_sge = 1;
+  }
+}
+
+// Re-posts the consumed slots, in the order consumed, as one chain of their pre-built WRs.
+void Transport::repost(Conn& c) {
+  ibv_recv_wr* first = &c.recv_wr[c.repost[0]];
+  ibv_recv_wr* w = first;
+  for (int i = 1; i < c.repost_n; ++i) {
+    ibv_recv_wr* next = &c.recv_wr[c.repost[static_cast<std::size_t>(i)]];
+    w->next = next;
+    w = next;
+  }
+  w->next = nullptr;
   ibv_recv_wr* bad = nullptr;
-  if (int r = ibv_post_recv(c.qp, wr, &bad))
+  if (int r = ibv_post_recv(c.qp, first, &bad))
     throw PeerError(std::string("ibv_post_recv (QP of rank ") + std::to_string(c.rank) + ") failed: " + std::strerror(r) +
-                    " (the QP is in error: that peer is gone?)");
+                    " (the QP is in state " + qp_state_of(c) + ": that peer is gone?)");
   ++counters_.reposts;
   c.repost_n = 0;
+}
+
+std::string Transport::qp_state_of(const Conn& c) const {
+  ibv_qp_attr a{};
+  ibv_qp_init_attr ia{};
+  if (ibv_query_qp(c.qp, &a, IBV_QP_STATE, &ia)) return "unknown (ibv_query_qp failed)";
+  switch (a.qp_state) {
+    case IBV_QPS_RESET: return "RESET";
+    case IBV_QPS_INIT: return "INIT";
+    case IBV_QPS_RTR: return "RTR";
+    case IBV_QPS_RTS: return "RTS";
+    case IBV_QPS_SQD: return "SQD";
+    case IBV_QPS_SQE: return "SQE";
+    case IBV_QPS_ERR: return "ERR";
+    default: return "state " + std::to_string(static_cast<int>(a.qp_state));
+  }
+}
+
+// LOGPB_VERBS_FAULT="qp-error-after=N[,rank=R]": refused loudly when malformed (a test that meant a
+// fault must not run without one).
+void Transport::parse_fault(const std::string& spec) {
+  std::uint64_t after = 0;
+  int rank = 0;
+  std::size_t pos = 0;
+  bool have_after = false;
+  try {
+    while (pos <= spec.size()) {
+      const std::size_t end = std::min(spec.find(',', pos), spec.size());
+      const std::string item = spec.substr(pos, end - pos);
+      const std::size_t eq = item.find('=');
+      const std::string key = item.substr(0, eq), val = eq == std::string::npos ? "" : item.substr(eq + 1);
+      std::size_t used = 0;
+      if (key == "qp-error-after") {
+        after = std::stoull(val, &used);
+        have_after = used == val.size() && after > 0;
+      } else if (key == "rank") {
+        rank = std::stoi(val, &used);
+        if (used != val.size() || rank < 0) throw std::invalid_argument(val);
+      } else {
+        throw std::invalid_argument(key);
+      }
+      pos = end + 1;
+    }
+  } catch (const std::logic_error&) {
+    have_after = false;
+  }
+  if (!have_after)
+    throw UsageError("LOGPB_VERBS_FAULT='" + spec + "': expected qp-error-after=N (N > 0)[,rank=R]");
+  fault_ = {{"spec", spec}, {"qp_error_after_ops", after}, {"rank", rank}};
+  if (rank == ctx_->rank()) fault_after_ = after;
+}
+
+// The fault hook: this QP to the error state, as a failing NI or a fatal async event would leave it. Its
+// outstanding and later WRs then complete with IBV_WC_WR_FLUSH_ERR (and the peer's to it go unanswered).
+void Transport::inject_qp_error(Conn& c) {
+  fault_after_ = ~0ull;
+  ibv_qp_attr a{};
+  a.qp_state = IBV_QPS_ERR;
+  if (int r = ibv_modify_qp(c.qp, &a, IBV_QP_STATE))
+    throw std::runtime_error(std::string("fault hook: ibv_modify_qp(IBV_QPS_ERR) failed: ") + std::strerror(r));
+  fault_["injected_at_op"] = ops_posted_;
+  fault_["qp_of_rank"] = c.rank;
+  std::fprintf(stderr, "logpbench: fault hook (LOGPB_VERBS_FAULT): rank %d forced its QP %u (to rank %u) to IBV_QPS_ERR "
+               "after send operation %llu\n", ctx_->rank(), c.qp->qp_num, c.rank,
+               static_cast<unsigned long long>(ops_posted_));
 }
 
 void Transport::bad_dst(std::uint16_t dst) const {
@@ -96,7 +190,7 @@ void Transport::bad_dst(std::uint16_t dst) const {
 
 void Transport::post_failed(const Conn& c, int err) const {
   throw PeerError(std::string("ibv_post_send (QP of rank ") + std::to_string(c.rank) + ") failed: " + std::strerror(err) +
-                  " (the QP left RTS: that peer is gone?)");
+                  " (the QP is in state " + qp_state_of(c) + ", not RTS: that peer is gone?)");
 }
 
 // A QP whose newest WRs went unsignaled never reports them; while completions are waited for, one signaled
@@ -126,7 +220,7 @@ void Transport::flush_tails() {
     wr.wr.rdma.remote_addr = c.peer.headers_addr + static_cast<std::uint64_t>(c.peer.header_slots) * Context::kHeaderBytes;
     wr.wr.rdma.rkey = c.peer.headers_rkey;
     number(c, wr, false, true);
-    post(c, wr);
+    post(c, wr, 1);
     ++counters_.flushes;
   }
 }
@@ -171,7 +265,7 @@ bool Transport::try_bulk(Conn& c, const am::Frame& f, const void* src, std::uint
   dw.wr.rdma.rkey = c.peer.segment_rkey;
   number(c, dw, true);
   hw.next = &dw;  // one post, one doorbell, for both
-  post(c, hw);
+  post(c, hw, 2);
   ++counters_.stores;
   counters_.store_bytes += n;
   return true;
@@ -200,7 +294,7 @@ bool Transport::try_get(const am::Frame& f, std::uint32_t remote_off, std::uint3
   get_wr_[k] = c.posted;
   get_rank_[k] = c.rank;
   get_frames_[k] = f;
-  post(c, wr);
+  post(c, wr, 1);
   ++gets_posted_;
   ++counters_.gets;
   counters_.get_bytes += n;
@@ -310,8 +404,15 @@ void Transport::completion_error(const ibv_wc& wc, const char* what) {
     case IBV_WC_WR_FLUSH_ERR: advice = "the QP went to the error state: the peer is gone or an earlier request failed"; break;
     default: advice = "see the status";
   }
-  throw PeerError(std::string(what) + " completion failed: " + ibv_wc_status_str(wc.status) + " (vendor error " +
-                  std::to_string(wc.vendor_err) + "): " + advice);
+  // Which QP: a send's wr_id holds the rank above bit 48, a receive's above bit 32 (both below 2^16).
+  const std::uint64_t rank = wc.wr_id >> (std::string_view(what) == "send" ? kWrIdShift : 32);
+  std::string qp = "QP " + std::to_string(wc.qp_num);
+  if (rank < conns_.size() && conns_[rank].qp) {
+    const Conn& c = conns_[rank];
+    qp = "QP " + std::to_string(c.qp->qp_num) + " (to rank " + std::to_string(rank) + ", now in state " + qp_state_of(c) + ")";
+  }
+  throw PeerError(std::string(what) + " completion failed on " + qp + ": " + ibv_wc_status_str(wc.status) +
+                  " (vendor error " + std::to_string(wc.vendor_err) + "): " + advice);
 }
 
 nlohmann::json Transport::describe() const {
@@ -353,6 +454,7 @@ nlohmann::json Transport::describe() const {
                    {"ops_posted", q.ops_posted}, {"ops_completed", q.ops_done}, {"recvs", q.recvs}});
   }
   j["per_peer"] = per;
+  if (!fault_.is_null()) j["fault"] = fault_;
   return j;
 }
 

@@ -24,6 +24,15 @@
 // WRs went unsignaled would hold that number back for good, so while someone asks (tx_completed) and
 // operations are incomplete, each such QP gets one signaled 8-byte RDMA WRITE (to a scratch slot of its
 // peer) that reports its tail (counted: flushes). A pair has one QP and never needs one.
+//
+// Work requests are built once per QP (the small-AM SEND, the medium SEND, every receive slot's receive)
+// and only patched on the datapath (after eRPC's transport_impl and perftest's loops: a send writes the
+// frame's address or its tx slot, the WR number and the signal flag, nothing else); receives are
+// re-posted by chaining their pre-built WRs.
+//
+// Fault hook (tests only): LOGPB_VERBS_FAULT="qp-error-after=N[,rank=R]", read once at start, moves
+// rank R's (default 0) QP to IBV_QPS_ERR right after its N-th send operation is posted, so the tests see
+// what a QP that fails mid-run does to a job (tests/verbs/verbs_e2e.py qp_error). Recorded in describe().
 #pragma once
 
 #include <infiniband/verbs.h>
@@ -72,12 +81,17 @@ class Transport {
   bool try_send(const am::Frame& f) {
     Conn& c = conn(f.dst);
     if (!sq_room(c, 1)) return false;
-    ibv_sge sge{};
-    ibv_send_wr wr{};
-    frame_sge(c, f, sge, wr);
-    wr.opcode = IBV_WR_SEND;
+    ibv_send_wr& wr = c.send_wr;
+    if (send_inline_) {
+      c.send_sge.addr = reinterpret_cast<std::uint64_t>(&f);
+    } else {
+      std::byte* slot = tx_slot(c);
+      std::memcpy(slot, &f, sizeof f);
+      c.send_sge.addr = reinterpret_cast<std::uint64_t>(slot);
+    }
+    wr.send_flags = send_inline_ ? IBV_SEND_INLINE : 0;
     number(c, wr, true);
-    post(c, wr);
+    post(c, wr, 1);
     return true;
   }
 
@@ -158,6 +172,13 @@ class Transport {
     int repost_n = 0;
     std::uint64_t recvs = 0;
     Address peer;
+    // Built once (build_wrs) and patched per post. conns_ is sized once, so the pointers between them hold.
+    ibv_send_wr send_wr{};    // small AM: SEND of the 64-byte frame (inline or from the tx slot)
+    ibv_sge send_sge{};
+    ibv_send_wr medium_wr{};  // medium AM: SEND of the frame and its payload (one or two SGEs)
+    ibv_sge medium_sge[2]{};
+    std::vector<ibv_recv_wr> recv_wr;  // one per receive slot, its sge beside it: re-posting only chains them
+    std::vector<ibv_sge> recv_sge;
   };
 
   Conn& conn(std::uint16_t dst) {
@@ -202,30 +223,33 @@ class Transport {
     if (c.ah) throw UsageError("stores need an RC QP (the payload lands in the peer's segment): run without --ud");
     if (!sq_room(c, 1)) return false;
     const auto* s = static_cast<const std::byte*>(src);
-    ibv_sge sge[2]{};
-    ibv_send_wr wr{};
-    wr.opcode = IBV_WR_SEND;
-    wr.sg_list = sge;
+    ibv_send_wr& wr = c.medium_wr;
+    ibv_sge* sge = c.medium_sge;
     if (sizeof(am::Frame) + n <= max_inline_) {
-      sge[0] = {reinterpret_cast<std::uint64_t>(&f), sizeof(am::Frame), 0};
+      sge[0].addr = reinterpret_cast<std::uint64_t>(&f);
+      sge[0].length = sizeof(am::Frame);
+      sge[0].lkey = 0;
       sge[1] = {reinterpret_cast<std::uint64_t>(s), n, 0};
       wr.num_sge = 2;
       wr.send_flags = IBV_SEND_INLINE;
     } else {
       std::byte* slot = tx_slot(c);
       std::memcpy(slot, &f, sizeof f);
+      sge[0].addr = reinterpret_cast<std::uint64_t>(slot);
+      sge[0].lkey = tx_lkey_;
+      wr.send_flags = 0;
       if (in_segment(s, n)) {
-        sge[0] = {reinterpret_cast<std::uint64_t>(slot), sizeof(am::Frame), tx_lkey_};
+        sge[0].length = sizeof(am::Frame);
         sge[1] = {reinterpret_cast<std::uint64_t>(s), n, segment_lkey_};
         wr.num_sge = 2;
       } else {
         std::memcpy(slot + sizeof f, s, n);
-        sge[0] = {reinterpret_cast<std::uint64_t>(slot), static_cast<std::uint32_t>(sizeof f + n), tx_lkey_};
+        sge[0].length = static_cast<std::uint32_t>(sizeof f + n);
         wr.num_sge = 1;
       }
     }
     number(c, wr, true);
-    post(c, wr);
+    post(c, wr, 1);
     ++counters_.medium_stores;
     counters_.medium_bytes += n;
     return true;
@@ -248,23 +272,24 @@ class Transport {
     }
     c.ops_at_wr[c.posted % sq_depth_] = c.ops_posted;
     wr.wr_id = (static_cast<std::uint64_t>(c.rank) << kWrIdShift) | c.posted;
-    if (c.ah) {  // UD: every send names the peer
-      wr.wr.ud.ah = c.ah;
-      wr.wr.ud.remote_qpn = c.peer.qpn;
-      wr.wr.ud.remote_qkey = Context::kUdQkey;
-    }
     if (signal || c.posted % signal_every_ == 0) {
       wr.send_flags |= IBV_SEND_SIGNALED;
       c.signaled = c.posted;
       ++counters_.signaled;
     }
   }
-  void post(Conn& c, ibv_send_wr& first) {
+  // `wrs`: how many WRs the chain from `first` holds.
+  void post(Conn& c, ibv_send_wr& first, int wrs) {
     ibv_send_wr* bad = nullptr;
     if (int r = ibv_post_send(c.qp, &first, &bad)) post_failed(c, r);
-    for (ibv_send_wr* w = &first; w; w = w->next) ++counters_.sends;
+    counters_.sends += static_cast<std::uint64_t>(wrs);
+    if (ops_posted_ >= fault_after_) [[unlikely]] inject_qp_error(c);  // the fault hook (tests only)
   }
   [[noreturn]] void post_failed(const Conn& c, int err) const;
+  void build_wrs(Conn& c);
+  void parse_fault(const std::string& spec);
+  void inject_qp_error(Conn& c);
+  std::string qp_state_of(const Conn& c) const;  // "RTS", "ERR", ... as ibv_query_qp reports it now
   // Completions of one QP arrive in its posting order; the newest names how far its WRs and operations
   // are done. Then the operations complete across all peers: up to the oldest incomplete one of any QP.
   void reap_sends() {
@@ -400,6 +425,11 @@ class Transport {
   bool recv_armed_ = false, send_armed_ = false;
   ibv_wc stash_[32];
   int stash_n_ = 0;
+  bool send_inline_ = false;  // small AMs go inline (max_inline_ holds a frame)
+  // The fault hook (see the top): on the rank it names, the operation after whose post its QP is forced
+  // to ERR (once); never on the others.
+  std::uint64_t fault_after_ = ~0ull;
+  nlohmann::json fault_;  // what LOGPB_VERBS_FAULT asked, for describe(); null when unset
   alignas(64) am::Frame rx_frame_{};
   Counters counters_;
 };

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
@@ -280,6 +281,86 @@ def test_peer_death():
     doc = load(out)
     assert doc["status"] == "failed", doc["status"]
     print(f"peer death noticed in {took:.2f} s: {doc['error']}")
+
+
+# A QP forced into the error state mid-run (issue 12, part 4): LOGPB_VERBS_FAULT (verbs/transport.hpp) moves
+# one rank's QP to IBV_QPS_ERR after its N-th send. The run must end within seconds, with exit class 3
+# (peer lost), an error naming the completion status (ibv_wc_status_str) and the QP's state, valid JSON
+# from the leader with status "failed" and the fault recorded in meta; and the other rank must end too.
+QP_ERROR_AFTER = 3000
+QP_ERROR_BOUND_S = 15.0
+
+
+def _watch(p, marker="fault hook", limit_s=180):
+    """Reads p's stderr to its end (every writer gone); returns (text, time the marker appeared, end time).
+    A process still running after limit_s is killed (the assertions then fail on its exit status)."""
+    killer = threading.Timer(limit_s, p.kill)
+    killer.start()
+    lines, t_mark = [], None
+    try:
+        for line in p.stderr:
+            lines.append(line)
+            if t_mark is None and marker in line:
+                t_mark = time.time()
+    finally:
+        killer.cancel()
+    return "".join(lines), t_mark, time.time()
+
+
+def _check_leader_doc(out, rank):
+    doc = load(out)
+    assert doc["status"] == "failed" and doc.get("error"), (doc["status"], doc.get("error"))
+    fault = doc["meta"]["transport"].get("fault")
+    assert fault and fault["rank"] == rank and fault["qp_error_after_ops"] == QP_ERROR_AFTER, fault
+    return doc
+
+
+def test_qp_error():
+    spec = f"qp-error-after={QP_ERROR_AFTER}"
+    long_run = ["--bench", "pingpong", "-n", "100000000", "--warmup", "200", "--runs", "1"]
+    # 1. The leader's own QP (local job: rank 0 writes the JSON, its forked peer is rank 1).
+    out = os.path.join(TMP, "qperr-local.json")
+    p = subprocess.Popen([BIN, "local"] + long_run + ["--json", out] + BASE, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True, env=dict(os.environ, LOGPB_VERBS_FAULT=spec + ",rank=0"))
+    err, t_fault, t_end = _watch(p)  # the pipe closes once both ranks have exited
+    rc = p.wait(timeout=60)
+    assert t_fault is not None, f"the fault hook never fired (exit {rc}):\n{err}"
+    took = t_end - t_fault
+    assert rc == 3, f"exit {rc}, expected 3 (peer lost):\n{err}"
+    assert took < QP_ERROR_BOUND_S, f"both ranks ended {took:.1f} s after the fault:\n{err}"
+    doc = _check_leader_doc(out, 0)
+    assert "Work Request Flushed Error" in doc["error"] and "state ERR" in doc["error"], doc["error"]
+    print(f"local, leader's QP forced to ERR: both ranks gone {took:.2f} s later, exit {rc}: {doc['error']}")
+    # 2. The peer's QP, apart: server (rank 0, fault) and client (rank 1, the leader, writes the JSON) are
+    # separate processes, so each must notice on its own.
+    port = str(22000 + os.getpid() % 10000)
+    srv = subprocess.Popen([BIN, "server", "--port", port, "--cpu", "1"] + BASE, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True, env=dict(os.environ, LOGPB_VERBS_FAULT=spec + ",rank=0"))
+    out = os.path.join(TMP, "qperr-sc.json")
+    try:
+        # The client carries the same hook (it names rank 0, so the client only records it in meta).
+        cli = subprocess.Popen([BIN, "client", "127.0.0.1", "--port", port, "--cpu", "0"] + long_run + ["--json", out] + BASE,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               env=dict(os.environ, LOGPB_VERBS_FAULT=spec + ",rank=0"))
+        serr, t_fault, t_srv = _watch(srv)
+        cerr, _, t_cli = _watch(cli)
+        src, crc = srv.wait(timeout=60), cli.wait(timeout=60)
+    finally:
+        for q in (srv, cli):
+            if q.poll() is None:
+                q.kill()
+    assert t_fault is not None, f"the fault hook never fired (server exit {src}):\n{serr}"
+    assert src == 3 and crc == 3, f"exits server {src}, client {crc}; expected 3 and 3:\n{serr}\n{cerr}"
+    assert "Work Request Flushed Error" in serr and "state ERR" in serr, serr
+    took = max(t_srv, t_cli) - t_fault
+    assert took < QP_ERROR_BOUND_S, f"the ranks ended {took:.1f} s after the fault:\n{serr}\n{cerr}"
+    doc = _check_leader_doc(out, 0)
+    print(f"server/client, server's QP forced to ERR: server gone {t_srv - t_fault:.2f} s, client {t_cli - t_fault:.2f} s "
+          f"later, exits {src}/{crc}; server: {serr.strip().splitlines()[-1]}; client's JSON: {doc['error']}")
+    # A malformed hook is refused, not ignored.
+    p = subprocess.run([BIN, "local", "--bench", "pingpong", "-n", "100", "--runs", "1"] + BASE, capture_output=True,
+                       text=True, env=dict(os.environ, LOGPB_VERBS_FAULT="qp-error-after=soon"), timeout=120)
+    assert p.returncode != 0 and "LOGPB_VERBS_FAULT" in p.stderr, (p.returncode, p.stderr)
 
 
 if __name__ == "__main__":
