@@ -363,5 +363,16 @@ def test_qp_error():
     assert p.returncode != 0 and "LOGPB_VERBS_FAULT" in p.stderr, (p.returncode, p.stderr)
 
 
+def test_faults(count="100"):
+    # A rank SIGKILLed at a random moment (tests/e2e/faults.py), over verbs: LAB_TESTS=faults in the guest;
+    # FAULT_TRIALS=100 for the full count.
+    count = os.environ.get("FAULT_TRIALS", count)
+    faults = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e", "faults.py")
+    p = subprocess.run([sys.executable, faults, BIN, sys.argv[2], "trials", "verbs", count, "5", "--", "-d", DEV,
+                        "--allow-variant-tsc"], capture_output=True, text=True, timeout=3600)
+    print(p.stdout[-3000:], p.stderr[-2000:])
+    assert p.returncode == 0, "fault trials failed"
+
+
 if __name__ == "__main__":
     main(globals(), *sys.argv[3:])
