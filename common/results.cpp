@@ -22,9 +22,10 @@ namespace logpb {
 
 std::string version_string() { return std::string(LOGPB_VERSION) + "+" + LOGPB_GIT; }
 
-void write_json_atomic(const std::string& path, const nlohmann::json& j) {
+void write_json_atomic(const std::string& path, const nlohmann::json& j) { write_text_atomic(path, j.dump(1) + "\n"); }
+
+void write_text_atomic(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  const std::string text = j.dump(1) + "\n";
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw std::runtime_error("cannot write results to " + tmp + ": " + std::strerror(errno));
   const char* p = text.data();
