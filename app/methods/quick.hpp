@@ -1,9 +1,9 @@
 // --bench quick (what `logpbench quick` runs, app/quick.cpp): a first look at a NI in seconds on any
 // transport. Three link-level methods on one connected pair, each with a small fixed budget:
-//   1. pingpong: the round-trip distribution of one small AM (perftest's latency table);
-//   2. bw: the message rate of small AMs (the frame alone) and of 4 KiB stores, ib_send_bw's table
-//      (on a transport with bulk transfers, which every one here has);
-//   3. signature: Culler et al.'s M x Delta signature cut short, for the LogP table (o_s, o_r, g, L).
+//   1. signature: Culler et al.'s M x Delta signature cut short, for the LogP table (o_s, o_r, g, L);
+//   2. pingpong: the round-trip distribution of one small AM (perftest's latency table);
+//   3. bw: the message rate of small AMs (the frame alone) and of 4 KiB stores, ib_send_bw's table
+//      (on a transport with bulk transfers, which every one here has).
 // The budgets are fixed (so the run stays under about 10 s wherever the NI is not itself slow) and
 // recorded in quick.budgets with each phase's wall time; for larger budgets run the methods themselves.
 // It is a job-level method only because it runs three methods on one link (app/job.hpp measure_link).
@@ -98,15 +98,18 @@ struct quick {
       q["seconds"][bench] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       return rec;
     };
-    q["pingpong"] = phase("pingpong", 0.0, 0.1, pingpong_budget);
+    // The signature goes first: each phase ends with a quit request that is never answered (the replier
+    // stops serving), and stays outstanding on this endpoint. The signature waits for every outstanding
+    // request after each burst (wait_all); pingpong and bw wait only for their own replies.
+    q["signature"] = phase("signature", 0.0, 0.7, signature_budget);
+    q["pingpong"] = phase("pingpong", 0.7, 0.8, pingpong_budget);
     if constexpr (bulk) {
-      nlohmann::json bwr = phase("bw", 0.1, 0.3, [](Options& o) { bw_budget(o, true); });
+      nlohmann::json bwr = phase("bw", 0.8, 1.0, [](Options& o) { bw_budget(o, true); });
       bwr["bw"] = bw::summarize_runs(bwr.value("runs", nlohmann::json::array()));
       q["bw"] = bwr;
     } else {
       q["bw"] = {{"error", "not run: --bench bw needs bulk transfers, which this transport lacks"}};
     }
-    q["signature"] = phase("signature", 0.3, 1.0, signature_budget);
     job.o = user;
     job.progress.span(0, 1);
     q["seconds"]["total"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count();
