@@ -105,7 +105,7 @@ struct bw {
             {"units", {{"MB", "2^20 bytes (perftest's MB/sec)"}, {"Gb", "10^9 bits"}, {"Mpps", "10^6 messages per second"}}},
             {"timed", "from just before the first message is posted until the sender sees the reply to a request sent "
                       "after the last one: the receiver has handled every message (common/methods/bw.hpp)"},
-            {"peak", "the highest rate between two of the receiver's credit frames at least one credit window apart, or "
+            {"peak", "the highest rate between two of the receiver's credit frames at least 8 credit windows apart, or "
                      "the average if higher; over runs the highest run's"},
             {"interval", "Student-t 95% interval of the mean over the runs (none from one run)"}};
   }
