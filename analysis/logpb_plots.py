@@ -193,12 +193,14 @@ def fmt(p):
 
 def summary(docs_and_paths, outdir):
     """Markdown: one section per result, then the LogGP parameters every method reported, side by side;
-    a LoGPC model's JSON (logpbench model) adds a 'Contention: model vs measurement' section at the end."""
+    a LoGPC model's JSON (logpbench model) adds a 'Contention: model vs measurement' section at the end, a
+    comparison's JSON (logpbench compare) a 'Comparison' section."""
     lines = ["# logpbench report", ""]
     side = []
     models = [(p, d) for p, d in docs_and_paths if is_model(d)]
+    comparisons = [(p, d) for p, d in docs_and_paths if is_compare(d)]
     for path, doc in docs_and_paths:
-        if is_model(doc):
+        if is_model(doc) or is_compare(doc):
             continue
         meta = doc.get("meta", {})
         flags = meta.get("flags", {})
@@ -246,6 +248,8 @@ def summary(docs_and_paths, outdir):
     lines.append("")
     for path, doc in models:
         lines += model_section(path, doc, outdir)
+    for path, doc in comparisons:
+        lines += compare_section(path, doc, outdir)
     with open(os.path.join(outdir, "report.md"), "w") as f:
         f.write("\n".join(lines))
     return os.path.join(outdir, "report.md")
@@ -389,4 +393,143 @@ def model_section(path, doc, outdir):
     png = os.path.join(outdir, f"{stem}-model.png")
     draw_model(doc, png)
     lines += ["", f"![LoGPC model vs measurement]({os.path.basename(png)})", ""]
+    return lines
+
+
+# ---- Comparison of runs (logpbench compare's JSON, schema logpbench-compare/1) ----------------------
+
+def is_compare(doc):
+    return str(doc.get("schema", "")).startswith("logpbench-compare/")
+
+
+def _fig_v(f):
+    """value and half-width of a comparison figure {value, ci95, unit} in µs (ns in the JSON); (None, 0)."""
+    if not isinstance(f, dict) or f.get("value") is None:
+        return None, 0
+    return f["value"] / 1e3, (f.get("ci95") or 0) / 1e3
+
+
+def draw_compare(doc, out):
+    """In the style of Bell et al. Figure 3: for each run a stacked bar of o_s, o_r and the rest of the
+    end-to-end latency (EEL = RTT/2), and the runs' g(m) curves overlaid. A parameter a run could not
+    observe is left out of its bar and named under it, never drawn as 0."""
+    runs = doc.get("runs", [])
+    fig, (a, b) = plt.subplots(1, 2, figsize=(12, 5))
+    names = [r["name"] for r in runs]
+    labelled = set()
+
+    def once(label):  # each part in the legend once, whichever run has it first
+        if label in labelled:
+            return None
+        labelled.add(label)
+        return label
+
+    for i, r in enumerate(runs):
+        f = r.get("figure", {})
+        os_, os_e = _fig_v(f.get("o_s"))
+        or_, or_e = _fig_v(f.get("o_r"))
+        rtt, rtt_e = _fig_v(f.get("rtt"))
+        missing = [k for k, v in (("o_s", os_), ("o_r", or_), ("RTT", rtt)) if v is None]
+        bottom = 0
+        for v, e, label, color in ((os_, os_e, "o_s", "C0"), (or_, or_e, "o_r", "C1")):
+            if v is not None:
+                a.bar(i, v, 0.6, bottom=bottom, color=color, label=once(label))
+                a.errorbar(i + 0.12 * (1 if label == "o_r" else -1), bottom + v, yerr=e, color="k", capsize=2, lw=0.8)
+                bottom += v
+        note = ""
+        if rtt is not None:
+            eel = rtt / 2
+            rest = eel - bottom
+            if rest >= 0:
+                if os_ is None or or_ is None:  # the rest then holds the overhead the run could not observe
+                    a.bar(i, rest, 0.6, bottom=bottom, color="C2", alpha=0.3, hatch="//",
+                          label=once("rest of EEL, with the overhead not observed"))
+                else:
+                    a.bar(i, rest, 0.6, bottom=bottom, color="C2", alpha=0.6, label=once("rest of EEL (RTT/2)"))
+            else:  # measured by different methods, o_s + o_r can exceed the EEL: said, not drawn negative
+                note = f"o_s + o_r exceed EEL by {-rest:.3g} µs"
+            a.errorbar(i, eel, yerr=rtt_e / 2, fmt="_", color="k", ms=18, capsize=3)
+            a.annotate(f"{eel:.3g}", (i, eel), textcoords="offset points", xytext=(0, 4), ha="center", fontsize=7)
+        if missing:
+            note = (note + "; " if note else "") + ", ".join(missing) + " n/a"
+        if note:
+            a.annotate(note, (i, 0), textcoords="offset points", xytext=(0, -28), ha="center", fontsize=7, color="C3")
+    a.set_xticks(range(len(runs)))
+    a.set_xticklabels(names)
+    a.set_ylabel("µs")
+    a.set_title("o_s, o_r and the rest of EEL = RTT/2 (Bell et al. Fig. 3)", fontsize=9)
+    a.legend(fontsize=8)
+    a.grid(alpha=0.3, axis="y")
+    drawn, curves = False, False
+    for i, r in enumerate(runs):
+        f = r.get("figure", {})
+        pts = [(p["bytes"], *_fig_v(p)) for p in f.get("g_curve", []) if p.get("value") is not None and p["bytes"] > 0]
+        if pts:
+            b.errorbar([p[0] for p in pts], [p[1] for p in pts], yerr=[p[2] for p in pts], marker="o", ms=3,
+                       capsize=2, color=f"C{i}", label=f"{r['name']} ({f.get('bench', '?')})")
+            drawn = curves = True
+        else:
+            g, _ = _fig_v(f.get("g"))
+            if g is not None:  # a method of one size (the signature): its g as a level
+                b.axhline(g, color=f"C{i}", ls="--", lw=1, label=f"{r['name']}: g = {g:.3g} µs ({f.get('bench', '?')}, one size)")
+                drawn = True
+    if drawn:
+        if curves:
+            b.set_xscale("log", base=2)
+        else:
+            b.set_xticks([])
+            b.text(0.5, 0.04, "no run measured g over sizes: each g as a level", ha="center", transform=b.transAxes, fontsize=8)
+        b.set_yscale("log")
+        b.legend(fontsize=8)
+    else:
+        b.text(0.5, 0.5, "no g in these runs", ha="center", va="center", transform=b.transAxes)
+    b.set_xlabel("message size m (bytes)")
+    b.set_ylabel("g(m) (µs)")
+    b.set_title("g(m) of each run", fontsize=9)
+    b.grid(alpha=0.3)
+    fig.suptitle("Comparison: " + ", ".join(f"{r['name']} = {os.path.basename(r.get('path', '?'))}" for r in runs), fontsize=9)
+    save(fig, out)
+
+
+def compare_section(path, doc, outdir):
+    """Markdown lines for the report's 'Comparison' section: every shared quantity of every pair, the
+    warnings, and the figure."""
+    stem = os.path.splitext(os.path.basename(path))[0]
+    lines = ["## Comparison", "",
+             f"`{os.path.basename(path)}` (`logpbench compare`): baseline **{doc.get('baseline')}**. "
+             "± 95% half-widths; added = other − baseline, its half-width the two runs' combined in quadrature "
+             "(independent runs). A value a run could not observe is shown with its bound and reason.", ""]
+    for r in doc.get("runs", []):
+        emu = (r.get("emulation") or {}).get("spec")
+        lines.append(f"- **{r['name']}**: `{os.path.basename(r.get('path', '?'))}` — {r.get('bench')} over {r.get('transport')}"
+                     + (f" emulating {emu}" if emu else "") + f", {str(r.get('cpu') or '').strip()}")
+    lines.append("")
+    for w in doc.get("warnings", []):
+        lines.append(f"> warning: {w}")
+    if doc.get("warnings"):
+        lines.append("")
+
+    def cell(f):
+        if not isinstance(f, dict):
+            return ""
+        unit = f.get("unit", "")
+        if f.get("value") is None:
+            if f.get("upper_bound") is not None:
+                return f"hidden, ≤ {f['upper_bound']:.1f} {unit} ({f.get('error', '')})"
+            return f"n/a ({f.get('error', '')})"
+        digits = {"ns": 1, "ns/B": 4, "B": 0}.get(unit, 3)  # as the command's lines print them
+        s = f"{f['value']:.{digits}f}"
+        s += f" ± {f['ci95']:.{digits}f}" if f.get("ci95") is not None else " (no interval)"
+        return s + (f" {unit}" if unit else "")
+
+    for c in doc.get("comparisons", []):
+        a, o = c["baseline"], c["other"]
+        lines += [f"| {a}-vs-{o} | {a} | {o} | added |", "|---|---|---|---|"]
+        for r in c.get("rows", []):
+            added = cell(r.get("added")) + (" *" if r.get("resolved") else "")
+            lines.append(f"| {r['quantity']} | {cell(r.get(a))} | {cell(r.get(o))} | {added} |")
+        lines += ["", "\\* the difference exceeds its interval.", ""]
+    png = os.path.join(outdir, f"{stem}-compare.png")
+    draw_compare(doc, png)
+    lines += [f"![o_s, o_r and EEL per run; g(m) overlaid (Bell et al. Fig. 3)]({os.path.basename(png)})", ""]
     return lines

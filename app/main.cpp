@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "app/compare.hpp"
 #include "app/job.hpp"
 #include "app/model.hpp"
 #include "app/modes.hpp"
@@ -41,6 +42,7 @@ int main(int argc, char** argv) {
   using namespace logpb;
   // A command that runs nothing: it reads a result and predicts (LoGPC), with its own options.
   if (argc > 1 && std::strcmp(argv[1], "model") == 0) return app::run_model(argc, argv);
+  if (argc > 1 && std::strcmp(argv[1], "compare") == 0) return app::run_compare(argc, argv);
   app::Options o;
   try {
     const std::vector<std::string> args = app::command_args(argc, argv);  // `logpbench quick ...`: --bench quick

@@ -452,6 +452,7 @@ class Endpoint {
       // A sleeping endpoint reads the clock after every sleep: the watchdog must not wait 4096 of them.
       if (net_.idle_wait()) idle_ = std::max<std::uint64_t>(idle_, 4095);
     }
+    if constexpr (SpinRelax<T>) net_.relax();
     stall_check();
   }
   // Nothing arrived. Only after many empty polls (microseconds) does the watchdog read the clock, so a

@@ -11,7 +11,8 @@
 namespace logpb {
 
 void write_json_atomic(const std::string& path, const nlohmann::json& j);
-void write_text_atomic(const std::string& path, const std::string& text);  // e.g. --csv
+// The same for any text (a CSV beside the JSON).
+void write_text_atomic(const std::string& path, const std::string& text);
 
 // Host, CPU, kernel, TSC and build facts for `meta`.
 nlohmann::json host_meta(const Clock& clock);

@@ -61,6 +61,16 @@ concept IdleWait = requires(T& t) {
   { t.idle_wait() } -> std::same_as<bool>;
 };
 
+// An NI polled by spinning on memory another core writes (shm): relax() is the spin-wait hint the AM
+// layer's waiting loops give after an empty poll (x86 PAUSE). Without it, the load that finally sees the
+// other core's store is preceded by many speculative ones, and the core pays a memory-order machine clear
+// on the way out of the loop: on the AMD EPYC VM here a bare cache-line ping-pong took 30-60 ns longer per
+// round trip without PAUSE. Never on a path that is not a wait (request()'s single poll has none).
+template <class T>
+concept SpinRelax = requires(T& t) {
+  { t.relax() } -> std::same_as<void>;
+};
+
 // How many one-way requests (am.hpp) the receiving side's queues hold beside the request window and the
 // replies: the most credits the AM layer may hand out over this NI.
 template <class T>

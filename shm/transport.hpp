@@ -389,6 +389,12 @@ class ShmTransport {
     return true;
   }
 
+  // The spin-wait hint after an empty poll (common/transport.hpp, SpinRelax); an emulated NI keeps its
+  // own time and spins without it, so its arrival stamps are seen as soon as they are due.
+  void relax() noexcept {
+    if constexpr (!NI::emulated) _mm_pause();
+  }
+
   bool peer_alive() const { return peers_.all_alive(); }
   int rank() const { return rank_; }
   int size() const { return size_; }
