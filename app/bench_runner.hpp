@@ -3,6 +3,7 @@
 // for --runs, records each run, rebuilds the parameters over all runs and checkpoints the results.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -67,6 +68,8 @@ void repeat_method(L& link, methods::ClientState& st, const Clock& clock, const 
     for (int r = 0; r < o.runs; ++r) {
       const std::string label = o.runs > 1 ? "run " + std::to_string(r + 1) + "/" + std::to_string(o.runs) + ": " : "";
       io.progress = [&](const std::string& s) { progress(label + s); };
+      io.done = [&progress, r, runs = o.runs](double f) { progress.fraction((r + std::clamp(f, 0.0, 1.0)) / runs); };
+      io.done(0);
       io.checkpoint = [&](const nlohmann::json& partial) {
         doc.j["runs"].back() = partial;
         doc.save();

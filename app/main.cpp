@@ -7,12 +7,16 @@
 #include <cmath>
 #include <cstring>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "app/compare.hpp"
 #include "app/job.hpp"
 #include "app/model.hpp"
 #include "app/modes.hpp"
 #include "app/options.hpp"
+#include "app/quick.hpp"
+#include "app/table.hpp"
 #include "app/report.hpp"
 #include "common/errors.hpp"
 #include "common/results.hpp"
@@ -41,7 +45,10 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "compare") == 0) return app::run_compare(argc, argv);
   app::Options o;
   try {
-    if (!app::parse_options(argc, argv, o)) return 0;
+    const std::vector<std::string> args = app::command_args(argc, argv);  // `logpbench quick ...`: --bench quick
+    std::vector<const char*> av;
+    for (const auto& a : args) av.push_back(a.c_str());
+    if (!app::parse_options(static_cast<int>(av.size()), av.data(), o)) return 0;
   } catch (const UsageError& e) {
     std::fprintf(stderr, "logpbench: %s\n(see logpbench --help)\n", e.what());
     return 2;
@@ -136,6 +143,8 @@ int main(int argc, char** argv) {
       doc.save();
       app::print_table(stdout, doc.j);
       if (!o.json_path.empty()) std::printf("results: %s\n", o.json_path.c_str());
+      if (!o.csv_path.empty())
+        for (const auto& f : app::write_csv(o.csv_path, doc.j)) std::printf("csv: %s\n", f.c_str());
     }
   } catch (const UsageError& e) {
     std::fprintf(stderr, "\nlogpbench: %s\n", e.what());

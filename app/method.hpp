@@ -117,6 +117,8 @@ std::vector<std::uint32_t> method_sizes(const MethodInfo& info, const std::vecto
 struct RunIO {
   std::function<void(const std::string&)> progress;       // a progress line (the run number is prefixed)
   std::function<void(const nlohmann::json&)> checkpoint;  // the run's record so far: saved at once
+  std::function<void(double)> done = [](double) {};        // the share of this run done (0..1), where a long
+                                                           // method knows it: percent and time left on screen
   std::vector<std::uint32_t> sizes;  // a method over sizes: --sizes or its default_sizes, checked against the segment
 };
 

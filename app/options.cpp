@@ -1,6 +1,7 @@
 #include "options.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
@@ -15,6 +16,40 @@ namespace po = boost::program_options;
 
 namespace logpb::app {
 
+namespace {
+
+bool given(const po::variables_map& vm, const char* k) { return vm.count(k) && !vm[k].defaulted(); }
+
+// -a, --sizes, -s and -n: which method takes them, and that they do not contradict one another. -a fills
+// the sizes and grows the segment so that its largest size (8 MiB) fits half of it, as every bulk size must.
+void check_sizes_options(Options& o, const po::variables_map& vm, const std::string& sizes_arg) {
+  const MethodInfo* m = find_method(o.bench);
+  o.size_given = given(vm, "size");
+  o.iterations_given = given(vm, "iters");
+  if (m->scope == Scope::job && m->name == "quick") {
+    for (const char* k : {"all", "sizes", "size", "iters", "warmup", "runs"})
+      if (given(vm, k))
+        throw UsageError(std::string("--") + k + ": logpbench quick sets its own budgets (recorded in the results' quick.budgets); "
+                         "run --bench pingpong, bw or signature for your own");
+    return;
+  }
+  // pingpong sweeps a list; bw and the bulk methods have default sizes that -a replaces.
+  const bool over_sizes = m->scope == Scope::link && (!m->default_sizes.empty() || m->name == "pingpong");
+  if (o.all_sizes) {
+    if (!sizes_arg.empty()) throw UsageError("-a runs every size 2 .. 2^23: give it or --sizes, not both");
+    if (o.size_given) throw UsageError("-a runs every size 2 .. 2^23: give it or -s, not both");
+    if (!over_sizes)
+      throw UsageError("-a (every size 2 .. 2^23) is for a method over message sizes (pingpong, bw, bulk, flood, overlap, "
+                       "availability), not --bench " + o.bench);
+    o.sizes = all_sizes();
+    o.segment_bytes = 2 * o.sizes.back();
+  }
+  if (!sizes_arg.empty() && o.size_given && (o.bench == "pingpong" || o.bench == "bw"))
+    throw UsageError("-s is one size and --sizes a list: give one of them");
+}
+
+}  // namespace
+
 bool parse_options(int argc, const char* const* argv, Options& o) {
   po::options_description general("Run");
   std::string cpus_arg;
@@ -26,6 +61,8 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
       ("bench", po::value(&o.bench)->default_value(o.bench), bench_help().c_str())
       ("emulate", po::value(&o.emulate_spec), "shm only: emulated NI, e.g. \"os=1.4us,or=2.2us,g=7.6us,L=6.3us,C=32\"")
       ("json", po::value(&o.json_path), "write results to this file (atomically; checkpointed during the run)")
+      ("csv", po::value(&o.csv_path), "also write the run's table as CSV (atomically): pingpong's latency table, bw's "
+                                       "bandwidth table, else the parameters; a second table goes to FILE-NAME.csv")
       ("raw", po::bool_switch(&o.raw), "also store every raw sample in the JSON")
       ("runs", po::value(&o.runs)->default_value(o.runs), "repeat the whole measurement; parameters get run-to-run spread")
       ("quiet,q", po::bool_switch(&o.quiet), "no progress line");
@@ -95,7 +132,9 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
       ("max-samples", po::value(&o.rule.max_samples)->default_value(o.rule.max_samples), "stop rule: cap per point")
       ("max-point-seconds", po::value(&o.rule.max_seconds)->default_value(o.rule.max_seconds), "stop rule: time cap per point")
       ("estimator", po::value(&estimator)->default_value(estimator), "point estimate: median | mean")
-      ("sizes", po::value(&sizes_arg), "message sizes in bytes for bulk, flood, overlap, availability (e.g. 8,512,4096)")
+      ("sizes", po::value(&sizes_arg), "message sizes in bytes for pingpong, bw, bulk, flood, overlap, availability (e.g. 8,512,4096)")
+      ("all,a", po::bool_switch(&o.all_sizes), "every size 2 .. 2^23 bytes, as perftest's -a (pingpong, bw and the other "
+                                               "methods over sizes); the segment grows to 16 MiB")
       ("queue-depth", po::value(&o.queue_depth)->default_value(o.queue_depth), "flood: messages kept in flight (Bell et al.)")
       ("messages", po::value(&o.messages)->default_value(o.messages), "flood/overlap: messages per run")
       ("bell-runs", po::value(&o.bell_runs)->default_value(o.bell_runs), "flood/overlap: runs; the minimum is reported, the median beside it")
@@ -178,6 +217,13 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
     throw UsageError("--" + name + " belongs to --bench " + list + ", not " + o.bench);
   }
   if (const MethodInfo* m = find_method(o.bench); m->check) m->check(o);
+  check_sizes_options(o, vm, sizes_arg);
+  if (!o.csv_path.empty()) {  // refused now, not after the run
+    const std::filesystem::path dir = std::filesystem::path(o.csv_path).parent_path();
+    std::error_code ec;
+    if (!dir.empty() && !std::filesystem::is_directory(dir, ec))
+      throw UsageError("--csv " + o.csv_path + ": no directory " + dir.string() + " to write it in");
+  }
   if (!sizes_arg.empty()) {
     for (int v : parse_int_list("--sizes", sizes_arg)) o.sizes.push_back(static_cast<std::uint32_t>(v));
     if (o.sizes.back() > o.segment_bytes / 2)

@@ -30,11 +30,14 @@ struct Options {
   std::string emulate_spec;
   Emulation emulation;
   std::string json_path;
+  std::string csv_path;  // --csv: the run's table(s) as CSV (app/table.hpp)
   int cpu = 0;       // this process's core (local: the client)
   int peer_cpu = 1;  // local: the forked peer's core
   std::uint16_t port = 18515;
   int iterations = 10000, warmup = 1000;
   std::uint32_t size = 0;  // ping-pong message size (perftest's -s)
+  bool size_given = false, iterations_given = false;  // -s, -n on the command line (bw has its own defaults)
+  bool all_sizes = false;  // -a: every size 2 .. 2^23, as perftest's -a (o.sizes filled, the segment grown)
   int max_burst = 512;
   double max_burst_time_ns = 0;  // 0: auto (from the measured interruptions)
   std::vector<int> bursts;
@@ -111,6 +114,13 @@ inline std::vector<int> parse_int_list(const std::string& what, const std::strin
     v.push_back(n);
   }
   if (v.empty()) throw UsageError(what + ": empty list");
+  return v;
+}
+
+// perftest's -a: every power of two from 2 to 2^23 bytes.
+inline std::vector<std::uint32_t> all_sizes() {
+  std::vector<std::uint32_t> v;
+  for (std::uint32_t n = 2; n <= (1u << 23); n *= 2) v.push_back(n);
   return v;
 }
 

@@ -22,6 +22,9 @@ using AllMethods = MethodList<@LOGPB_METHOD_TYPES@>;
 " @ONLY)
 
 # The catalogue (app/method.cpp) over the generated list; the CLI, the report and the tests link it.
-add_library(logpb_methods STATIC ${CMAKE_CURRENT_LIST_DIR}/../method.cpp)
+# The tables (screen and --csv), the command line (options.cpp, which checks methods' options) and the
+# `quick` command live beside it, so the unit tests reach them too.
+add_library(logpb_methods STATIC ${CMAKE_CURRENT_LIST_DIR}/../method.cpp ${CMAKE_CURRENT_LIST_DIR}/../table.cpp
+            ${CMAKE_CURRENT_LIST_DIR}/../options.cpp ${CMAKE_CURRENT_LIST_DIR}/../quick.cpp)
 target_include_directories(logpb_methods PUBLIC ${LOGPB_METHODS_GENERATED})
-target_link_libraries(logpb_methods PUBLIC logpb_analysis logpb_common)
+target_link_libraries(logpb_methods PUBLIC logpb_analysis logpb_shm logpb_common Boost::program_options)

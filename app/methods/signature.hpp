@@ -2,7 +2,10 @@
 // requests, and the parameters read off it (analysis/signature_fit).
 #pragma once
 
+#include <algorithm>
+#include <memory>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "analysis/results_json.hpp"
@@ -37,7 +40,16 @@ struct signature {
     cfg.window = link.window();
     if (!cfg.deltas_ns.empty() && cfg.deltas_ns.front() != 0) cfg.deltas_ns.insert(cfg.deltas_ns.begin(), 0.0);
     methods::Hooks hooks;
-    hooks.progress = io.progress;
+    // Percent done for the progress display: a step per point of each curve (and the round trip); points
+    // past the longest burst are skipped and extensions added, so the share is an estimate.
+    std::size_t curves = 1 + cfg.auto_delta_factors.size();
+    if (!cfg.deltas_ns.empty()) curves = static_cast<std::size_t>(std::count_if(cfg.deltas_ns.begin(), cfg.deltas_ns.end(), [](double d) { return d > 0; })) + 1;
+    const double steps = 1.0 + static_cast<double>(curves * cfg.bursts.size());
+    auto step = std::make_shared<int>(0);
+    hooks.progress = [&io, step, steps](const std::string& s) {
+      io.done(std::min(0.99, (*step)++ / steps));
+      io.progress(s);
+    };
     hooks.checkpoint = [&](const methods::SignatureData& d) { io.checkpoint(analysis::signature_record(d, o.raw)); };
     hooks.steady_reached = [](const methods::SignatureCurve& c) {
       return analysis::steady_state_cost(analysis::to_fit_curve(c)).reached;
