@@ -277,6 +277,53 @@ void record_job(Job& job, const nlohmann::json& numa, const nlohmann::json& tran
   job.doc.save();
 }
 
+void record_counters(Job& job, const nlohmann::json& per_rank, const nlohmann::json& transport) {
+  auto& m = job.doc.j["meta"];
+  m["am"]["per_rank"] = per_rank;
+  if (per_rank.size() < 2) return;  // a reflector job: the other end is not ours to count
+  auto u = [](const nlohmann::json& c, const char* k) { return c.value(k, std::uint64_t{0}); };
+  std::uint64_t lost = 0;
+  if (transport.contains("counters") && transport["counters"].is_object())
+    for (const char* k : {"lost", "injected_drops", "injected_duplicates", "bulk_incomplete"})
+      lost += transport["counters"].value(k, std::uint64_t{0});
+  std::uint64_t messages = 0;
+  std::string bad;
+  for (std::size_t r = 0; r < per_rank.size(); ++r) {
+    for (std::size_t q = 0; q < per_rank.size(); ++q) {
+      if (r == q) continue;
+      const std::string rs = std::to_string(r), qs = std::to_string(q);
+      if (!per_rank[r].contains(qs) || !per_rank[q].contains(rs)) continue;
+      const auto& out = per_rank[r][qs];  // r's counters toward q
+      const auto& in = per_rank[q][rs];   // q's counters from r
+      lost += u(out, "loss_events") + u(in, "loss_events");
+      std::uint64_t refused = 0;
+      if (in.contains("rejected"))
+        for (const auto& [k, v] : in["rejected"].items()) refused += v.get<std::uint64_t>();
+      const std::uint64_t sent = u(out, "requests_sent") + u(out, "replies_sent") + u(out, "oneway_sent") +
+                                 u(out, "credit_frames_sent");
+      const std::uint64_t took = u(in, "received") + u(in, "credit_frames_received") + refused;
+      messages += sent;
+      if (sent != took || u(out, "oneway_sent") != u(in, "oneway_received"))
+        bad += (bad.empty() ? "" : "; ") + rs + "->" + qs + ": sent " + std::to_string(sent) + " (" +
+               std::to_string(u(out, "oneway_sent")) + " one-way), taken in " + std::to_string(took) + " (" +
+               std::to_string(u(in, "oneway_received")) + " one-way)";
+    }
+  }
+  nlohmann::json check = {{"name", "every frame sent was taken in"}, {"messages", messages}};
+  if (lost) {
+    check["ok"] = true;
+    check["applies"] = false;
+    check["detail"] = "frames were lost on this NI (" + std::to_string(lost) +
+                      " losses counted): the counts are not expected to balance" + (bad.empty() ? "" : " (" + bad + ")");
+  } else {
+    check["ok"] = bad.empty();
+    check["detail"] = bad.empty() ? std::to_string(messages) + " frames, every one counted at both ends"
+                                  : "the two ends disagree: " + bad;
+  }
+  if (!job.doc.j.contains("checks")) job.doc.j["checks"] = nlohmann::json::array();
+  job.doc.j["checks"].push_back(check);
+}
+
 }  // namespace detail
 
 }  // namespace logpb::app

@@ -86,6 +86,12 @@ void run_single(Job& job, EP& ep, const Role& role) {
 
 // Placement and transport of every rank, gathered once; the leader writes meta.ranks (one entry per rank).
 void record_job(Job& job, const nlohmann::json& numa, const nlohmann::json& transport, const nlohmann::json& am);
+// The leader's part of the job's end: meta.am.per_rank (each rank's counters per peer) and the check that,
+// for every ordered pair of ranks, the frames one sent (requests, replies, one-way, credit frames) are the
+// frames the other took in (delivered, credit frames, refused), and the one-way messages sent the one-way
+// messages received. On an NI that lost frames (the transport's counters say so) the balance is not
+// expected and the check says why it does not apply.
+void record_counters(Job& job, const nlohmann::json& per_rank, const nlohmann::json& transport);
 
 }  // namespace detail
 
@@ -123,8 +129,14 @@ void run_job(Job& job, T& t, double loss_timeout_s, const nlohmann::json& numa) 
     }
   });
   if (!job_level) detail::run_single(job, ep, role);
-  // Nobody tears down its transport while another rank may still read from it.
-  job.ranks.barrier();
+  // Every rank's AM counters toward each peer, gathered once the job is over; the allgather is also the
+  // barrier that keeps each transport up while another rank may still read from it. The leader records
+  // them and checks that what each rank sent to another is what that one took in (detail::record_counters).
+  nlohmann::json mine = nlohmann::json::object();
+  for (int q = 0; q < ep.size(); ++q)
+    if (q != ep.rank()) mine[std::to_string(q)] = ep.counters(q);
+  const nlohmann::json all = job.ranks.allgather(mine);
+  if (job.leader()) detail::record_counters(job, all, t.describe());
 }
 
 }  // namespace logpb::app
