@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -39,6 +40,7 @@ Transport::Transport(std::vector<Port*> ports, const std::vector<PeerAddress>& p
   dup_threshold_ = static_cast<std::uint64_t>(std::ldexp(opt.dup_rate, 64));
   reorder_threshold_ = static_cast<std::uint64_t>(std::ldexp(opt.reorder_rate, 64));
   inject_ = dup_threshold_ || reorder_threshold_;
+  if (const char* e = std::getenv("LOGPB_DPDK_MBUF_REUSE")) reuse_rx_mbuf_ = std::string(e) == "1";
   std::uint32_t payload = ports_[0]->max_frame_payload();
   for (Port* p : ports_) {
     port_ids_.push_back(p->id());
@@ -534,6 +536,7 @@ nlohmann::json Transport::describe() const {
   j["size"] = size_;
   j["burst"] = burst_;
   j["tx_burst"] = 1;
+  j["rx_mbuf_reuse"] = reuse_rx_mbuf_;  // a send goes out in the last received mbuf (LOGPB_DPDK_MBUF_REUSE=1)
   j["drop_rate"] = drop_rate_;
   j["dup_rate"] = dup_rate_;
   j["reorder_rate"] = reorder_rate_;
