@@ -40,6 +40,7 @@ Transport::Transport(std::vector<Port*> ports, const std::vector<PeerAddress>& p
   dup_threshold_ = static_cast<std::uint64_t>(std::ldexp(opt.dup_rate, 64));
   reorder_threshold_ = static_cast<std::uint64_t>(std::ldexp(opt.reorder_rate, 64));
   inject_ = dup_threshold_ || reorder_threshold_;
+  if (inject_) burst_ = std::min(burst_, 255);  // inject_faults may double a burst and add one: rx_ holds 512
   if (const char* e = std::getenv("LOGPB_DPDK_MBUF_REUSE")) reuse_rx_mbuf_ = std::string(e) == "1";
   std::uint32_t payload = ports_[0]->max_frame_payload();
   for (Port* p : ports_) {
@@ -325,13 +326,13 @@ const am::Frame* Transport::accept(rte_mbuf* m, bool again, int& src) {
     // Older than expected: a duplicate of a frame that arrived (never delivered twice), or a frame that
     // came after a later one and was already given up on as lost (delivering it now could land old bulk
     // data over newer data, or an AM after its own loss timeout): counted and dropped either way. The
-    // last 64 frames are told apart by rx_seen; an older one counts as reordered.
+    // last 64 frames are told apart by rx_missing; an older one counts as late.
     const auto behind = static_cast<std::uint32_t>(-(ahead + 1));
-    if (behind < 64 && (p.rx_seen >> behind) & 1) {
-      ++p.c.duplicates;
-    } else {
+    if (behind >= 64 || (p.rx_missing >> behind) & 1) {
       ++p.c.late;
-      if (behind < 64) p.rx_seen |= std::uint64_t{1} << behind;  // a second copy of it is a duplicate
+      if (behind < 64) p.rx_missing &= ~(std::uint64_t{1} << behind);  // a second copy of it is a duplicate
+    } else {
+      ++p.c.duplicates;
     }
     return nullptr;
   }
@@ -354,13 +355,16 @@ const am::Frame* Transport::accept(rte_mbuf* m, bool again, int& src) {
       return nullptr;
     }
   }
-  if (ahead == 0 && p.stashed > 0 && !again) ++p.c.reordered;  // it came after later frames that the stash held
+  if (stash_n_ && ahead == 0 && p.stashed > 0 && !again) ++p.c.reordered;  // it came after later frames that the stash held
   src = h.src;
   if (ahead > 0) {
     p.c.lost += static_cast<std::uint64_t>(ahead);
     p.bulk_broken = true;
   }
-  p.rx_seen = ahead >= 63 ? 1 : (p.rx_seen << (ahead + 1)) | 1;
+  if (ahead == 0) [[likely]]
+    p.rx_missing <<= 1;
+  else  // frames rx_expect .. h.seq - 1 never came: bits 1 .. ahead
+    p.rx_missing = ahead >= 63 ? ~std::uint64_t{1} : (p.rx_missing << (ahead + 1)) | (((std::uint64_t{1} << ahead) - 1) << 1);
   p.rx_expect = h.seq + 1;
   const std::uint8_t* body = b + kHeaders;
   switch (h.type) {

@@ -147,13 +147,17 @@ class Transport {
         stashed(m, src, sink, delivered);
         continue;
       }
-      // accept() copied out what it delivers, so the mbuf is free before the handler runs: a reply
-      // the handler sends goes out in it (frame_mbuf), as testpmd's macswap sends the received mbuf back.
-      release(m);
+      // accept() copied out what it delivers. With the rx-mbuf reuse on, the mbuf is released before the
+      // handler runs: a reply the handler sends goes out in it (frame_mbuf), as testpmd's macswap sends
+      // the received mbuf back. Else it is freed after, as before the reuse existed.
+      if (reuse_rx_mbuf_) [[unlikely]]
+        release(m);
       if (f) {
-        ++delivered;
         sink(static_cast<const void*>(f), sizeof(am::Frame));
+        ++delivered;
       }
+      if (!reuse_rx_mbuf_) [[likely]]
+        rte_pktmbuf_free(m);
       if (stash_n_ && src >= 0) [[unlikely]]  // it may be the frame that stashed ones waited for
         if (rte_mbuf* next = unstash(src)) consume(next, true, sink, delivered);
     }
@@ -203,10 +207,13 @@ class Transport {
     bool connected = false;
     bool bulk_broken = false;                 // a frame from it was lost since its last announcing AM
     std::uint32_t tx_seq = 0, rx_expect = 0;
-    std::uint64_t rx_seen = 0;                // bit k: frame rx_expect - 1 - k arrived (a late one is a duplicate or late)
-    int stashed = 0;                          // its frames in the stash, waiting for an earlier one
     int rx_ring = 0, rx_ring_sources = 1;     // its receiving side (credit limit)
     PeerCounters c;
+    // Bit k: frame rx_expect - 1 - k never arrived (given up as lost): a frame older than rx_expect is
+    // late when its bit is set, else a duplicate. All set at the start (nothing before the first frame
+    // arrived); a frame in sequence shifts in a 0, a gap shifts in its missing frames.
+    std::uint64_t rx_missing = ~std::uint64_t{0};
+    int stashed = 0;                          // its frames in the stash, waiting for an earlier one
   };
   Peer& peer(int rank) {
     if (static_cast<unsigned>(rank) >= peers_.size() || !peers_[static_cast<std::size_t>(rank)].connected) [[unlikely]]
@@ -218,8 +225,8 @@ class Transport {
   // The next send's mbuf: the last received one when it came from the same pool (a reply goes out in the
   // request's mbuf, still in cache: no mempool get and put per frame), else a fresh one.
   rte_mbuf* frame_mbuf(const Peer& p, WireType t, std::uint32_t len, std::uint32_t off) noexcept {
-    rte_mbuf* m = spare_;
-    if (m && m->pool == pools_[p.port]) [[likely]] {
+    rte_mbuf* m;
+    if (reuse_rx_mbuf_ && (m = spare_) && m->pool == pools_[p.port]) [[unlikely]] {
       spare_ = nullptr;
       rte_pktmbuf_reset(m);
       ++counters_.rx_mbuf_reused;
@@ -260,7 +267,7 @@ class Transport {
   // one reference), else freed. Holding one back changes nothing a PMD sees: it refills its ring from
   // the pool, which holds a full ring's worth and more (dpdk/port.cpp).
   void release(rte_mbuf* m) noexcept {
-    if (reuse_rx_mbuf_ && !spare_ && RTE_MBUF_DIRECT(m) && m->nb_segs == 1 && rte_mbuf_refcnt_read(m) == 1) [[likely]]
+    if (reuse_rx_mbuf_ && !spare_ && RTE_MBUF_DIRECT(m) && m->nb_segs == 1 && rte_mbuf_refcnt_read(m) == 1) [[unlikely]]
       spare_ = m;
     else
       rte_pktmbuf_free(m);
@@ -332,33 +339,23 @@ class Transport {
   int rank_, size_;
   std::uint16_t rank16_;
   std::size_t rx_next_ = 0;  // the port whose rx burst comes next (several ports)
-  // One rx burst (at most 512), or with injected faults up to twice that (each frame duplicated) plus a
-  // frame held back from the burst before.
-  rte_mbuf* rx_[2 * 512 + 1];
-  rte_mbuf* held_ = nullptr;  // reorder injection: the frame that the next received one overtakes
-  // Frames that came ahead of their stream (a gap before them), held until the missing ones arrive, so
-  // that reordered frames reach the AM layer in order. Flushed (the gap then counted as lost) when an
-  // rx burst comes back empty or the stash is full.
-  static constexpr int kStash = 16;
-  struct Stashed {
-    rte_mbuf* m;
-    std::uint16_t src;
-    std::uint32_t seq;
-  };
-  std::array<Stashed, kStash> stash_{};
-  int stash_n_ = 0;
-  bool inject_ = false;       // duplicates or reordering are injected
-  rte_mbuf* spare_ = nullptr;  // a received mbuf kept for the next send (release, frame_mbuf)
-  // On with LOGPB_DPDK_MBUF_REUSE=1. Off by default: over memif here it measured slower, not faster
-  // (ping-pong RTT +30 ns of ~1.85 us, same binary alternated): the mempool cache already hands the
-  // PMD's just-freed mbuf back, hot, so the reuse saves a cache get/put and adds a reset.
-  bool reuse_rx_mbuf_ = false;
+  // One rx burst, at most 512 frames. With injected faults the burst is at most 255 (constructor), so the
+  // rewritten burst (each frame duplicated, plus a frame held back from the burst before) still fits.
+  // The fields poll() reads on every frame stay together as on a build without injection: what only the
+  // injection and the stash use lies at the end, and the flags the fast path tests sit in what was padding.
+  rte_mbuf* rx_[512];
   std::uint16_t rx_n_ = 0, rx_pos_ = 0;
   std::uint32_t session_;
   bool reflector_;
   bool yield_when_idle_;
   std::uint16_t reflector_reply_handler_;
-  std::uint64_t drop_threshold_ = 0, dup_threshold_ = 0, reorder_threshold_ = 0, rng_;
+  bool inject_ = false;         // duplicates or reordering are injected
+  // On with LOGPB_DPDK_MBUF_REUSE=1. Off by default: over memif here it measured slower, not faster
+  // (ping-pong RTT +30 ns of ~1.85 us, same binary alternated): the mempool cache already hands the
+  // PMD's just-freed mbuf back, hot, so the reuse saves a cache get/put and adds a reset.
+  bool reuse_rx_mbuf_ = false;
+  std::uint16_t stash_n_ = 0;   // frames in stash_ (0 unless a gap was seen)
+  std::uint64_t drop_threshold_ = 0, rng_;
   std::uint32_t chunk_bytes_, medium_max_;
   // Tracked operations not yet seen complete, oldest first: (operation number, its last mbuf, its port).
   static constexpr std::uint32_t kTracked = 1024;
@@ -376,6 +373,20 @@ class Transport {
   alignas(64) am::Frame rx_frame_{};  // the delivered frame, copied out of the mbuf to be aligned
   Counters counters_;  // what is not kept per peer
   double drop_rate_, dup_rate_, reorder_rate_;
+  // Cold: only the injection, the stash (after a gap) and the rx-mbuf reuse touch these.
+  std::uint64_t dup_threshold_ = 0, reorder_threshold_ = 0;
+  rte_mbuf* held_ = nullptr;   // reorder injection: the frame that the next received one overtakes
+  rte_mbuf* spare_ = nullptr;  // a received mbuf kept for the next send (release, frame_mbuf)
+  // Frames that came ahead of their stream (a gap before them), held until the missing ones arrive, so
+  // that reordered frames reach the AM layer in order. Flushed (the gap then counted as lost) when an
+  // rx burst comes back empty or the stash is full.
+  static constexpr int kStash = 16;
+  struct Stashed {
+    rte_mbuf* m;
+    std::uint16_t src;
+    std::uint32_t seq;
+  };
+  std::array<Stashed, kStash> stash_{};
 };
 
 }  // namespace logpb::dpdk
