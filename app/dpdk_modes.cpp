@@ -45,8 +45,11 @@ dpdk::ConnectOptions connect_options(const Job& job) {
   dpdk::TransportOptions& t = c.transport;
   t.session = job.session;
   t.burst = o.burst;
-  // Loss is injected on the leader's side only, so the figures say exactly how much was dropped.
+  // Loss, duplicates and reordering are injected on the leader's side only, so the figures say exactly
+  // how much was injected.
   t.drop_rate = job.leader() ? o.drop_rate : 0;
+  t.dup_rate = job.leader() ? o.dup_rate : 0;
+  t.reorder_rate = job.leader() ? o.reorder_rate : 0;
   t.reflector = o.reflector;
   t.reflector_reply_handler = methods::kAck;
   t.segment_bytes = o.segment_bytes;

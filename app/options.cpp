@@ -104,6 +104,8 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
       ("tx-ring", po::value(&o.tx_ring)->default_value(o.tx_ring), "tx descriptors")
       ("mtu", po::value(&o.mtu)->default_value(o.mtu), "port MTU; bulk data is cut to it (0: the port's default)")
       ("drop-rate", po::value(&o.drop_rate)->default_value(o.drop_rate), "inject loss: drop this fraction of received frames")
+      ("dup-rate", po::value(&o.dup_rate)->default_value(o.dup_rate), "inject duplicates: receive this fraction of frames twice")
+      ("reorder-rate", po::value(&o.reorder_rate)->default_value(o.reorder_rate), "inject reordering: hold this fraction of received frames back until the next one has passed")
       ("no-huge", po::bool_switch(&o.no_huge), "run the EAL without hugepages (slower; says so in meta)")
       ("reflector", po::bool_switch(&o.reflector), "local: the peer is a reflector such as testpmd macswap, not logpbench")
       ("link-timeout", po::value(&o.link_timeout_s)->default_value(o.link_timeout_s), "seconds to wait for the link")
@@ -299,7 +301,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   if (o.mode == "local" && o.ranks == 2 && o.cpus.empty() && o.cpu == o.peer_cpu)
     throw UsageError("--cpu and --peer-cpu are the same core: two busy-polling endpoints need two cores");
   if (o.transport != "dpdk") {
-    for (const char* k : {"eal", "reflector", "drop-rate", "no-huge"})
+    for (const char* k : {"eal", "reflector", "drop-rate", "dup-rate", "reorder-rate", "no-huge"})
       if (vm.count(k) && !vm[k].defaulted()) throw UsageError(std::string("--") + k + " belongs to --transport dpdk");
   }
   if (gid == "auto") {
@@ -337,6 +339,8 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
     throw UsageError("--rq-depth must cover twice --window plus --recv-batch, or receives could run out");
   if (o.reflector && o.mode != "local") throw UsageError("--reflector is for local mode: the reflector is the peer");
   positive("drop-rate", o.drop_rate, 0, 0.5);
+  positive("dup-rate", o.dup_rate, 0, 0.5);
+  positive("reorder-rate", o.reorder_rate, 0, 0.5);
   positive("burst", o.burst, 1, 512);
   positive("rx-ring", o.rx_ring, 16, 65536);
   positive("tx-ring", o.tx_ring, 16, 65536);

@@ -70,6 +70,7 @@ struct Options {
   int dpdk_port = -1;
   int burst = 32, rx_ring = 1024, tx_ring = 1024, mtu = 0;
   double drop_rate = 0;
+  double dup_rate = 0, reorder_rate = 0;
   bool no_huge = false;
   bool reflector = false;
   double link_timeout_s = 10;

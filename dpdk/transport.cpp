@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 
@@ -26,12 +27,21 @@ Transport::Transport(std::vector<Port*> ports, const std::vector<PeerAddress>& p
       reflector_reply_handler_(opt.reflector_reply_handler),
       rng_(opt.seed | 1),
       segment_bytes_(opt.segment_bytes),
-      drop_rate_(opt.drop_rate) {
+      drop_rate_(opt.drop_rate),
+      dup_rate_(opt.dup_rate),
+      reorder_rate_(opt.reorder_rate) {
   if (ports_.empty()) throw UsageError("a DPDK transport needs at least one port");
   if (size_ < 1 || size_ > am::kMaxRanks || rank_ < 0 || rank_ >= size_)
     throw UsageError("DPDK transport: rank " + std::to_string(rank_) + " of " + std::to_string(size_) + " is not a rank of the job");
   if (opt.drop_rate < 0 || opt.drop_rate >= 1) throw UsageError("--drop-rate must be in [0, 1)");
   drop_threshold_ = static_cast<std::uint64_t>(std::ldexp(opt.drop_rate, 64));
+  if (opt.dup_rate < 0 || opt.dup_rate >= 1) throw UsageError("--dup-rate must be in [0, 1)");
+  if (opt.reorder_rate < 0 || opt.reorder_rate >= 1) throw UsageError("--reorder-rate must be in [0, 1)");
+  dup_threshold_ = static_cast<std::uint64_t>(std::ldexp(opt.dup_rate, 64));
+  reorder_threshold_ = static_cast<std::uint64_t>(std::ldexp(opt.reorder_rate, 64));
+  inject_ = dup_threshold_ || reorder_threshold_;
+  if (inject_) burst_ = std::min(burst_, 255);  // inject_faults may double a burst and add one: rx_ holds 512
+  if (const char* e = std::getenv("LOGPB_DPDK_MBUF_REUSE")) reuse_rx_mbuf_ = std::string(e) == "1";
   std::uint32_t payload = ports_[0]->max_frame_payload();
   for (Port* p : ports_) {
     port_ids_.push_back(p->id());
@@ -94,8 +104,46 @@ std::uint16_t Transport::rx_round_robin() noexcept {
   return 0;
 }
 
+// Duplicates and reordering, injected on receive (as --drop-rate injects loss) to test that the receiver
+// never delivers a frame twice or out of order: each received frame is, with probability dup_rate,
+// followed by a copy of itself; with probability reorder_rate it is held back and delivered right after
+// the next frame received, which overtakes it. A held frame that no other frame follows is delivered at
+// the next poll (delayed, not reordered). Rewrites the burst in rx_ (room for twice a burst and one).
+std::uint16_t Transport::inject_faults(std::uint16_t n) noexcept {
+  rte_mbuf* in[512];
+  std::copy(rx_, rx_ + n, in);
+  std::uint16_t out = 0;
+  for (std::uint16_t i = 0; i < n; ++i) {
+    rte_mbuf* m = in[i];
+    if (!held_ && chance(reorder_threshold_)) {
+      held_ = m;
+      continue;
+    }
+    rx_[out++] = m;
+    if (held_) {
+      rx_[out++] = held_;
+      held_ = nullptr;
+      ++counters_.injected_reorders;
+    }
+    if (chance(dup_threshold_)) {
+      if (rte_mbuf* copy = rte_pktmbuf_copy(m, m->pool, 0, UINT32_MAX)) {
+        rx_[out++] = copy;
+        ++counters_.injected_duplicates;
+      }
+    }
+  }
+  if (out == 0 && held_) {
+    rx_[out++] = held_;
+    held_ = nullptr;
+  }
+  return out;
+}
+
 Transport::~Transport() {
   for (std::uint16_t i = rx_pos_; i < rx_n_; ++i) rte_pktmbuf_free(rx_[i]);
+  if (spare_) rte_pktmbuf_free(spare_);
+  if (held_) rte_pktmbuf_free(held_);
+  for (int i = 0; i < stash_n_; ++i) rte_pktmbuf_free(stash_[static_cast<std::size_t>(i)].m);
   for (; trk_head_ != trk_tail_; ++trk_head_) rte_pktmbuf_free(tracked_[trk_head_ % kTracked].m);  // our references
   rte_free(segment_);
 }
@@ -214,8 +262,29 @@ int Transport::max_credits(int window) const {
   return room;
 }
 
-const am::Frame* Transport::accept(rte_mbuf* m) {
-  ++counters_.rx;
+rte_mbuf* Transport::unstash(int src) noexcept {
+  int best = -1;
+  for (int i = 0; i < stash_n_; ++i) {
+    const Stashed& e = stash_[static_cast<std::size_t>(i)];
+    if (src >= 0) {
+      if (e.src == src && e.seq == peers_[e.src].rx_expect) {
+        best = i;
+        break;
+      }
+    } else if (best < 0 || (e.src == stash_[static_cast<std::size_t>(best)].src &&
+                            static_cast<std::int32_t>(e.seq - stash_[static_cast<std::size_t>(best)].seq) < 0)) {
+      best = i;  // the oldest of the first stream found: streams are independent
+    }
+  }
+  if (best < 0) return nullptr;
+  rte_mbuf* m = stash_[static_cast<std::size_t>(best)].m;
+  --peers_[stash_[static_cast<std::size_t>(best)].src].stashed;
+  stash_[static_cast<std::size_t>(best)] = stash_[static_cast<std::size_t>(--stash_n_)];
+  return m;
+}
+
+const am::Frame* Transport::accept(rte_mbuf* m, bool again, int& src) {
+  if (!again) ++counters_.rx;
   const std::uint32_t len = rte_pktmbuf_data_len(m);
   if (len < kHeaders || m->nb_segs != 1) {
     ++counters_.malformed;
@@ -245,25 +314,57 @@ const am::Frame* Transport::accept(rte_mbuf* m) {
     return nullptr;
   }
   Peer& p = peers_[h.src];
-  ++p.c.rx;
-  if (drop_threshold_) {  // xorshift64: cheap, and only on when loss is being injected
-    rng_ ^= rng_ << 13;
-    rng_ ^= rng_ >> 7;
-    rng_ ^= rng_ << 17;
-    if (rng_ < drop_threshold_) {
+  if (!again) {
+    ++p.c.rx;
+    if (drop_threshold_ && chance(drop_threshold_)) [[unlikely]] {
       ++p.c.injected_drops;
       return nullptr;
     }
   }
   const auto ahead = static_cast<std::int32_t>(h.seq - p.rx_expect);
-  if (ahead < 0) {  // older than expected: duplicated or reordered, already given up on
-    ++p.c.reordered;
+  if (ahead < 0) [[unlikely]] {
+    // Older than expected: a duplicate of a frame that arrived (never delivered twice), or a frame that
+    // came after a later one and was already given up on as lost (delivering it now could land old bulk
+    // data over newer data, or an AM after its own loss timeout): counted and dropped either way. The
+    // last 64 frames are told apart by rx_missing; an older one counts as late.
+    const auto behind = static_cast<std::uint32_t>(-(ahead + 1));
+    if (behind >= 64 || (p.rx_missing >> behind) & 1) {
+      ++p.c.late;
+      if (behind < 64) p.rx_missing &= ~(std::uint64_t{1} << behind);  // a second copy of it is a duplicate
+    } else {
+      ++p.c.duplicates;
+    }
     return nullptr;
   }
+  if (ahead > 0 && !again) [[unlikely]] {
+    // Ahead of its stream: held until the frames before it come (reordering), unless the stash is full
+    // (then what it holds goes first, its gaps lost) or the gap is too wide to be reordering.
+    if (ahead < kStash) {
+      if (stash_n_ == kStash) {
+        src = kStashFull;  // the caller flushes, then offers this frame again
+        return nullptr;
+      }
+      for (int i = 0; i < stash_n_; ++i)  // the same frame twice in the stash: a duplicate
+        if (stash_[static_cast<std::size_t>(i)].src == h.src && stash_[static_cast<std::size_t>(i)].seq == h.seq) {
+          ++p.c.duplicates;
+          return nullptr;
+        }
+      stash_[static_cast<std::size_t>(stash_n_++)] = {m, h.src, h.seq};
+      ++p.stashed;
+      src = kStashed;
+      return nullptr;
+    }
+  }
+  if (stash_n_ && ahead == 0 && p.stashed > 0 && !again) ++p.c.reordered;  // it came after later frames that the stash held
+  src = h.src;
   if (ahead > 0) {
     p.c.lost += static_cast<std::uint64_t>(ahead);
     p.bulk_broken = true;
   }
+  if (ahead == 0) [[likely]]
+    p.rx_missing <<= 1;
+  else  // frames rx_expect .. h.seq - 1 never came: bits 1 .. ahead
+    p.rx_missing = ahead >= 63 ? ~std::uint64_t{1} : (p.rx_missing << (ahead + 1)) | (((std::uint64_t{1} << ahead) - 1) << 1);
   p.rx_expect = h.seq + 1;
   const std::uint8_t* body = b + kHeaders;
   switch (h.type) {
@@ -425,6 +526,8 @@ Counters Transport::counters() const {
     c.tx += p.c.tx;
     c.lost += p.c.lost;
     c.reordered += p.c.reordered;
+    c.duplicates += p.c.duplicates;
+    c.late += p.c.late;
     c.injected_drops += p.c.injected_drops;
     c.bulk_incomplete += p.c.bulk_incomplete;
   }
@@ -437,7 +540,10 @@ nlohmann::json Transport::describe() const {
   j["size"] = size_;
   j["burst"] = burst_;
   j["tx_burst"] = 1;
+  j["rx_mbuf_reuse"] = reuse_rx_mbuf_;  // a send goes out in the last received mbuf (LOGPB_DPDK_MBUF_REUSE=1)
   j["drop_rate"] = drop_rate_;
+  j["dup_rate"] = dup_rate_;
+  j["reorder_rate"] = reorder_rate_;
   j["reflector"] = reflector_;
   j["idle"] = yield_when_idle_ ? "sched_yield after an empty poll (more ranks than cores)" : "busy poll";
   j["chunk_bytes"] = chunk_bytes_;
@@ -453,6 +559,10 @@ nlohmann::json Transport::describe() const {
                    {"lost", c.lost},
                    {"injected_drops", c.injected_drops},
                    {"reordered", c.reordered},
+                   {"duplicates", c.duplicates},
+                   {"late", c.late},
+                   {"injected_duplicates", c.injected_duplicates},
+                   {"injected_reorders", c.injected_reorders},
                    {"foreign_ethertype", c.foreign_ethertype},
                    {"foreign_session", c.foreign_session},
                    {"foreign_rank", c.foreign_rank},
@@ -460,7 +570,8 @@ nlohmann::json Transport::describe() const {
                    {"bulk_incomplete", c.bulk_incomplete},
                    {"get_served", c.get_served},
                    {"medium_sent", c.medium_sent},
-                   {"medium_rejected", c.medium_rejected}};
+                   {"medium_rejected", c.medium_rejected},
+                   {"rx_mbuf_reused", c.rx_mbuf_reused}};
   j["local_completion"] = describe_local_completion();
   // Ports: each with what it dropped itself (rx ring full, no mbuf: what the credit limit exists to
   // prevent) and how many ranks share its rx ring.
@@ -491,7 +602,8 @@ nlohmann::json Transport::describe() const {
     peers.push_back({{"rank", p.rank},           {"port", p.port_id},          {"mac", mac},
                      {"rx_ring", p.rx_ring},     {"rx_ring_sources", p.rx_ring_sources},
                      {"tx", p.c.tx},             {"rx", p.c.rx},               {"lost", p.c.lost},
-                     {"reordered", p.c.reordered}, {"injected_drops", p.c.injected_drops},
+                     {"reordered", p.c.reordered}, {"duplicates", p.c.duplicates}, {"late", p.c.late},
+                     {"injected_drops", p.c.injected_drops},
                      {"bulk_incomplete", p.c.bulk_incomplete}});
   }
   j["peers"] = std::move(peers);
