@@ -66,7 +66,7 @@ std::string csv_cell(const nlohmann::json& c) {
 }  // namespace
 
 Table parameters_table(const nlohmann::json& doc) {
-  Table t{"parameters", {"parameter", "value", "95% CI", "runs min", "runs max", "unit", "note"}, {}, 4};
+  Table t{"parameters", {"parameter", "value", "95% CI", "runs min", "runs max", "unit", "note"}, {}, 4, {}, {}};
   const auto& params = doc.value("parameters", nlohmann::json::object());
   std::vector<std::string> keys{"o_s", "o_r", "g", "G", "L", "L_plogp", "g0", "rtt"};
   for (const auto& [k, v] : params.items())

@@ -141,7 +141,7 @@ TEST_CASE("bw over runs: mean with a Student-t interval, the highest peak; one r
 }
 
 TEST_CASE("tables: aligned on screen, CSV with quoting and full precision, null as n/a or empty") {
-  Table t{"x", {"#bytes", "value", "note"}, {{2, 1.23456789, "a, \"b\""}, {4096, nullptr, "plain"}}, 2};
+  Table t{"x", {"#bytes", "value", "note"}, {{2, 1.23456789, "a, \"b\""}, {4096, nullptr, "plain"}}, 2, {}, {}};
   const std::string csv = csv_text(t);
   CHECK(csv == "#bytes,value,note\n2,1.23456789,\"a, \"\"b\"\"\"\n4096,,plain\n");
   char buf[512] = {};

@@ -122,7 +122,8 @@ struct bw {
              "BW average 95% CI[MB/sec]"},
             {},
             2,
-            {0, 0, 2, 2, 6, 2, 2}};
+            {0, 0, 2, 2, 6, 2, 2},
+            {}};
     for (const auto& s : summary.value("per_size", nlohmann::json::array()))
       t.rows.push_back({s["bytes"], s["iterations"], s["bw_peak_MBps"]["value"], s["bw_average_MBps"]["value"],
                         s["msg_rate_Mpps"]["value"], s["bw_average_Gbps"]["value"], s["bw_average_MBps"]["ci95"]});
