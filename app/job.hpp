@@ -53,7 +53,10 @@ struct Job {
     sub.j["runs"] = nlohmann::json::array();
     Progress quiet(true);
     run_client_bench(ep, peer, clock, lo, sub, leader() ? progress : quiet);
-    ep.request(peer, methods::kQuit);
+    // The quit gets no reply: sent as a one-way request, so it does not stay counted as an outstanding
+    // request, which the next method over this link (pairs' second phase, quick's next method) would
+    // wait for in vain (a signature's wait_all ended at the stall timeout).
+    ep.oneway(peer, methods::kQuit);
     nlohmann::json r = {{"requester", ranks.rank()}, {"replier", peer}};
     for (const char* k : {"parameters", "checks", "runs", "per_size"})
       if (sub.j.contains(k)) r[k] = sub.j[k];

@@ -1,6 +1,7 @@
 #include "options.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -179,7 +180,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   if (vm.count("help")) {
     std::cout << "usage: logpbench [local | server | client HOST] [options]\n"
                  "With no arguments: local --transport shm --bench signature (the embedded default).\n\n"
-              << general << '\n' << place << '\n' << method << '\n' << owned << '\n' << verbs << '\n' << dpdk;
+              << general << '\n' << place << '\n' << method << '\n' << owned << '\n' << verbs << '\n' << dpdk << '\n' << mpi;
     return false;
   }
   if (vm.count("version")) {
@@ -275,7 +276,11 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   }
   auto positive = [](const char* name, double v, double lo, double hi) {
     if (!(v >= lo && v <= hi))
-      throw UsageError(std::string("--") + name + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    {
+      char range[96];
+      std::snprintf(range, sizeof range, " must be in [%g, %g]", lo, hi);
+      throw UsageError(std::string("--") + name + range);
+    }
   };
   positive("iters", o.iterations, 1, 1e8);
   positive("queue-depth", o.queue_depth, 1, 4096);

@@ -98,9 +98,8 @@ struct quick {
       q["seconds"][bench] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       return rec;
     };
-    // The signature goes first: each phase ends with a quit request that is never answered (the replier
-    // stops serving), and stays outstanding on this endpoint. The signature waits for every outstanding
-    // request after each burst (wait_all); pingpong and bw wait only for their own replies.
+    // The LogP table first, then the distribution and the rate (each phase ends with a one-way quit:
+    // Job::measure_link).
     q["signature"] = phase("signature", 0.0, 0.7, signature_budget);
     q["pingpong"] = phase("pingpong", 0.7, 0.8, pingpong_budget);
     if constexpr (bulk) {
