@@ -298,7 +298,6 @@ void record_counters(Job& job, const nlohmann::json& per_rank, const nlohmann::j
       if (!per_rank[r].contains(qs) || !per_rank[q].contains(rs)) continue;
       const auto& out = per_rank[r][qs];  // r's counters toward q
       const auto& in = per_rank[q][rs];   // q's counters from r
-      lost += u(out, "loss_events") + u(in, "loss_events");
       std::uint64_t refused = 0;
       if (in.contains("rejected"))
         for (const auto& [k, v] : in["rejected"].items()) refused += v.get<std::uint64_t>();
