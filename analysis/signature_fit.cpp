@@ -30,6 +30,7 @@ void to_json(nlohmann::json& j, const Param& p) {
   if (p.valid) {
     j = {{"value_ns", num(p.value)}, {"ci95_ns", num(p.ci95)}};
     if (!p.note.empty()) j["note"] = p.note;
+    if (std::isfinite(p.raw) && p.raw != p.value) j["raw_value_ns"] = p.raw;  // the value was bounded (idle at 0)
   } else {
     j = {{"value_ns", nullptr}, {"ci95_ns", nullptr}, {"error", p.note}};
     if (std::isfinite(p.raw)) j["raw_value_ns"] = p.raw;
@@ -309,6 +310,12 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
   } else if (processor) {
     fit.bottleneck = kBottleneckProcessor;
     fit.idle.note = "zero within its interval: the processor (o_s + o_r per request) is the bottleneck";
+    // A time cannot be negative: a difference below zero but within its interval is reported as 0 (its
+    // arithmetic stays in raw), so no table shows a negative idle time.
+    if (fit.idle.value < 0) {
+      fit.idle.value = 0;
+      fit.idle.note += " (g - o_s - o_r came out negative within its interval; its value is in raw_value_ns)";
+    }
     fit.g_ni = Param::hidden("hidden: Idle = g - o_s - o_r is zero, so the steady state is the processor's o_s + o_r "
                              "(Culler et al. section 5: 'the gap is equal to o_s + o_r'); the NI's own gap is at most this",
                              fit.g.value, fit.g.ci95);

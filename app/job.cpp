@@ -285,9 +285,11 @@ void record_counters(Job& job, const nlohmann::json& per_rank, const nlohmann::j
   m["am"]["per_rank"] = per_rank;
   if (per_rank.size() < 2) return;  // a reflector job: the other end is not ours to count
   auto u = [](const nlohmann::json& c, const char* k) { return c.value(k, std::uint64_t{0}); };
+  // Losses break the balance; duplicates do not (the NI drops a second copy before the AM layer sees
+  // it), nor does reordering (put back in sequence, or counted lost when it cannot be).
   std::uint64_t lost = 0;
   if (transport.contains("counters") && transport["counters"].is_object())
-    for (const char* k : {"lost", "injected_drops", "injected_duplicates", "bulk_incomplete"})
+    for (const char* k : {"lost", "injected_drops", "bulk_incomplete"})
       lost += transport["counters"].value(k, std::uint64_t{0});
   std::uint64_t messages = 0;
   std::string bad;
@@ -301,8 +303,10 @@ void record_counters(Job& job, const nlohmann::json& per_rank, const nlohmann::j
       std::uint64_t refused = 0;
       if (in.contains("rejected"))
         for (const auto& [k, v] : in["rejected"].items()) refused += v.get<std::uint64_t>();
-      const std::uint64_t sent = u(out, "requests_sent") + u(out, "replies_sent") + u(out, "oneway_sent") +
-                                 u(out, "credit_frames_sent");
+      // A get from r is served by q's NI, not its AM layer, and its completion reaches r as a reply from
+      // q that q's AM layer never sent: each is counted on the side whose AM layer sees it.
+      const std::uint64_t sent = u(out, "requests_sent") - u(out, "gets_sent") + u(out, "replies_sent") +
+                                 u(out, "oneway_sent") + u(out, "credit_frames_sent") + u(in, "gets_sent");
       const std::uint64_t took = u(in, "received") + u(in, "credit_frames_received") + refused;
       messages += sent;
       if (sent != took || u(out, "oneway_sent") != u(in, "oneway_received"))

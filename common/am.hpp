@@ -33,6 +33,9 @@ namespace logpb::am {
 struct Counters {
   std::uint64_t requests_sent = 0, replies_sent = 0, received = 0;
   std::uint64_t oneway_sent = 0, oneway_received = 0, credit_frames = 0, credit_frames_sent = 0;
+  // Of requests_sent, the gets: the peer's NI serves them, not its AM layer, and their completion comes
+  // back as a reply from the peer that its AM layer never sent (the job's frame balance counts them so).
+  std::uint64_t gets_sent = 0;
   std::array<std::uint64_t, static_cast<int>(Reject::count_)> rejected{};
   std::uint64_t rejected_total() const {
     std::uint64_t s = 0;
@@ -47,7 +50,7 @@ inline void to_json(nlohmann::json& j, const Counters& c) {
   j = {{"requests_sent", c.requests_sent}, {"replies_sent", c.replies_sent}, {"received", c.received},
        {"oneway_sent", c.oneway_sent},     {"oneway_received", c.oneway_received},
        {"credit_frames_received", c.credit_frames}, {"credit_frames_sent", c.credit_frames_sent},
-       {"rejected", rej}};
+       {"gets_sent", c.gets_sent}, {"rejected", rej}};
 }
 
 struct EndpointOptions {
@@ -176,6 +179,7 @@ class Endpoint {
     while (!net_.try_get(f, remote_off, n, local_off)) progress();
     ++p.outstanding;
     ++p.counters.requests_sent;
+    ++p.counters.gets_sent;
   }
 
   // Reply to `req` (to its source) from inside its handler. Replies take no window slot; if the NI is
@@ -306,6 +310,7 @@ class Endpoint {
       s.oneway_received += c.oneway_received;
       s.credit_frames += c.credit_frames;
       s.credit_frames_sent += c.credit_frames_sent;
+      s.gets_sent += c.gets_sent;
       for (std::size_t i = 0; i < s.rejected.size(); ++i) s.rejected[i] += c.rejected[i];
     }
     return s;

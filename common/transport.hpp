@@ -2,6 +2,8 @@
 // template over its transport, so nothing on a timed path goes through a virtual call.
 #pragma once
 
+#include <sched.h>
+
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -60,6 +62,14 @@ template <class T>
 concept IdleWait = requires(T& t) {
   { t.idle_wait() } -> std::same_as<bool>;
 };
+
+// idle_wait() of a busy-polled NI: when the job has more ranks than cores, give the core away
+// (sched_yield) so every rank progresses; otherwise keep it (a pure busy poll) and say so.
+inline bool yield_if_oversubscribed(bool oversubscribed) noexcept {
+  if (!oversubscribed) return false;
+  sched_yield();
+  return true;
+}
 
 // An NI polled by spinning on memory another core writes (shm): relax() is the spin-wait hint the AM
 // layer's waiting loops give after an empty poll (x86 PAUSE). Without it, the load that finally sees the

@@ -39,6 +39,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/frame.hpp"
+#include "common/transport.hpp"
 #include "dpdk/port.hpp"
 #include "dpdk/wire.hpp"
 
@@ -207,11 +208,7 @@ class Transport {
   }
 
   // IdleWait (common/transport.hpp): yields only when the job has more ranks than cores.
-  bool idle_wait() {
-    if (!yield_when_idle_) return false;
-    sched_yield();
-    return true;
-  }
+  bool idle_wait() { return yield_if_oversubscribed(yield_when_idle_); }
 
   bool peer_alive() const { return peer_alive_(); }
   std::span<std::byte> segment() { return {segment_, segment_bytes_}; }

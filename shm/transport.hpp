@@ -34,6 +34,7 @@
 
 #include "common/clock.hpp"
 #include "common/frame.hpp"
+#include "common/transport.hpp"
 #include "shm/emulation.hpp"
 
 namespace logpb {
@@ -391,9 +392,7 @@ class ShmTransport {
         return true;
       }
     }
-    if (!yield_when_idle_) return false;
-    sched_yield();
-    return true;
+    return yield_if_oversubscribed(yield_when_idle_);
   }
 
   // The spin-wait hint after an empty poll (common/transport.hpp, SpinRelax); an emulated NI keeps its

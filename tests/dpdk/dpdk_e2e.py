@@ -281,6 +281,9 @@ def injected(doc):
     assert c["late"] == 0 and c["lost"] == 0 and c["bulk_incomplete"] == 0, c
     t = doc["meta"]["transport"]
     assert t["dup_rate"] > 0 and t["reorder_rate"] > 0, t
+    # Nothing lost, so the job's frame count balances: the duplicates never reached the AM layer.
+    check = {k["name"]: k for k in doc["checks"]}["every frame sent was taken in"]
+    assert check["ok"] and check.get("applies", True), check
     return c
 
 
