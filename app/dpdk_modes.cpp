@@ -45,6 +45,7 @@ dpdk::ConnectOptions connect_options(const Job& job) {
   dpdk::TransportOptions& t = c.transport;
   t.session = job.session;
   t.burst = o.burst;
+  t.tx_burst = o.tx_burst;
   // Loss, duplicates and reordering are injected on the leader's side only, so the figures say exactly
   // how much was injected.
   t.drop_rate = job.leader() ? o.drop_rate : 0;

@@ -100,7 +100,8 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   dpdk.add_options()
       ("eal", po::value(&o.eal), "EAL arguments, passed through (e.g. \"--vdev=net_af_xdp0,iface=veth0 -l 1\")")
       ("dpdk-port", po::value(&o.dpdk_port)->default_value(o.dpdk_port), "ethdev port id (-1: the only one)")
-      ("burst", po::value(&o.burst)->default_value(o.burst), "rx burst size (tx sends each frame at once)")
+      ("burst", po::value(&o.burst)->default_value(o.burst), "rx burst size")
+      ("tx-burst", po::value(&o.tx_burst)->default_value(o.tx_burst), "bw, flood: hand a stream's sends to the PMD this many at a time (1: each send in its own call, as every other method does)")
       ("rx-ring", po::value(&o.rx_ring)->default_value(o.rx_ring), "rx descriptors")
       ("tx-ring", po::value(&o.tx_ring)->default_value(o.tx_ring), "tx descriptors")
       ("mtu", po::value(&o.mtu)->default_value(o.mtu), "port MTU; bulk data is cut to it (0: the port's default)")
@@ -347,6 +348,11 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   positive("dup-rate", o.dup_rate, 0, 0.5);
   positive("reorder-rate", o.reorder_rate, 0, 0.5);
   positive("burst", o.burst, 1, 512);
+  positive("tx-burst", o.tx_burst, 1, 128);
+  if (o.tx_burst > 1 && o.transport != "dpdk") throw UsageError("--tx-burst belongs to --transport dpdk");
+  if (o.tx_burst > 1 && o.bench != "bw" && o.bench != "flood")
+    throw UsageError("--tx-burst batches a stream's sends, so a send is no longer paid in the call that makes it: only "
+                     "--bench bw and flood, which measure rates, take it");
   positive("rx-ring", o.rx_ring, 16, 65536);
   positive("tx-ring", o.tx_ring, 16, 65536);
   positive("mtu", o.mtu, 0, 65535);

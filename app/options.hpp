@@ -68,7 +68,7 @@ struct Options {
   // DPDK
   std::string eal;             // EAL arguments, split on spaces
   int dpdk_port = -1;
-  int burst = 32, rx_ring = 1024, tx_ring = 1024, mtu = 0;
+  int burst = 32, tx_burst = 1, rx_ring = 1024, tx_ring = 1024, mtu = 0;
   double drop_rate = 0;
   double dup_rate = 0, reorder_rate = 0;
   bool no_huge = false;

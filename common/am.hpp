@@ -404,6 +404,7 @@ class Endpoint {
     cred_.args[0] = p.owed;
     cred_.flags = p.ask_epoch;
     while (!net_.try_send(cred_)) stall_check();
+    if constexpr (TxBatch<T>) net_.flush_sends();  // a sender waits for it
     p.owed = 0;
     ++p.counters.credit_frames_sent;
   }
@@ -448,6 +449,7 @@ class Endpoint {
       losses_in_stall_ = 0;
       return;
     }
+    if constexpr (TxBatch<T>) net_.flush_sends();  // about to wait: nothing of ours may wait on a batch
     if constexpr (IdleWait<T>) {
       // A sleeping endpoint reads the clock after every sleep: the watchdog must not wait 4096 of them.
       if (net_.idle_wait()) idle_ = std::max<std::uint64_t>(idle_, 4095);

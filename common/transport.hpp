@@ -71,6 +71,17 @@ concept SpinRelax = requires(T& t) {
   { t.relax() } -> std::same_as<void>;
 };
 
+// An NI that can hand a stream's sends over in bursts (DPDK --tx-burst): while batch_sends(true), a
+// send may wait in the transport until a burst is full; flush_sends() hands over what waits (true when
+// nothing is left). Only the streams of one-way messages turn it on (methods/messages.hpp, SendBatch),
+// since a batched send is not paid in the call that makes it. The AM layer flushes before it waits and
+// after a credit frame, so nothing waits on a batch while its sender polls.
+template <class T>
+concept TxBatch = requires(T& t, bool on) {
+  { t.batch_sends(on) } -> std::same_as<void>;
+  { t.flush_sends() } -> std::same_as<bool>;
+};
+
 // How many one-way requests (am.hpp) the receiving side's queues hold beside the request window and the
 // replies: the most credits the AM layer may hand out over this NI.
 template <class T>

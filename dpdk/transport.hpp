@@ -1,5 +1,6 @@
 // DPDK datapath: one small AM per Ethernet frame, sent with a burst of one (latency first), received
-// with rx bursts and busy polling. Frames of other EtherTypes, sessions, versions or ranks, short or
+// with rx bursts and busy polling. A stream of one-way messages may batch its sends (--tx-burst B: see
+// batch_sends): frames are handed to the PMD B at a time, as testpmd and perftest's bw tests post them. Frames of other EtherTypes, sessions, versions or ranks, short or
 // malformed ones are counted and dropped; a gap in a source's sequence numbers is a loss, counted (and,
 // for bulk data, the AM that would have announced incomplete data is dropped so the AM layer's loss
 // timeout re-measures).
@@ -48,6 +49,7 @@ struct TransportOptions {
   int rank = 0;            // this side's rank, and the job's size (ranks are 16-bit on the wire)
   int size = 2;
   int burst = 32;          // rx burst size
+  int tx_burst = 1;        // frames per tx burst while a stream batches its sends (batch_sends); 1: never batched
   double drop_rate = 0;    // injected loss on receive, for testing loss handling
   double dup_rate = 0;     // injected duplicates on receive: a frame is received twice
   double reorder_rate = 0; // injected reordering on receive: a frame is held back until the next one passed it
@@ -80,6 +82,7 @@ struct Counters {
   std::uint64_t medium_sent = 0, medium_rejected = 0;  // rejected: data length or place outside the segment
   std::uint64_t tracked = 0, completed = 0, completed_in_tx_burst = 0;  // local completion (tracked sends)
   std::uint64_t rx_mbuf_reused = 0;  // sends that went out in a received mbuf instead of a fresh one
+  std::uint64_t tx_batches = 0, tx_batched = 0;  // batched sends: PMD tx bursts and the frames they carried
 };
 struct PeerCounters {
   // reordered: frames that came after a later one and were put back in sequence; late: frames that came
@@ -126,6 +129,11 @@ class Transport {
   template <class Sink>
   int poll(Sink&& sink) {
     if (rx_pos_ == rx_n_) {
+      // While a batch of sends is being filled the NI is looked at once per batch, as testpmd polls once
+      // per burst: the AM layer polls before every send, and an empty rx burst costs about what a send
+      // does. A wait flushes the batch first (progress), so a waiting endpoint polls every time.
+      if (txq_n_ != 0) [[unlikely]]
+        return 0;
       rx_pos_ = 0;
       rx_n_ = ports_.size() == 1 ? rte_eth_rx_burst(port_ids_[0], 0, rx_, static_cast<std::uint16_t>(burst_)) : rx_round_robin();
       if (inject_) [[unlikely]]
@@ -139,6 +147,8 @@ class Transport {
       }
     }
     int delivered = 0;
+    rte_mbuf* done[512];  // consumed mbufs, freed together after the burst (one mempool put)
+    int n_done = 0;
     while (rx_pos_ < rx_n_) {
       rte_mbuf* m = rx_[rx_pos_++];
       int src = -1;
@@ -157,10 +167,11 @@ class Transport {
         ++delivered;
       }
       if (!reuse_rx_mbuf_) [[likely]]
-        rte_pktmbuf_free(m);
+        done[n_done++] = m;
       if (stash_n_ && src >= 0) [[unlikely]]  // it may be the frame that stashed ones waited for
         if (rte_mbuf* next = unstash(src)) consume(next, true, sink, delivered);
     }
+    if (n_done) rte_pktmbuf_free_bulk(done, static_cast<unsigned>(n_done));
     counters_.delivered += static_cast<std::uint64_t>(delivered);
     return delivered;
   }
@@ -179,6 +190,22 @@ class Transport {
   // the smallest share over every ring of the job this rank knows of (its own and its peers').
   int max_credits(int window) const;
 
+  // TxBatch (common/transport.hpp). While on (and --tx-burst > 1), try_send and medium stores queue
+  // their frame and the queue goes to the PMD tx_burst frames at a time; flush_sends() hands over what
+  // is queued (the AM layer calls it before it waits, and after a credit frame). Turning it off drains
+  // the queue. Frames that must go at once (a tracked send, bulk chunks, get data) first flush it, so
+  // order on the wire is the order of the calls.
+  void batch_sends(bool on) {
+    if (!on) drain_sends();
+    batching_ = on && tx_burst_ > 1;
+  }
+  // True when nothing is left queued.
+  bool flush_sends() noexcept {
+    if (txq_n_ == 0) [[likely]]
+      return true;
+    return flush_queue();
+  }
+
   // IdleWait (common/transport.hpp): yields only when the job has more ranks than cores.
   bool idle_wait() {
     if (!yield_when_idle_) return false;
@@ -196,6 +223,9 @@ class Transport {
 
  private:
   static constexpr std::uint32_t kHeaders = sizeof(rte_ether_hdr) + sizeof(WireHdr);
+ public:
+  static constexpr int kMaxTxBurst = 128;
+ private:
   static std::uint8_t* payload(rte_mbuf* m) { return rte_pktmbuf_mtod(m, std::uint8_t*) + kHeaders; }
 
   // Everything a send to one rank and a receive from it touch: one cache line (two with counters).
@@ -254,6 +284,7 @@ class Transport {
   bool transmit(Peer& p, rte_mbuf* m) noexcept {
     if (track_pending_) [[unlikely]]
       return transmit_tracked(p, m);
+    if (batching_) return enqueue(p, m);
     if (rte_eth_tx_burst(p.port_id, 0, &m, 1) == 1) {
       ++p.tx_seq;
       ++p.c.tx;
@@ -272,6 +303,7 @@ class Transport {
     else
       rte_pktmbuf_free(m);
   }
+  bool flush_queue() noexcept;
   std::uint16_t rx_round_robin() noexcept;
   std::uint16_t inject_faults(std::uint16_t n) noexcept;
   bool chance(std::uint64_t threshold) noexcept {  // xorshift64: cheap, and only run when faults are injected
@@ -281,6 +313,23 @@ class Transport {
     return rng_ < threshold;
   }
   bool transmit_tracked(Peer& p, rte_mbuf* m) noexcept;
+  // Batched sends (batch_sends): a frame joins the tx queue and takes its sequence number there; the
+  // queue goes to the PMD when it holds tx_burst frames. False (m freed, nothing taken) only when the
+  // queue is full and the PMD takes none of it.
+  bool enqueue(Peer& p, rte_mbuf* m) noexcept {
+    if (txq_n_ != 0 && (txq_port_ != p.port_id || txq_n_ == tx_burst_) && !flush_sends()) [[unlikely]] {
+      rte_pktmbuf_free(m);
+      ++counters_.tx_busy;
+      return false;
+    }
+    txq_[txq_n_++] = m;
+    txq_port_ = p.port_id;
+    ++p.tx_seq;
+    ++p.c.tx;
+    if (txq_n_ == tx_burst_) flush_sends();
+    return true;
+  }
+  void drain_sends();  // flush_sends until the queue is empty (the NI drains its ring), else PeerError
   void record_tracked(const Peer& p, rte_mbuf* m) noexcept;
   nlohmann::json describe_local_completion() const;
   void transmit_until_sent(Peer& p, rte_mbuf* m);  // bulk chunks: the NI drains its ring, so this ends
@@ -354,6 +403,9 @@ class Transport {
   // (ping-pong RTT +30 ns of ~1.85 us, same binary alternated): the mempool cache already hands the
   // PMD's just-freed mbuf back, hot, so the reuse saves a cache get/put and adds a reset.
   bool reuse_rx_mbuf_ = false;
+  bool batching_ = false;       // batch_sends(true) with tx_burst_ > 1
+  std::uint16_t txq_n_ = 0, txq_port_ = 0, tx_burst_ = 1;
+  rte_mbuf* txq_[kMaxTxBurst];  // batched sends not yet taken by the PMD, oldest first
   std::uint16_t stash_n_ = 0;   // frames in stash_ (0 unless a gap was seen)
   std::uint64_t drop_threshold_ = 0, rng_;
   std::uint32_t chunk_bytes_, medium_max_;

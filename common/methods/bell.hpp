@@ -84,10 +84,13 @@ FloodTime flood_once(EP& ep, ClientState& st, const Clock& clock, std::uint32_t 
       ++issued;
     };
     const std::uint64_t t0 = tsc::now();
-    while (issued < std::min(q, messages)) issue();
-    while (issued < messages) {
-      ep.wait_local(op[static_cast<std::size_t>((issued - q + half - 1) % q)]);
-      for (int k = 0; k < half && issued < messages; ++k) issue();
+    {
+      SendBatch<EP> batch(ep);
+      while (issued < std::min(q, messages)) issue();
+      while (issued < messages) {
+        ep.wait_local(op[static_cast<std::size_t>((issued - q + half - 1) % q)]);
+        for (int k = 0; k < half && issued < messages; ++k) issue();
+      }
     }
     ep.wait_local(op[static_cast<std::size_t>((messages - 1) % q)]);
     const bool ok = final_reply(ep, st);

@@ -77,7 +77,10 @@ template <class EP>
 std::uint64_t stream(EP& ep, ClientState& st, std::uint32_t n, int count) {
   const std::uint64_t losses = ep.loss_events();
   const std::uint64_t t0 = tsc::now();
-  for (int i = 0; i < count; ++i) send_oneway(ep, n, static_cast<std::uint64_t>(i));
+  {
+    SendBatch<EP> batch(ep);
+    for (int i = 0; i < count; ++i) send_oneway(ep, n, static_cast<std::uint64_t>(i));
+  }
   const bool ok = final_reply(ep, st);
   const std::uint64_t t1 = tsc::now_end();
   return ok && ep.loss_events() == losses ? t1 - t0 : 0;

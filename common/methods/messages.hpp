@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../clock.hpp"
@@ -46,6 +48,26 @@ void require_local_completion() {
     throw UsageError("this transport cannot report local completion of a send, which Bell et al.'s flood and "
                      "Doerfler & Brightwell's loop wait for");
 }
+
+// While alive, the sends of a stream of one-way messages may be batched by the transport (TxBatch: DPDK
+// with --tx-burst > 1); at its end whatever is queued goes out. Nothing else is ever batched: a batched
+// send is not paid in the call that makes it, so no method that times a send call runs under one.
+template <class EP>
+class SendBatch {
+ public:
+  explicit SendBatch(EP& ep) : ep_(ep) {
+    if constexpr (TxBatch<Net>) ep_.transport().batch_sends(true);
+  }
+  ~SendBatch() noexcept(false) {
+    if constexpr (TxBatch<Net>) ep_.transport().batch_sends(false);
+  }
+  SendBatch(const SendBatch&) = delete;
+  SendBatch& operator=(const SendBatch&) = delete;
+
+ private:
+  using Net = std::remove_reference_t<decltype(std::declval<EP&>().transport())>;
+  EP& ep_;
+};
 
 // One one-way message of n bytes (Bell et al.'s flood, Kielmann's saturation, Doerfler's posted send):
 // no reply; credits keep it from overrunning the peer. With track, returns the operation number whose
