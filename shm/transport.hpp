@@ -456,19 +456,24 @@ class ShmTransport {
     }
     ni_.leave_send(t_enter, f.bulk_len);
   }
+  // The body sits under `if constexpr` as well: clang 14 instantiates a constrained member in the explicit
+  // instantiation of ShmTransport<Wire> (transport.cpp) although its constraint fails, and Wire has no
+  // take_pending (the sanitize and fuzz builds use clang).
   void sleep_for_arrival() noexcept
     requires NI::emulated
   {
-    ShmBell& b = *my_bell_;
-    b.sleeping.store(1, std::memory_order_relaxed);
-    std::atomic_thread_fence(std::memory_order_seq_cst);  // against publish(): flag first, then look
-    const std::uint32_t seen = b.seq.load(std::memory_order_acquire);
-    const std::uint64_t now = __rdtsc();
-    std::uint64_t due = std::min(ni_.take_pending(), ni_.next_due(rx_.data(), n_rx_, mask_));
-    if (local_count_) due = std::min(due, local_[local_head_].visible);
-    // Until shortly before the frame is due (the poll loop spins the rest), or a new frame rings.
-    if (due > now + ni_.spin_margin()) b.wait(seen, std::min(due - now - ni_.spin_margin(), ni_.max_sleep()), ni_.ns_per_cycle());
-    b.sleeping.store(0, std::memory_order_relaxed);
+    if constexpr (NI::emulated) {
+      ShmBell& b = *my_bell_;
+      b.sleeping.store(1, std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_seq_cst);  // against publish(): flag first, then look
+      const std::uint32_t seen = b.seq.load(std::memory_order_acquire);
+      const std::uint64_t now = __rdtsc();
+      std::uint64_t due = std::min(ni_.take_pending(), ni_.next_due(rx_.data(), n_rx_, mask_));
+      if (local_count_) due = std::min(due, local_[local_head_].visible);
+      // Until shortly before the frame is due (the poll loop spins the rest), or a new frame rings.
+      if (due > now + ni_.spin_margin()) b.wait(seen, std::min(due - now - ni_.spin_margin(), ni_.max_sleep()), ni_.ns_per_cycle());
+      b.sleeping.store(0, std::memory_order_relaxed);
+    }
   }
   template <class Sink>
   int poll_local(Sink& sink) {

@@ -71,7 +71,8 @@ struct bw {
     for (const auto& r : runs)
       for (const auto& s : r.value("per_size", nlohmann::json::array())) by_size[s.at("bytes").get<std::uint32_t>()].push_back(s);
     nlohmann::json per = nlohmann::json::array();
-    for (const auto& [bytes, rs] : by_size) {
+    for (const auto& [bytes, runs_of_size] : by_size) {
+      const auto& rs = runs_of_size;  // a plain reference: clang 14 cannot capture a structured binding
       auto over_runs = [&](const char* key, bool peak) {
         std::vector<double> v;
         nlohmann::json all = nlohmann::json::array();
