@@ -107,6 +107,7 @@ std::unique_ptr<Connection> connect(Ranks& ranks, const ConnectOptions& o) {
 
   std::vector<PeerAddress> peers;
   nlohmann::json mine;
+  const std::function<bool()> ranks_alive = [&ranks] { return ranks.all_alive(); };
   if (o.local) {
     // One memif per pair. Socket names are agreed from rank 0's pid and the session.
     const std::string job =
@@ -132,7 +133,7 @@ std::unique_ptr<Connection> connect(Ranks& ranks, const ConnectOptions& o) {
     for (int j = 0; j < n; ++j) {
       if (j == me) continue;
       Port& p = *by_peer[static_cast<std::size_t>(j)];
-      p.wait_link(o.link_timeout_s);
+      p.wait_link(o.link_timeout_s, ranks_alive);
       links[std::to_string(j)] = {{"mac", p.mac_string()}, {"rx_ring", p.rx_ring()}};
       PeerAddress a;
       a.rank = j;
@@ -146,7 +147,7 @@ std::unique_ptr<Connection> connect(Ranks& ranks, const ConnectOptions& o) {
     const auto args = eal_args(o, {});
     c->ports_.push_back(std::make_unique<Port>(port_options(o, args)));
     Port& p = *c->ports_[0];
-    p.wait_link(o.link_timeout_s);
+    p.wait_link(o.link_timeout_s, ranks_alive);
     // Our one rx ring receives from every other rank.
     mine = {{"mac", p.mac_string()}, {"rx_ring", p.rx_ring()}, {"rx_ring_sources", n - 1}};
     for (int j = 0; j < n; ++j)

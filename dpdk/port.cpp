@@ -194,13 +194,16 @@ void Port::setup(const PortOptions& opt) {
            {"eal_args", opt.eal_args}};
 }
 
-void Port::wait_link(double timeout_s) {
+void Port::wait_link(double timeout_s, const std::function<bool()>& peer_alive) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   rte_eth_link link{};
   for (;;) {
     rte_eth_link_get_nowait(port_, &link);
     if (link.link_status == RTE_ETH_LINK_UP) break;
     throw_if_interrupted();
+    if (peer_alive && !peer_alive())
+      throw PeerError("a rank of the job is gone while DPDK port " + std::to_string(port_) + " (" +
+                      desc_.value("driver", "?") + ") waited for its link");
     if (std::chrono::steady_clock::now() > deadline)
       throw PeerError("link of DPDK port " + std::to_string(port_) + " (" + desc_.value("driver", "?") + ") still down after " +
                       std::to_string(timeout_s) + " s: is the other end up (memif needs both processes), the cable in, "

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,9 @@ class Port {
  public:
   explicit Port(const PortOptions& opt);  // EAL init + port set-up + start; throws with advice
   // Waits for the link; memif's comes up only once the other process has connected.
-  void wait_link(double timeout_s);
+  // Waits for the link; PeerError after timeout_s, or as soon as peer_alive (when given) says a rank of
+  // the job is gone: a peer killed before its end came up never brings the link up.
+  void wait_link(double timeout_s, const std::function<bool()>& peer_alive = {});
   Port(const Port&) = delete;
   Port& operator=(const Port&) = delete;
   ~Port();

@@ -1,9 +1,9 @@
 // DPDK datapath: one small AM per Ethernet frame, sent with a burst of one (latency first), received
 // with rx bursts and busy polling. A stream of one-way messages may batch its sends (--tx-burst B: see
-// batch_sends): frames are handed to the PMD B at a time, as testpmd and perftest's bw tests post them. Frames of other EtherTypes, sessions, versions or ranks, short or
-// malformed ones are counted and dropped; a gap in a source's sequence numbers is a loss, counted (and,
-// for bulk data, the AM that would have announced incomplete data is dropped so the AM layer's loss
-// timeout re-measures).
+// batch_sends): frames are handed to the PMD B at a time, as testpmd and perftest's bw tests post them.
+// Frames of other EtherTypes, sessions, versions or ranks, short or malformed ones are counted and
+// dropped; a gap in a source's sequence numbers is a loss, counted (and, for bulk data, the AM that would
+// have announced incomplete data is dropped so the AM layer's loss timeout re-measures).
 //
 // Peers: a rank -> (port, MAC) table. Sends route on f.dst; sequence numbers run per ordered pair of
 // ranks (tx per destination, rx per source), so K interleaved senders are K streams and not loss.
@@ -133,7 +133,9 @@ class Transport {
       // While a batch of sends is being filled the NI is looked at once per batch, as testpmd polls once
       // per burst: the AM layer polls before every send, and an empty rx burst costs about what a send
       // does. A wait flushes the batch first (progress), so a waiting endpoint polls every time.
-      if (txq_n_ != 0) [[unlikely]]
+      // A batch the PMD would not take (its ring full) does not stop the polling: the peer may need us to
+      // take in what it sends before its side drains.
+      if (txq_n_ != 0 && !txq_blocked_) [[unlikely]]
         return 0;
       rx_pos_ = 0;
       rx_n_ = ports_.size() == 1 ? rte_eth_rx_burst(port_ids_[0], 0, rx_, static_cast<std::uint16_t>(burst_)) : rx_round_robin();
@@ -327,6 +329,7 @@ class Transport {
     return true;
   }
   void drain_sends();  // flush_sends until the queue is empty (the NI drains its ring), else PeerError
+  void tx_retry_check(long tries);  // in a loop retrying a full tx ring: PeerError once the peer is gone
   void record_tracked(const Peer& p, rte_mbuf* m) noexcept;
   nlohmann::json describe_local_completion() const;
   void transmit_until_sent(Peer& p, rte_mbuf* m);  // bulk chunks: the NI drains its ring, so this ends
@@ -401,6 +404,7 @@ class Transport {
   // PMD's just-freed mbuf back, hot, so the reuse saves a cache get/put and adds a reset.
   bool reuse_rx_mbuf_ = false;
   bool batching_ = false;       // batch_sends(true) with tx_burst_ > 1
+  bool txq_blocked_ = false;    // the last flush left frames queued (the PMD took fewer than offered)
   std::uint16_t txq_n_ = 0, txq_port_ = 0, tx_burst_ = 1;
   rte_mbuf* txq_[kMaxTxBurst];  // batched sends not yet taken by the PMD, oldest first
   std::uint16_t stash_n_ = 0;   // frames in stash_ (0 unless a gap was seen)
