@@ -88,7 +88,7 @@ concept SpinRelax = requires(T& t) {
 // after a credit frame, so nothing waits on a batch while its sender polls.
 template <class T>
 concept TxBatch = requires(T& t, bool on) {
-  { t.batch_sends(on) } -> std::same_as<void>;
+  { t.batch_sends(on, on) } -> std::same_as<void>;  // (on, drain): off with drain hands over what waits
   { t.flush_sends() } -> std::same_as<bool>;
 };
 

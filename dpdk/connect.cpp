@@ -185,13 +185,12 @@ std::unique_ptr<Connection> connect(Ranks& ranks, const ConnectOptions& o) {
     ports.push_back(p.get());
     ids.push_back(p->id());
   }
-  Ranks* rk = &ranks;
-  std::function<bool()> alive = [rk] { return rk->all_alive(); };
+  std::function<bool()> alive = ranks_alive;
   if (o.local)  // a dead rank's memif links go down: its direct peers see it without rank 0's word
-    alive = [rk, ids] {
+    alive = [ranks_alive, ids] {
       for (std::uint16_t id : ids)
         if (!link_up(id)) return false;
-      return rk->all_alive();
+      return ranks_alive();
     };
   c->transport_ = std::make_unique<Transport>(std::move(ports), peers, topt, std::move(alive));
   c->endpoint_size_ = n;

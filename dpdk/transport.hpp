@@ -196,10 +196,10 @@ class Transport {
   // TxBatch (common/transport.hpp). While on (and --tx-burst > 1), try_send and medium stores queue
   // their frame and the queue goes to the PMD tx_burst frames at a time; flush_sends() hands over what
   // is queued (the AM layer calls it before it waits, and after a credit frame). Turning it off drains
-  // the queue. Frames that must go at once (a tracked send, bulk chunks, get data) first flush it, so
+  // the queue (unless drain is false: a stream unwinding on an error; the destructor sends or frees it). Frames that must go at once (a tracked send, bulk chunks, get data) first flush it, so
   // order on the wire is the order of the calls.
-  void batch_sends(bool on) {
-    if (!on) drain_sends();
+  void batch_sends(bool on, bool drain = true) {
+    if (!on && drain) drain_sends();
     batching_ = on && tx_burst_ > 1;
   }
   // True when nothing is left queued.

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <exception>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -58,8 +59,10 @@ class SendBatch {
   explicit SendBatch(EP& ep) : ep_(ep) {
     if constexpr (TxBatch<Net>) ep_.transport().batch_sends(true);
   }
+  // Draining may throw (a peer gone); while an exception already unwinds the stream, batching only stops
+  // (what is queued goes out or is freed with the transport), so the first error is the one reported.
   ~SendBatch() noexcept(false) {
-    if constexpr (TxBatch<Net>) ep_.transport().batch_sends(false);
+    if constexpr (TxBatch<Net>) ep_.transport().batch_sends(false, std::uncaught_exceptions() == unwinding_);
   }
   SendBatch(const SendBatch&) = delete;
   SendBatch& operator=(const SendBatch&) = delete;
@@ -67,6 +70,7 @@ class SendBatch {
  private:
   using Net = std::remove_reference_t<decltype(std::declval<EP&>().transport())>;
   EP& ep_;
+  int unwinding_ = std::uncaught_exceptions();
 };
 
 // One one-way message of n bytes (Bell et al.'s flood, Kielmann's saturation, Doerfler's posted send):
