@@ -44,6 +44,13 @@ bool link_up(std::uint16_t port) {
   return l.link_status == RTE_ETH_LINK_UP;
 }
 
+// A --vdev naming a memif in the client role (memif's default role is the server).
+bool memif_client(const std::vector<std::string>& eal) {
+  for (const std::string& a : eal)
+    if (a.find("net_memif") != std::string::npos && a.find("role=client") != std::string::npos) return true;
+  return false;
+}
+
 std::string memif_name(int peer) { return "net_memif" + std::to_string(peer); }
 
 }  // namespace
@@ -145,7 +152,13 @@ std::unique_ptr<Connection> connect(Ranks& ranks, const ConnectOptions& o) {
     c->desc_ = {{"mode", "memif per pair of ranks (local job)"}, {"eal_args", args}, {"memif_sockets", sockets}};
   } else {
     const auto args = eal_args(o, {});
-    c->ports_.push_back(std::make_unique<Port>(port_options(o, args)));
+    // The same rule as for a local job's memifs when the EAL arguments name a memif (server/client on
+    // one host, testpmd's arrangement): a rank in the memif client role starts its port after the
+    // barrier, every other rank before it. On a NIC the barrier only orders the port starts.
+    const bool late = memif_client(split_words(o.eal));
+    if (!late) c->ports_.push_back(std::make_unique<Port>(port_options(o, args)));
+    ranks.barrier();
+    if (late) c->ports_.push_back(std::make_unique<Port>(port_options(o, args)));
     Port& p = *c->ports_[0];
     p.wait_link(o.link_timeout_s, ranks_alive);
     // Our one rx ring receives from every other rank.

@@ -183,6 +183,29 @@ def test_testpmd():
     print(p.stdout)
 
 
+def test_memif_server_client():
+    # server/client (TCP bootstrap) over a memif pair named in --eal, in both role orders: the rank whose
+    # memif is the client starts its port after the other's (memif clients do not retry), so neither order
+    # depends on which process comes up first.
+    for k, (srv_role, cli_role) in enumerate([("server", "client"), ("client", "server")] * 3):
+        sock = f"/run/logpbench-e2e-sc-{os.getpid()}-{k}.sock"
+        port = str(21000 + (os.getpid() + k) % 20000)
+        out = os.path.join(TMP, f"sc{k}.json")
+        srv = subprocess.Popen([BIN, "server", "--transport", "dpdk", "--cpu", "1", "--port", port,
+                                "--eal", f"--no-pci --vdev=net_memif0,role={srv_role},socket={sock}"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(0.5)
+        p = run(["client", "127.0.0.1", "--transport", "dpdk", "--cpu", "0", "--port", port, "--eal",
+                 f"--no-pci --vdev=net_memif0,role={cli_role},socket={sock}", "--bench", "pingpong", "-n", "2000",
+                 "--runs", "1", "-q", "--json", out], check=False)
+        so, se = srv.communicate(timeout=60)
+        assert p.returncode == 0 and srv.returncode == 0, (srv_role, p.stdout + p.stderr, so + se)
+        doc = load(out)
+        assert doc["parameters"]["rtt"]["value_ns"] > 0, doc["parameters"]["rtt"]
+        assert doc["meta"]["transport"]["counters"]["lost"] == 0, doc["meta"]["transport"]["counters"]
+        print(f"server memif {srv_role}: rtt {doc['parameters']['rtt']['value_ns']:.0f} ns")
+
+
 def test_medium_switch():
     # A store that fits beside the AM frame is one frame (a medium AM); beyond, chunks. The switch is at
     # MTU - 20 (wire header) - 64 (AM frame): at --mtu 1084 the verify size 1000 is the largest medium
