@@ -333,11 +333,15 @@ class Endpoint {
     std::vector<CreditMark> credit_log;
     Counters counters;
   };
+  // The checks on every send stay small enough to inline; what they throw is built out of line.
   Peer& peer(int r) {
     if (static_cast<unsigned>(r) >= static_cast<unsigned>(size_) || r == rank_) [[unlikely]]
-      throw UsageError("AM operation to rank " + std::to_string(r) + ": not a peer of rank " + std::to_string(rank_) +
-                       " in a job of " + std::to_string(size_));
+      not_a_peer(r);
     return peers_[static_cast<std::size_t>(r)];
+  }
+  [[noreturn, gnu::noinline, gnu::cold]] void not_a_peer(int r) const {
+    throw UsageError("AM operation to rank " + std::to_string(r) + ": not a peer of rank " + std::to_string(rank_) +
+                     " in a job of " + std::to_string(size_));
   }
   const Peer& peer(int r) const { return const_cast<Endpoint*>(this)->peer(r); }
 
@@ -443,9 +447,12 @@ class Endpoint {
   }
   static void reject(Counters& c, Reject r) { ++c.rejected[static_cast<int>(r)]; }
   void check_bulk(std::uint32_t n, std::uint32_t off, const char* op) const {
-    if (n == 0 || off > segment_bytes_ || n > segment_bytes_ - off)
-      throw UsageError(std::string("bulk ") + op + " of " + std::to_string(n) + " bytes at offset " +
-                       std::to_string(off) + " does not fit the " + std::to_string(segment_bytes_) + "-byte segment");
+    if (n == 0 || off > segment_bytes_ || n > segment_bytes_ - off) [[unlikely]]
+      bulk_misfit(n, off, op);
+  }
+  [[noreturn, gnu::noinline, gnu::cold]] void bulk_misfit(std::uint32_t n, std::uint32_t off, const char* op) const {
+    throw UsageError(std::string("bulk ") + op + " of " + std::to_string(n) + " bytes at offset " + std::to_string(off) +
+                     " does not fit the " + std::to_string(segment_bytes_) + "-byte segment");
   }
 
   void progress() {
