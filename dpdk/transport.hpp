@@ -282,6 +282,7 @@ class Transport {
   // for them to reach the cache (half the time frame_mbuf took in a flood).
   void put_wire_hdr(std::uint8_t* w, WireType t, std::uint16_t len, std::uint16_t dst, std::uint32_t seq,
                     std::uint32_t off) const noexcept {
+    static_assert(offsetof(WireHdr, version) == offsetof(WireHdr, type) + 1);
     const std::uint8_t type_version[2] = {static_cast<std::uint8_t>(t), kWireVersion};
     std::memcpy(w + offsetof(WireHdr, type), type_version, 2);
     std::memcpy(w + offsetof(WireHdr, len), &len, 2);
