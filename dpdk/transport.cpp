@@ -146,7 +146,7 @@ Transport::~Transport() {
   // What a stream left queued goes out if the PMD takes it now; a stuck port does not hold the exit.
   for (int tries = 0; txq_n_ != 0 && tries < 1000; ++tries) flush_queue();
   for (std::uint16_t i = 0; i < txq_n_; ++i) rte_pktmbuf_free(txq_[i]);
-  release_spares();
+  release_tx_mbufs();
   for (std::uint16_t i = rx_pos_; i < rx_n_; ++i) rte_pktmbuf_free(rx_[i]);
   if (spare_) rte_pktmbuf_free(spare_);
   if (held_) rte_pktmbuf_free(held_);

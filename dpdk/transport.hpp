@@ -196,12 +196,13 @@ class Transport {
   // TxBatch (common/transport.hpp). While on (and --tx-burst > 1), try_send and medium stores queue
   // their frame and the queue goes to the PMD tx_burst frames at a time; flush_sends() hands over what
   // is queued (the AM layer calls it before it waits, and after a credit frame). Turning it off drains
-  // the queue (unless drain is false: a stream unwinding on an error; the destructor sends or frees it). Frames that must go at once (a tracked send, bulk chunks, get data) first flush it, so
-  // order on the wire is the order of the calls.
+  // the queue, unless drain is false (a stream unwinding on an error: the destructor sends or frees it).
+  // Frames that must go at once (a tracked send, bulk chunks, get data) first flush it, so order on the
+  // wire is the order of the calls.
   void batch_sends(bool on, bool drain = true) {
     if (!on && drain) drain_sends();
     batching_ = on && tx_burst_ > 1;
-    if (!batching_) release_spares();
+    if (!batching_) release_tx_mbufs();
   }
   // True when nothing is left queued.
   bool flush_sends() noexcept {
@@ -255,14 +256,14 @@ class Transport {
   // The next send's mbuf: the last received one when it came from the same pool (a reply goes out in the
   // request's mbuf, still in cache: no mempool get and put per frame), else a fresh one.
   // While a stream batches its sends, mbufs come from the pool a batch at a time (one mempool call per
-  // tx_burst frames, as testpmd's txonly takes them), kept in spares_ until sent.
+  // tx_burst frames, as testpmd's txonly takes them), kept in tx_mbufs_ until used.
   rte_mbuf* frame_mbuf(const Peer& p, WireType t, std::uint32_t len, std::uint32_t off) noexcept {
     rte_mbuf* m;
     if (batching_) {
-      if (spares_n_ == 0 || spares_pool_ != pools_[p.port]) [[unlikely]]
-        refill_spares(pools_[p.port]);
-      if (spares_n_ != 0) [[likely]]
-        m = spares_[--spares_n_];
+      if (tx_mbufs_n_ == 0 || tx_mbufs_pool_ != pools_[p.port]) [[unlikely]]
+        refill_tx_mbufs(pools_[p.port]);
+      if (tx_mbufs_n_ != 0) [[likely]]
+        m = tx_mbufs_[--tx_mbufs_n_];
       else if (!(m = rte_pktmbuf_alloc(pools_[p.port])))
         return nullptr;
     } else if (reuse_rx_mbuf_ && (m = spare_) && m->pool == pools_[p.port]) [[unlikely]] {
@@ -351,17 +352,18 @@ class Transport {
     if (txq_n_ == tx_burst_) flush_sends();
     return true;
   }
-  // Batched sends' mbufs: spares_ holds what the last bulk allocation left (all from spares_pool_).
-  void refill_spares(rte_mempool* pool) noexcept {
-    release_spares();
-    if (rte_pktmbuf_alloc_bulk(pool, spares_, tx_burst_) == 0) {
-      spares_n_ = tx_burst_;
-      spares_pool_ = pool;
+  // Batched sends' mbufs (not spare_, the received mbuf kept for reuse): tx_mbufs_ holds what the last
+  // bulk allocation left, all from tx_mbufs_pool_.
+  void refill_tx_mbufs(rte_mempool* pool) noexcept {
+    release_tx_mbufs();
+    if (rte_pktmbuf_alloc_bulk(pool, tx_mbufs_, tx_burst_) == 0) {
+      tx_mbufs_n_ = tx_burst_;
+      tx_mbufs_pool_ = pool;
     }
   }
-  void release_spares() noexcept {
-    if (spares_n_ != 0) rte_pktmbuf_free_bulk(spares_, spares_n_);
-    spares_n_ = 0;
+  void release_tx_mbufs() noexcept {
+    if (tx_mbufs_n_ != 0) rte_pktmbuf_free_bulk(tx_mbufs_, tx_mbufs_n_);
+    tx_mbufs_n_ = 0;
   }
   void drain_sends();  // flush_sends until the queue is empty (the NI drains its ring), else PeerError
   void tx_retry_check(long tries);  // in a loop retrying a full tx ring: PeerError once the peer is gone
@@ -442,9 +444,9 @@ class Transport {
   bool txq_blocked_ = false;    // the last flush left frames queued (the PMD took fewer than offered)
   std::uint16_t txq_n_ = 0, txq_port_ = 0, tx_burst_ = 1;
   rte_mbuf* txq_[kMaxTxBurst];  // batched sends not yet taken by the PMD, oldest first
-  std::uint16_t spares_n_ = 0;
-  rte_mempool* spares_pool_ = nullptr;
-  rte_mbuf* spares_[kMaxTxBurst];  // allocated for batched sends, not yet used (frame_mbuf)
+  std::uint16_t tx_mbufs_n_ = 0;
+  rte_mempool* tx_mbufs_pool_ = nullptr;
+  rte_mbuf* tx_mbufs_[kMaxTxBurst];  // allocated for batched sends, not yet used (frame_mbuf)
   std::uint16_t stash_n_ = 0;   // frames in stash_ (0 unless a gap was seen)
   std::uint64_t drop_threshold_ = 0, rng_;
   std::uint32_t chunk_bytes_, medium_max_;

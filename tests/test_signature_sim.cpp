@@ -287,7 +287,7 @@ TEST_CASE("noisy VM: the bottleneck is still named right", "[sim][noise][regime]
       CHECK(r.fit.bottleneck == analysis::kBottleneckProcessor);
       CHECK(r.fit.idle.valid);
       CHECK(std::fabs(r.fit.idle.value) <= r.fit.idle.ci95 + 100);
-    CHECK(r.fit.idle.value >= 0);  // processor-bound: zero within its interval is reported as 0, never below
+      CHECK(r.fit.idle.value >= 0);  // processor-bound: zero within its interval is reported as 0, never below
       check_gni_hidden(r.fit, n->m.g);
     }
     const Run r = run(kCapacity, vm_noise(seed));
