@@ -180,6 +180,7 @@ def test_testpmd():
     assert line, p.stdout
     ratio = float(line[0].split(": ")[1])
     assert 0.3 < ratio < 5, ratio  # a sanity bound only: the figure itself is reported, not judged here
+    assert any(l.startswith("what those 50 cycles cost the round trip") for l in p.stdout.splitlines()), p.stdout
     print(p.stdout)
 
 
