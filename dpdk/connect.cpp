@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <initializer_list>
 #include <set>
 #include <sstream>
@@ -52,6 +53,15 @@ bool memif_client(const std::vector<std::string>& eal) {
 }
 
 std::string memif_name(int peer) { return "net_memif" + std::to_string(peer); }
+
+// A memif client that finds no started server gives up for good (memif clients do not retry). So every
+// rank first starts its ports that are not memif clients, then all meet at a barrier, then each starts
+// its memif clients. Where no memif is involved (a NIC, af_xdp) the barrier only orders the starts.
+void start_ports(Ranks& ranks, const std::function<void()>& servers, const std::function<void()>& clients) {
+  servers();
+  ranks.barrier();
+  clients();
+}
 
 }  // namespace
 
@@ -130,12 +140,18 @@ std::unique_ptr<Connection> connect(Ranks& ranks, const ConnectOptions& o) {
     }
     const auto args = eal_args(o, extra);
     c->eal_ = std::make_unique<Eal>(args);  // probes every vdev: the server sockets listen from here on
-    // A memif client that finds no started server gives up (memif clients do not retry): servers first,
-    // then a barrier, then clients. Ports are kept in rank order of their peers.
+    // We serve the memifs to higher ranks and are the client of lower ones. Ports are kept in rank order
+    // of their peers.
     std::vector<std::unique_ptr<Port>> by_peer(static_cast<std::size_t>(n));
-    for (int j = me + 1; j < n; ++j) by_peer[static_cast<std::size_t>(j)] = std::make_unique<Port>(port_options(o, args, memif_name(j)));
-    ranks.barrier();
-    for (int j = 0; j < me; ++j) by_peer[static_cast<std::size_t>(j)] = std::make_unique<Port>(port_options(o, args, memif_name(j)));
+    const auto start = [&](int j) { by_peer[static_cast<std::size_t>(j)] = std::make_unique<Port>(port_options(o, args, memif_name(j))); };
+    start_ports(
+        ranks,
+        [&] {
+          for (int j = me + 1; j < n; ++j) start(j);
+        },
+        [&] {
+          for (int j = 0; j < me; ++j) start(j);
+        });
     nlohmann::json links = nlohmann::json::object();
     for (int j = 0; j < n; ++j) {
       if (j == me) continue;
@@ -152,13 +168,17 @@ std::unique_ptr<Connection> connect(Ranks& ranks, const ConnectOptions& o) {
     c->desc_ = {{"mode", "memif per pair of ranks (local job)"}, {"eal_args", args}, {"memif_sockets", sockets}};
   } else {
     const auto args = eal_args(o, {});
-    // The same rule as for a local job's memifs when the EAL arguments name a memif (server/client on
-    // one host, testpmd's arrangement): a rank in the memif client role starts its port after the
-    // barrier, every other rank before it. On a NIC the barrier only orders the port starts.
-    const bool late = memif_client(split_words(o.eal));
-    if (!late) c->ports_.push_back(std::make_unique<Port>(port_options(o, args)));
-    ranks.barrier();
-    if (late) c->ports_.push_back(std::make_unique<Port>(port_options(o, args)));
+    // The EAL arguments may name a memif (server/client on one host, testpmd's arrangement).
+    const bool client = memif_client(split_words(o.eal));
+    const auto start = [&] { c->ports_.push_back(std::make_unique<Port>(port_options(o, args))); };
+    start_ports(
+        ranks,
+        [&] {
+          if (!client) start();
+        },
+        [&] {
+          if (client) start();
+        });
     Port& p = *c->ports_[0];
     p.wait_link(o.link_timeout_s, ranks_alive);
     // Our one rx ring receives from every other rank.
