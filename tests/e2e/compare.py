@@ -13,8 +13,10 @@
    interval (each run's interval is already floored at the TSC's resolution), and L must show no difference
    beyond its interval. The added o_s is allowed, besides its interval, the signature's send-only band (3%
    of the larger o_s): that estimator averages every leading point within 3% of the cheapest, and here it
-   reads about 2% high in both runs (1430 for 1400, 2449 for 2400), a bias no single run's interval holds. The rows are judged in the truth matrix's way: when one misses, both
-   machines are measured again and each row must pass in two of three attempts.
+   reads about 2% high in both runs (1430 for 1400, 2449 for 2400), a bias no single run's interval holds.
+   The added RTT is allowed, besides its interval, 0.5% of the larger RTT: the real path under the pads
+   runs at a speed that drifts between runs (RTT_DRIFT). The rows are judged in the truth matrix's way:
+   when one misses, both machines are measured again and each row must pass in two of three attempts.
 
 Then the lines, the JSON, the CSV, the warnings, the refusals and the report's figure.
 
@@ -38,6 +40,11 @@ HEAVY = "os=2.4us,or=3.2us,g=7.6us,L=6.3us"  # the Paragon with o_s and o_r 1000
 SIG = ["--bench", "signature", "--runs", "1", "--max-burst", "32", "--deltas", "0,20us", "-q"]
 REL, ABS_NS = 0.05, 100.0  # tests/e2e/truth.py's tolerance for a recovered emulated parameter
 OS_BAND = 0.03  # send_only_cost's default tolerance (analysis/signature_fit.hpp)
+# The two machines' RTTs are two runs, minutes apart, of the same real path under the pads: how fast that
+# path runs drifts between runs by more than either run's interval holds (83 ns off in a sanitized CI run
+# while the rest of the suite loaded the machine). The RTT difference is allowed that drift, 0.5% of the
+# larger RTT (about 120 ns on 24 us), besides its interval.
+RTT_DRIFT = 0.005
 LINE = re.compile(r"^(\S+)-vs-(\S+) (\S+): (\S+) (.*?), (\S+) (.*?), added (.*)$")
 
 
@@ -77,7 +84,7 @@ def heavy_rows(base, heavy):
         # The signature's o_s averages every leading point within 3% of the cheapest (send_only_cost's band,
         # analysis/signature_fit.cpp), so each run's o_s may sit up to 3% high with an interval that does
         # not hold that: the difference is allowed its interval plus that band of the larger o_s.
-        half = a["ci95"] + (OS_BAND * 2400.0 if q == "o_s" else 0.0)
+        half = a["ci95"] + {"o_s": OS_BAND * 2400.0, "rtt": RTT_DRIFT * row(c, "rtt")["heavy"]["value"]}.get(q, 0.0)
         rows.append((q, expect, a["value"], a["ci95"], half, abs(a["value"] - expect) <= half))
     return rows, c
 
