@@ -35,7 +35,9 @@ def test_run(transport, frames, *rest):
     # A probe tells how many frames one flood message costs here (queue depths, credits, calibration).
     _, probe, _ = flood(transport, 100000, extra, os.path.join(TMP, "probe.json"))
     per_message = probe["messages"] / 100000
-    messages = min(int(want / per_message * 1.05) + 1, 100000000)
+    # 25% over the probe's estimate: the long run may take fewer credit frames per message than its probe
+    # (a CI run with 5% fell 10% short: 89 981 527 frames for 10^8).
+    messages = min(int(want / per_message * 1.25) + 1, 100000000)
     doc, check, took = flood(transport, messages, extra, os.path.join(TMP, "soak.json"))
     assert check["ok"] and check.get("applies", True), check
     assert check["messages"] >= want, f"only {check['messages']} frames, wanted {want}"
