@@ -56,7 +56,9 @@ struct ResultsDoc {
   nlohmann::json j = nlohmann::json::object();
   std::string path;
   void save() const {
-    if (!path.empty()) write_json_atomic(path, j);
+    if (path.empty()) return;
+    write_json_atomic(path, j);
+    if (fault_record_armed()) stage_fault_record(path, j);
   }
 };
 

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <ctime>
 #include <stdexcept>
+#include <utility>
 
 namespace logpb {
 
@@ -49,6 +50,54 @@ void write_text_atomic(const std::string& path, const std::string& text) {
     ::unlink(tmp.c_str());
     throw std::runtime_error("renaming results into " + path + ": " + e);
   }
+}
+
+namespace {
+// The staged record: written by the thread that checkpoints, read by a fault handler on that same thread
+// (the datapath, whose burst faults, is the thread that checkpoints between curves), so a handler never
+// finds it half staged and needs no lock.
+struct FaultRecord {
+  bool armed = false;
+  std::string path, tmp, text;
+};
+FaultRecord& fault_record() {
+  static FaultRecord r;
+  return r;
+}
+}  // namespace
+
+void arm_fault_record() { fault_record().armed = true; }
+bool fault_record_armed() { return fault_record().armed; }
+
+void stage_fault_record(const std::string& path, const nlohmann::json& doc) {
+  nlohmann::json failed = doc;
+  failed["status"] = "failed";
+  failed["error"] = kFaultRecordError;
+  FaultRecord next{true, path, path + ".tmp." + std::to_string(getpid()), failed.dump(1) + "\n"};
+  std::swap(fault_record(), next);
+}
+
+void write_fault_record() noexcept {
+  const FaultRecord& r = fault_record();
+  if (r.path.empty()) return;
+  const int fd = ::open(r.tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  const char* p = r.text.data();
+  std::size_t n = r.text.size();
+  while (n) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      ::close(fd);
+      ::unlink(r.tmp.c_str());
+      return;
+    }
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+  ::fsync(fd);
+  ::close(fd);
+  if (::rename(r.tmp.c_str(), r.path.c_str()) != 0) ::unlink(r.tmp.c_str());
 }
 
 nlohmann::json host_meta(const Clock& clock) {

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "common/errors.hpp"
+#include "memif_guard.hpp"
 
 namespace logpb::dpdk {
 namespace {
@@ -211,9 +212,11 @@ void Port::wait_link(double timeout_s, const std::function<bool()>& peer_alive) 
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   desc_["link_speed_mbps"] = link.link_speed;
+  if (desc_.value("driver", "") == "net_memif") guard_memif_port(port_);
 }
 
 Port::~Port() {
+  unguard_memif_port(port_);
   rte_eth_dev_stop(port_);
   rte_eth_dev_close(port_);
   rte_mempool_free(pool_);
