@@ -7,6 +7,7 @@ signature extracts with the parameters the emulator was given (Culler et al., Ta
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -68,6 +69,24 @@ def wait_for_children(pid, timeout=10):
             return [int(k) for k in kids]
         time.sleep(0.05)
     raise AssertionError("the local peer process never appeared")
+
+
+def test_readme():
+    """The README stays true: every long flag it names exists (logpbench's --help, its model and compare
+    subcommands, or the scripts in scripts/), and every scripts/NAME it names is an executable file."""
+    readme = open(os.path.join(SRC, "README.md")).read()
+    known = "".join(run(args + ["--help"]).stdout for args in ([], ["model"], ["compare"]))
+    scripts = os.path.join(SRC, "scripts")
+    for name in os.listdir(scripts):
+        known += open(os.path.join(scripts, name), errors="replace").read()
+    # Flags of other programs the README shows beside ours (dpdk-testpmd's forwarding modes).
+    foreign = {"--forward-mode", "--tx-first"}
+    missing = sorted(f for f in set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", readme))
+                     if f not in foreign and not re.search(re.escape(f) + r"(?![a-z0-9-])", known))
+    assert not missing, f"README names flags that nothing here has: {missing}"
+    for name in sorted(set(re.findall(r"\bscripts/([a-z][a-z0-9-]*)", readme))):
+        path = os.path.join(scripts, name)
+        assert os.path.isfile(path) and os.access(path, os.X_OK), f"README names scripts/{name}: not an executable"
 
 
 def test_peer_death():
