@@ -158,7 +158,10 @@ Context::Context(const DeviceOptions& opt, int rank, int size) : opt_(opt), rank
   const int seg_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | (opt.remote_read ? IBV_ACCESS_REMOTE_READ : 0);
   seg_mr_ = ibv_reg_mr(pd_, segment_, segment_alloc_, seg_access);
   hdr_mr_ = ibv_reg_mr(pd_, headers_, headers_alloc_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-  recv_mr_ = ibv_reg_mr(pd_, recv_buf_, recv_alloc_, IBV_ACCESS_LOCAL_WRITE);
+  // An int, not the enumerator: rdma-core's ibv_reg_mr macro masks the flags with an enumerator of another
+  // enum type, which clang warns of (-Wdeprecated-enum-enum-conversion) when given a bare enumerator.
+  const int recv_access = IBV_ACCESS_LOCAL_WRITE;
+  recv_mr_ = ibv_reg_mr(pd_, recv_buf_, recv_alloc_, recv_access);
   tx_alloc_ = static_cast<std::size_t>(peers) * static_cast<std::size_t>(opt.sq_depth) * tx_slot_bytes();
   tx_buf_ = alloc_on(numa_node_, tx_alloc_);
   staging_ = alloc_on(numa_node_, segment_alloc_);
