@@ -1,6 +1,7 @@
 #include "loggp.hpp"
 
 #include <cmath>
+#include <cstdio>
 
 #include "../common/stats.hpp"
 
@@ -54,13 +55,37 @@ GapFit fit_gap(const std::vector<double>& sizes, const std::vector<double>& gap,
   return f;
 }
 
-Bottleneck classify_flood(double gap, double gap_ci, const Param& o_s, const Param& o_r) {
+Bottleneck classify_flood(double gap, double gap_ci, const Param& o_s, const Param& o_r, const FloodLimits& lim) {
   Bottleneck b;
   if (!std::isfinite(gap)) {
     b.ni = Param::invalid("no flood time");
     return b;
   }
   const double ci = std::isfinite(gap_ci) ? gap_ci : 0;
+  char buf[320];
+  // The queue first: a flood whose time still falls with a deeper queue measured the queue, whatever
+  // the overheads say (q sends per local completion time at most).
+  if (lim.queue_limited) {
+    b.stage = kStageQueue;
+    std::snprintf(buf, sizeof buf,
+                  "hidden: the time per message still fell when q was doubled at q = %d (one send's local completion "
+                  "takes %.0f ns), so the flood measured its queue; the NI's gap is at most the flood's time",
+                  lim.queue_depth, lim.completion_ns);
+    b.ni = Param::hidden(buf, gap, ci);
+    return b;
+  }
+  // Credits: C one-way messages in flight, half of them returned a round trip after the receiver took
+  // them, so no flood is faster than RTT / (C / 2) per message. A flood at that bound measured it.
+  const double credit_bound = lim.credits >= 2 && std::isfinite(lim.rtt_ns) ? lim.rtt_ns / (lim.credits / 2) : NAN;
+  if (std::isfinite(credit_bound) && gap <= 1.1 * credit_bound + ci) {
+    b.stage = kStageCredits;
+    std::snprintf(buf, sizeof buf,
+                  "hidden: the flood's %.0f ns per message is the credit bound RTT / (C/2) = %.0f ns (C = %d credits, "
+                  "RTT %.0f ns); more credits (--credits) would show more; the NI's gap is at most the flood's time",
+                  gap, credit_bound, lim.credits, lim.rtt_ns);
+    b.ni = Param::hidden(buf, gap, ci);
+    return b;
+  }
   // An overhead "reaches" the flood's time when it is within 5% of it, or within the two intervals.
   auto reaches = [&](const Param& o) {
     return o.valid && o.value >= gap - std::max(0.05 * gap, ci + (std::isfinite(o.ci95) ? o.ci95 : 0));

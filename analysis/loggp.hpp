@@ -28,10 +28,22 @@ struct Bottleneck {
   std::string stage;  // "network interface", "send overhead", "receive overhead", or "" (unknown)
   Param ni;           // the NI's gap at this size: valid, or hidden with upper_bound
 };
-Bottleneck classify_flood(double gap, double gap_ci, const Param& o_s, const Param& o_r);
+// What else can hold a flood back besides g, o_s and o_r: its queue of q sends waiting for local
+// completion (Bell et al. 4.2), and the AM layer's one-way credits, returned once per half of them
+// after a round trip. Unknown fields (0, NaN) leave that stage untested.
+struct FloodLimits {
+  bool queue_limited = false;  // the time per message still fell when q was doubled at the deepest q tried
+  int queue_depth = 0;
+  double completion_ns = NAN;  // one send's local completion time
+  int credits = 0;             // one-way credits (the AM layer's C)
+  double rtt_ns = NAN;         // the round trip a credit frame takes back
+};
+Bottleneck classify_flood(double gap, double gap_ci, const Param& o_s, const Param& o_r, const FloodLimits& lim = {});
 inline constexpr const char* kStageNI = "network interface";
 inline constexpr const char* kStageSend = "send overhead";
 inline constexpr const char* kStageRecv = "receive overhead";
+inline constexpr const char* kStageQueue = "send queue (q waiting for local completion)";
+inline constexpr const char* kStageCredits = "credits (one-way flow control)";
 
 struct NaiveBulk {
   Param T0, R_inf;  // T0 ns; R_inf in bytes per ns (= GB/s)

@@ -19,13 +19,14 @@ Param pick(const SignatureFit& f, const std::string& k) {
   if (k == "L") return f.L;
   if (k == "g_ni") return f.g_ni;
   if (k == "idle") return f.idle;
+  if (k == "replier_service") return f.replier;
   return f.rtt;
 }
 }  // namespace
 
 nlohmann::json signature_summary(const std::vector<SignatureFit>& fits) {
   nlohmann::json params = nlohmann::json::object();
-  for (const std::string k : {"o_s", "o_r", "g", "L", "rtt", "g_ni", "idle"}) {
+  for (const std::string k : {"o_s", "o_r", "g", "L", "rtt", "g_ni", "idle", "replier_service"}) {
     std::vector<Param> v;
     for (const auto& f : fits) v.push_back(pick(f, k));
     params[k] = combine_runs(v);

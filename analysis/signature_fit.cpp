@@ -173,9 +173,11 @@ std::vector<double> auto_deltas(double g_ns, const std::vector<double>& factors)
   return d;
 }
 
-SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, double raise_threshold, int window) {
+SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, double raise_threshold, int window,
+                           const Param& replier) {
   SignatureFit fit;
   fit.rtt = rtt;
+  fit.replier = replier;
   if (curves.empty() || curves.front().delta_ns != 0) {
     fit.o_s = fit.g = fit.o_r = fit.L = Param::invalid("no Delta = 0 curve");
     fit.checks.push_back({"Delta = 0 curve measured", false, "the signature needs a Delta = 0 curve"});
@@ -299,6 +301,13 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
   const bool capacity = fit.g.valid && std::isfinite(cap) && fit.g.value <= cap + tol_g &&
                         (!fit.idle.valid || fit.o_s.value + fit.o_r.value < cap);
   const bool processor = fit.idle.valid && fit.idle.value <= std::max(fit.idle.ci95, 0.05 * fit.g.value);
+  // The replier (Culler et al. 3.5): its turnaround reaches the steady state and clearly exceeds what the
+  // requester spends per pair, so the requester idles waiting for replies with the NI not the cause.
+  const double own = fit.o_s.valid && fit.o_r.valid ? fit.o_s.value + fit.o_r.value : NAN;
+  const double own_ci = fit.o_s.valid && fit.o_r.valid ? std::hypot(fit.o_s.ci95, fit.o_r.ci95) : 0;
+  const bool replier_bound = fit.g.valid && fit.replier.valid &&
+                             fit.replier.value >= fit.g.value - std::max(0.05 * fit.g.value, fit.g.ci95 + fit.replier.ci95) &&
+                             (!std::isfinite(own) || fit.replier.value > 1.1 * own + own_ci + fit.replier.ci95);
   if (!fit.g.valid) {
     fit.g_ni = Param::invalid("no steady state: " + fit.g.note);
   } else if (capacity) {
@@ -306,6 +315,13 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
     char buf[240];
     std::snprintf(buf, sizeof buf, "hidden: the steady state is the capacity bound RTT / W = %.1f ns (W = %d requests "
                   "per round trip); the NI's gap is at most the steady-state cost. A larger --window would show more", cap, window);
+    fit.g_ni = Param::hidden(buf, fit.g.value, fit.g.ci95);
+  } else if (replier_bound) {
+    fit.bottleneck = kBottleneckReplier;
+    char buf[320];
+    std::snprintf(buf, sizeof buf, "hidden: the replier's own service time, %.1f ns per request (its o_r + handler + o_s, "
+                  "as it timed it), is the steady state; the requester spends %.1f ns per pair, so it waits for the "
+                  "replier (Culler et al. 3.5). The NI's gap is at most the steady-state cost", fit.replier.value, own);
     fit.g_ni = Param::hidden(buf, fit.g.value, fit.g.ci95);
   } else if (processor) {
     fit.bottleneck = kBottleneckProcessor;
@@ -346,6 +362,7 @@ void to_json(nlohmann::json& j, const SignatureFit& f) {
     pd.push_back({{"delta_ns", d.delta_ns}, {"steady_ns", d.steady}, {"raised", d.raised}, {"o_r", d.o_r}});
   j = {{"o_s", f.o_s},         {"o_r", f.o_r},     {"g", f.g},          {"L", f.L},
        {"rtt", f.rtt},         {"idle", f.idle},   {"g_ni", f.g_ni},    {"bottleneck", f.bottleneck},
+       {"replier_service", f.replier},
        {"window", f.window},   {"send_only_M", f.send_only_M},         {"steady_M", f.steady_M},
        {"per_delta", pd},      {"checks", f.checks}};
 }

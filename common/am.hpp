@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -115,6 +116,7 @@ class Endpoint {
     timeout_cycles_ = opt.stall_timeout_s > 0 ? clock.cycles(opt.stall_timeout_s * 1e9) : 0;
     loss_cycles_ = opt.loss_timeout_s > 0 ? clock.cycles(opt.loss_timeout_s * 1e9) : 0;
     check_interval_cycles_ = clock.cycles(1e6);  // 1 ms between liveness checks while stalled
+    ns_per_cycle_ = clock.ns(std::uint64_t{1000}) / 1000;
     handlers_.fill(nullptr);
   }
   Endpoint(const Endpoint&) = delete;
@@ -254,8 +256,32 @@ class Endpoint {
 
   // Poll the NI once, dispatching what arrived (from any peer).
   int poll() {
+    if (service_timing_) [[unlikely]]
+      return timed_poll();
     return net_.poll([this](const void* p, std::size_t n) { deliver(p, n); });
   }
+
+  // The replier's own service time per request (Culler et al. 3.5: a replier whose turnaround, its o_r +
+  // handler + o_s, is longer than the requester's o_s + o_r limits a request/reply stream). While on,
+  // every poll that handed up a request is timed whole: the receive, the handler and the reply it sent.
+  // Off by default: its two TSC reads per poll would otherwise lengthen every round trip. On resets it.
+  void time_service(bool on) {
+    if (on) {
+      service_requests_ = 0;
+      service_samples_.clear();
+      service_samples_.reserve(1 << 16);
+    }
+    service_timing_ = on;
+  }
+  // Busy time per served request so far (ns): the median over the timed polls of each poll's time per
+  // request it handed up, so the polls that a preemption of this process stretched stay out of it.
+  double service_ns() {
+    if (service_samples_.empty()) return std::nan("");
+    const auto mid = service_samples_.begin() + static_cast<std::ptrdiff_t>(service_samples_.size() / 2);
+    std::nth_element(service_samples_.begin(), mid, service_samples_.end());
+    return static_cast<double>(*mid) * ns_per_cycle_;
+  }
+  std::uint64_t service_requests() const { return service_requests_; }
 
   // Poll until pred() holds; the watchdog turns a silent or dead peer into a PeerError. Returns false
   // (without pred holding) when outstanding requests were declared lost meanwhile.
@@ -387,6 +413,7 @@ class Endpoint {
       return reject(p.counters, Reject::bad_kind);
     }
     ++p.counters.received;
+    ++requests_handled_;
     handlers_[f.handler](*this, f);
   }
   // Credit frames name no handler: they are checked and counted before the handler test.
@@ -453,6 +480,19 @@ class Endpoint {
   [[noreturn, gnu::noinline, gnu::cold]] void bulk_misfit(std::uint32_t n, std::uint32_t off, const char* op) const {
     throw UsageError(std::string("bulk ") + op + " of " + std::to_string(n) + " bytes at offset " + std::to_string(off) +
                      " does not fit the " + std::to_string(segment_bytes_) + "-byte segment");
+  }
+
+  [[gnu::noinline]] int timed_poll() {
+    const std::uint64_t before = requests_handled_;
+    const std::uint64_t t0 = __rdtsc();
+    const int n = net_.poll([this](const void* p, std::size_t len) { deliver(p, len); });
+    if (requests_handled_ != before) {
+      const std::uint64_t k = requests_handled_ - before;
+      service_requests_ += k;
+      if (service_samples_.size() < service_samples_.capacity())
+        service_samples_.push_back(static_cast<float>(__rdtsc() - t0) / static_cast<float>(k));
+    }
+    return n;
   }
 
   void progress() {
@@ -530,6 +570,10 @@ class Endpoint {
   std::uint64_t idle_ = 0, idle_since_ = 0, next_check_ = 0;
   std::uint64_t timeout_cycles_ = 0, check_interval_cycles_ = 0, loss_cycles_ = 0;
   std::uint64_t loss_events_ = 0, losses_in_stall_ = 0;
+  bool service_timing_ = false;
+  std::uint64_t requests_handled_ = 0, service_requests_ = 0;
+  std::vector<float> service_samples_;  // cycles per request of each timed poll that handed one up
+  double ns_per_cycle_ = 0;
 };
 
 // One destination seen from an endpoint: what a single-pair method drives. A method measures a link

@@ -54,6 +54,41 @@ Emulation parse_emulation(const std::string& spec) {
       e.capacity = c;
       continue;
     }
+    auto count = [&](int lo, int hi, const char* what) {
+      std::size_t used = 0;
+      long c = -1;
+      try {
+        c = std::stol(v, &used);
+      } catch (const std::exception&) {
+      }
+      if (used != v.size() || c < lo || c > hi)
+        throw UsageError("--emulate: " + k + " (" + what + ") must be an integer in [" + std::to_string(lo) + ", " +
+                         std::to_string(hi) + "], not '" + v + "'");
+      return static_cast<int>(c);
+    };
+    if (k == "batch") {
+      e.batch = count(1, 256, "frames handed up per poll");
+      continue;
+    }
+    if (k == "signal" || k == "rs") {
+      e.signal_every = count(1, 1024, "completion reported every k-th send");
+      e.signal_tracked = k == "signal";
+      continue;
+    }
+    if (k == "seed") {
+      e.seed = static_cast<std::uint64_t>(count(0, 1 << 30, "the jitter's seed"));
+      continue;
+    }
+    if (k == "stall") {
+      const auto slash = v.find('/');
+      if (slash == std::string::npos)
+        throw UsageError("--emulate: stall takes PERIOD/LENGTH (e.g. stall=1ms/20us), not '" + v + "'");
+      e.stall_period_ns = parse_duration_ns(v.substr(0, slash));
+      e.stall_ns = parse_duration_ns(v.substr(slash + 1));
+      if (!(e.stall_ns >= 0) || !(e.stall_period_ns > e.stall_ns))
+        throw UsageError("--emulate: stall=" + v + ": the period must be longer than the stall, both >= 0");
+      continue;
+    }
     if (k == "wait") {
       if (v != "spin" && v != "sleep" && v != "auto") throw UsageError("--emulate: wait must be spin, sleep or auto, not '" + v + "'");
       e.waiting = v;
@@ -69,12 +104,18 @@ Emulation parse_emulation(const std::string& spec) {
     else if (k == "os_per_byte") e.o_s_per_byte_ns = ns;
     else if (k == "or_per_byte") e.o_r_per_byte_ns = ns;
     else if (k == "h" || k == "handler") e.handler_ns = ns;
-    else throw UsageError("--emulate: unknown key '" + k + "' (known: os, or, g, L, C, G, os_per_byte, or_per_byte, h, wait)");
+    else if (k == "cq") e.cq_ns = ns;
+    else if (k == "jitter") e.jitter_ns = ns;
+    else throw UsageError("--emulate: unknown key '" + k +
+                          "' (known: os, or, g, L, C, G, os_per_byte, or_per_byte, h, wait, batch, cq, signal, rs, "
+                          "jitter, stall, seed)");
   }
   if (!any) throw UsageError("--emulate: empty specification");
   // g < o_s or g < o_r is today's NI (a ConnectX-6 injects every ~5 ns against hundreds of ns of software
   // overhead): accepted; the processor is then the bottleneck and methods must say g is hidden.
-  if (e.o_s_ns + e.o_r_ns + e.g_ns + e.L_ns + e.handler_ns > 1e9)
+  if (e.jitter_ns > 0 && e.L_ns <= 0)
+    throw UsageError("--emulate: jitter needs an L to scale g's share of it (jitter adds to L, and J g / L to g)");
+  if (e.o_s_ns + e.o_r_ns + e.g_ns + e.L_ns + e.handler_ns + e.cq_ns + e.jitter_ns + e.stall_ns > 1e9)
     throw UsageError("--emulate: parameters above one second would make the run last hours");
   return e;
 }
@@ -89,7 +130,13 @@ void to_json(nlohmann::json& j, const Emulation& e) {
        {"L_ns", e.L_ns},         {"capacity", e.capacity},
        {"G_ns_per_byte", e.G_ns}, {"o_s_per_byte_ns", e.o_s_per_byte_ns},
        {"o_r_per_byte_ns", e.o_r_per_byte_ns}, {"handler_ns", e.handler_ns},
-       {"wait", e.waiting}};
+       {"wait", e.waiting},
+       {"batch", e.batch},       {"cq_ns", e.cq_ns},
+       {"signal_every", e.signal_every}, {"signal_tracked", e.signal_tracked},
+       {"jitter_ns", e.jitter_ns},
+       {"jitter_distribution", e.jitter_ns > 0 ? "L + Exp(mean J); g + Exp(mean J g / L); seeded" : ""},
+       {"stall_period_ns", e.stall_period_ns}, {"stall_ns", e.stall_ns},
+       {"seed", e.seed},          {"real_ni_behaviours", e.behaves()}};
 }
 
 }  // namespace logpb

@@ -13,8 +13,22 @@
 //   wait     spin | sleep | auto: how emulated times are spent. sleep: the overheads are slept and idle
 //            ranks sleep until their next arrival, so more ranks than cores share them honestly when the
 //            parameters are milliseconds; auto (default): sleep when the job's ranks share cores
+// The behaviours of a real NI, each off by default (a real ConnectX, E810 or EFA shows all of them):
+//   batch    B: one poll hands up to B arrived frames (a CQ polled in batches; verbs 16, DPDK 32, MPI 16)
+//   cq       T: a send completes locally T after its last byte left (RC's ACK: about 2L)
+//   signal   k: local completion is reported for every k-th send (selective signalling), and for a send
+//            the caller asked to track (as the verbs transport signals a tracked work request); earlier
+//            sends complete with the reported one
+//   rs       k: as signal, but a tracked send is not signalled either (a PMD that frees mbufs only every
+//            tx_rs_thresh descriptors): waiting for one send's completion waits for the k-th
+//   jitter   J: each message's L, and its share of g, grow by a draw from an exponential distribution of
+//            mean J (for g: J g / L), seeded by `seed`: a long tail, never shorter than the set L and g
+//   stall    P/S: every P the NI stops for S (no departure and no arrival inside), as a host that takes
+//            the NI's core away, or a switch pausing a port
+//   seed     the jitter's seed (default 1), so a run is reproducible
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>
@@ -29,6 +43,17 @@ struct Emulation {
   int capacity = 0;  // 0: the run's --window decides
   double handler_ns = 0;
   std::string waiting = "auto";  // spin | sleep | auto
+  int batch = 1;                 // frames handed up per poll, at most
+  double cq_ns = 0;              // local completion this long after the last byte left
+  int signal_every = 1;          // completion reported for every k-th send (and tracked ones unless rs)
+  bool signal_tracked = true;    // false with rs=k: tracking does not signal
+  double jitter_ns = 0;          // mean of the exponential tail added to L (and J g / L to g)
+  double stall_period_ns = 0, stall_ns = 0;
+  std::uint64_t seed = 1;
+  // Any behaviour of a real NI switched on (the JSON says which).
+  bool behaves() const {
+    return batch > 1 || cq_ns > 0 || signal_every > 1 || jitter_ns > 0 || stall_ns > 0;
+  }
 };
 
 // Throws UsageError naming the bad key or value, or the LogP constraint an impossible set breaks.

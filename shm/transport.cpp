@@ -272,7 +272,7 @@ nlohmann::json Wire::describe() const {
   return {{"ni", "wire"}, {"local_completion", "the slot is written (the receiver reads it in place)"}};
 }
 
-EmulatedNI::EmulatedNI(const Clock& clock, const Emulation& e, std::size_t max_in_flight) : emu_(e) {
+EmulatedNI::EmulatedNI(const Clock& clock, const Emulation& e, std::size_t max_in_flight, int rank) : emu_(e) {
   os_ = clock.cycles(e.o_s_ns);
   or_ = clock.cycles(e.o_r_ns);
   g_ = clock.cycles(e.g_ns);
@@ -290,7 +290,21 @@ EmulatedNI::EmulatedNI(const Clock& clock, const Emulation& e, std::size_t max_i
   // Every send not yet complete still holds its ring slot (its receiver consumes it only after it is
   // visible, which is after it completed), so the ring slots of all peers bound them.
   done_at_.assign(std::bit_ceil(std::max<std::size_t>(max_in_flight, 1)), 0);
+  signalled_.assign(done_at_.size(), false);
   done_mask_ = done_at_.size() - 1;
+  cq_ = clock.cycles(e.cq_ns);
+  signal_every_ = static_cast<std::uint64_t>(std::max(1, e.signal_every));
+  signal_tracked_ = e.signal_tracked;
+  batch_ = std::max(1, e.batch);
+  if (e.jitter_ns > 0 && e.L_ns > 0) {
+    jitter_L_ = e.jitter_ns * clock.hz() * 1e-9;
+    jitter_g_ = jitter_L_ * e.g_ns / e.L_ns;
+  }
+  // Each rank draws its own sequence from the one seed, so two ranks do not jitter in lockstep.
+  rng_ = e.seed * 0x2545f4914f6cdd1dull + static_cast<std::uint64_t>(rank) * 0x9e3779b97f4a7c15ull;
+  stall_period_ = clock.cycles(e.stall_period_ns);
+  stall_ = clock.cycles(e.stall_ns);
+  stall_epoch_ = __rdtsc();
 }
 
 void EmulatedNI::set_waiting(bool ranks_share_cores) {
@@ -335,6 +349,15 @@ nlohmann::json EmulatedNI::describe() const {
                                "millisecond-scale parameters"
                              : "spin: overheads and waits busy-poll the TSC"},
           {"handler_ns", emu_.handler_ns},
+          {"completion",
+           {{"latency_ns", emu_.cq_ns},
+            {"reported", emu_.signal_every <= 1 ? "every send"
+                         : "every " + std::to_string(emu_.signal_every) + "th send" +
+                               (emu_.signal_tracked ? " and every send the caller tracks (selective signalling)"
+                                                    : ", tracked or not (a PMD's tx_rs_thresh)")},
+            {"semantics", emu_.cq_ns > 0 ? "after the peer's ACK (emulated: the last byte left + cq)"
+                                         : "the NI has sent the last byte"}}},
+          {"rx_batch", emu_.batch},
           {"send_queue", emu_.capacity > 0 ? "a send stalls while C messages wait to depart (LogP's capacity constraint)"
                                            : "unbounded (no C given)"}};
 }
@@ -344,7 +367,7 @@ nlohmann::json EmulatedNI::describe() const {
 template <class NI>
 ShmTransport<NI>::ShmTransport(Publish, const ShmRegion& region, int rank, const Clock& clock, const Emulation& emu,
                                const ShmOptions& opt)
-    : ni_(clock, emu, static_cast<std::size_t>(std::max(region.ranks() - 1, 1)) * region.ring_slots()),
+    : ni_(clock, emu, static_cast<std::size_t>(std::max(region.ranks() - 1, 1)) * region.ring_slots(), rank),
       peers_(region, rank) {
   if (NI::emulated != emu.enabled)
     throw std::logic_error(std::string("shm: an ") + (NI::emulated ? "emulated NI without an emulation" : "emulation on the real NI"));

@@ -23,6 +23,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -153,7 +154,7 @@ struct RxRing {  // from one peer
 // returns. Every hook is empty or trivial and the compiler removes it.
 class Wire {
  public:
-  Wire(const Clock&, const Emulation&, std::size_t) {}
+  Wire(const Clock&, const Emulation&, std::size_t, int) {}
   static constexpr bool emulated = false;
   std::uint64_t enter() const noexcept { return 0; }
   void depart(std::uint64_t&, std::uint64_t, std::uint64_t, std::uint32_t) noexcept {}
@@ -162,6 +163,8 @@ class Wire {
   void leave_get(std::uint64_t) const noexcept {}
   bool local_arrived(std::uint64_t) const noexcept { return true; }
   std::uint64_t completed(std::uint64_t posted) const noexcept { return posted; }
+  void track_next() noexcept {}
+  static constexpr int batch() noexcept { return 1; }
   bool room() const noexcept { return true; }
   // Round robin: the first ring from `start` on whose head is published.
   int next_arrival(const shm_detail::RxRing* rx, int n, int start, std::uint64_t mask) const noexcept {
@@ -182,21 +185,33 @@ class Wire {
 // visible, as one NI's receive queue would hold them.
 class EmulatedNI {
  public:
-  // max_in_flight: the most sends that can be posted and not yet complete (every ring's slots).
-  EmulatedNI(const Clock& clock, const Emulation& e, std::size_t max_in_flight);
+  // max_in_flight: the most sends that can be posted and not yet complete (every ring's slots); rank picks
+  // this NI's own stream of jitter draws from the seed.
+  EmulatedNI(const Clock& clock, const Emulation& e, std::size_t max_in_flight, int rank);
   static constexpr bool emulated = true;
   std::uint64_t enter() const noexcept { return __rdtsc(); }
   // A frame leaves: sets its visibility stamp and when send operation `op` completes locally.
   void depart(std::uint64_t& visible, std::uint64_t op, std::uint64_t t_enter, std::uint32_t bulk_len) noexcept {
     const std::uint64_t ready = t_enter + os_ + static_cast<std::uint64_t>(os_per_byte_ * bulk_len);
     // LogGP: a message holds the wire for g + G*n (Bell et al.'s per-message time), and its last byte
-    // leaves G*n after its first, so it is visible G*n + L after departure and locally complete G*n after.
+    // leaves G*n after its first, so it is visible G*n + L after departure and locally complete G*n after
+    // (plus the completion latency cq: an RC NI reports a send once the peer's ACK is back).
     const std::uint64_t wire = static_cast<std::uint64_t>(G_ * bulk_len);
-    const std::uint64_t dep = std::max(ready, next_departure_);
-    next_departure_ = dep + g_ + wire;
-    done_at_[op & done_mask_] = dep + wire;
-    visible = dep + wire + L_;
+    const std::uint64_t dep = unstalled(std::max(ready, next_departure_));
+    std::uint64_t g = g_, L = L_;
+    if (jitter_L_ > 0) [[unlikely]] {
+      L += draw_exponential(jitter_L_);
+      g += draw_exponential(jitter_g_);
+    }
+    next_departure_ = dep + g + wire;
+    const std::size_t slot = op & done_mask_;
+    done_at_[slot] = dep + wire + cq_;
+    signalled_[slot] = (op + 1) % signal_every_ == 0 || track_pending_;
+    track_pending_ = false;
+    visible = dep + wire + L;
   }
+  // The next send is one the caller will wait for: signalled unless the NI signals only every k-th (rs=k).
+  void track_next() noexcept { track_pending_ = signal_tracked_; }
   // LogP's capacity constraint on this NI's queue: a send stalls while C messages already wait to depart
   // (one-way messages have no AM window to hold them; requests do, and never reach it unless the CPU
   // outruns g).
@@ -221,12 +236,17 @@ class EmulatedNI {
     wait_until(now + or_);
     return true;
   }
+  // Sends complete in order; the caller learns of it only through a signalled one (signal=k, rs=k), which
+  // reports every send before it as well.
   std::uint64_t completed(std::uint64_t posted) noexcept {
     if (done_ < posted) {
       const std::uint64_t now = __rdtsc();
-      while (done_ < posted && done_at_[done_ & done_mask_] <= now) ++done_;
+      while (done_ < posted && done_at_[done_ & done_mask_] <= now) {
+        if (signalled_[done_ & done_mask_]) reported_ = done_ + 1;
+        ++done_;
+      }
     }
-    return done_;
+    return reported_;
   }
   // The earliest visible head of any ring, once it may arrive: no earlier than its departure + L, and
   // no sooner than g after this NI's previous arrival. o_r is padded from the moment polling began, so
@@ -237,7 +257,7 @@ class EmulatedNI {
     const am::Frame* frame = nullptr;
     const int best = earliest(rx, n, mask, frame);
     if (best < 0) return -1;
-    const std::uint64_t arrive = std::max(rx[best].visible[rx[best].head & mask], last_arrival_ + g_);
+    const std::uint64_t arrive = unstalled(std::max(rx[best].visible[rx[best].head & mask], last_arrival_ + g_));
     if (__rdtsc() < arrive) {
       pending_ = arrive;
       return -1;
@@ -251,8 +271,10 @@ class EmulatedNI {
   std::uint64_t next_due(const shm_detail::RxRing* rx, int n, std::uint64_t mask) const noexcept {
     const am::Frame* frame = nullptr;
     const int best = earliest(rx, n, mask, frame);
-    return best < 0 ? UINT64_MAX : std::max(rx[best].visible[rx[best].head & mask], last_arrival_ + g_);
+    return best < 0 ? UINT64_MAX : unstalled(std::max(rx[best].visible[rx[best].head & mask], last_arrival_ + g_));
   }
+  // Frames one poll may hand up.
+  int batch() const noexcept { return batch_; }
   // Sleeping (set_waiting): overheads are slept, and an idle rank sleeps until its next arrival is due.
   void set_waiting(bool ranks_share_cores);
   bool sleeping() const noexcept { return sleep_; }
@@ -286,14 +308,37 @@ class EmulatedNI {
     return best;
   }
   void sleep_until(std::uint64_t deadline) const noexcept;
+  // A time inside one of the NI's stalls moves to the stall's end.
+  std::uint64_t unstalled(std::uint64_t t) const noexcept {
+    if (stall_period_ == 0 || t < stall_epoch_) return t;
+    const std::uint64_t phase = (t - stall_epoch_) % stall_period_;
+    return phase < stall_ ? t + (stall_ - phase) : t;
+  }
+  // An exponential draw of the given mean, in cycles (inverse transform of a 53-bit uniform in (0, 1]).
+  std::uint64_t draw_exponential(double mean) noexcept {
+    rng_ += 0x9e3779b97f4a7c15ull;  // splitmix64
+    std::uint64_t z = rng_;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    const double u = (static_cast<double>(z >> 11) + 1.0) * 0x1.0p-53;
+    return static_cast<std::uint64_t>(-mean * std::log(u));
+  }
   std::uint64_t os_ = 0, or_ = 0, g_ = 0, L_ = 0, h_ = 0, cap_g_ = 0;
+  std::uint64_t cq_ = 0, signal_every_ = 1;
+  bool signal_tracked_ = true, track_pending_ = false;
+  int batch_ = 1;
+  double jitter_L_ = 0, jitter_g_ = 0;
+  std::uint64_t rng_ = 0;
+  std::uint64_t stall_period_ = 0, stall_ = 0, stall_epoch_ = 0;
   double os_per_byte_ = 0, or_per_byte_ = 0, G_ = 0;
   bool sleep_ = false;
   double ns_per_cycle_ = 0;
   std::uint64_t max_sleep_ = 0, spin_margin_ = 0, pending_ = UINT64_MAX;
   std::uint64_t next_departure_ = 0, last_arrival_ = 0;
   std::vector<std::uint64_t> done_at_;  // when each send operation completes locally, by its number
-  std::uint64_t done_mask_ = 0, done_ = 0;
+  std::vector<bool> signalled_;         // whether its completion is reported
+  std::uint64_t done_mask_ = 0, done_ = 0, reported_ = 0;
   Emulation emu_;
 };
 
@@ -354,7 +399,7 @@ class ShmTransport {
   // sender's buffer is free when send returns); on an emulated NI, once the NI has sent its last byte
   // (departure + G*n), as a DMA engine would report it. Operations are numbered across all peers.
   std::uint64_t tx_posted() const noexcept { return posted_; }
-  void track_next() noexcept {}
+  void track_next() noexcept { ni_.track_next(); }
   std::uint64_t tx_completed() noexcept { return ni_.completed(posted_); }
 
   // The ring toward one peer carries our requests (window), our replies to its requests (its window,
@@ -367,20 +412,25 @@ class ShmTransport {
   int poll(Sink&& sink) {
     if (local_count_) [[unlikely]]
       if (poll_local(sink)) return 1;
-    const int i = ni_.next_arrival(rx_.data(), n_rx_, next_rx_, mask_);
-    if (i < 0) return 0;
-    RxRing& r = rx_[static_cast<std::size_t>(i)];
-    const am::Frame* f = &r.slots[r.head & mask_];
-    // A rank writes only its own rings, so the ring says who sent a frame, whatever the frame claims: a
-    // frame naming another source (a rank forging another's requests or replies) is dropped and counted.
-    if (f->src == r.src) [[likely]]
-      sink(static_cast<const void*>(f), sizeof(am::Frame));
-    else
-      ++forged_src_;
-    ++r.head;
-    if ((r.head & publish_mask_) == 0) r.consumed->store(r.head, std::memory_order_release);
-    next_rx_ = i + 1 == n_rx_ ? 0 : i + 1;
-    return 1;
+    // An emulated NI may hand up several arrived frames per poll (batch=B), as a CQ polled in batches does;
+    // the wire hands up one, and the loop folds away.
+    int delivered = 0;
+    do {
+      const int i = ni_.next_arrival(rx_.data(), n_rx_, next_rx_, mask_);
+      if (i < 0) break;
+      RxRing& r = rx_[static_cast<std::size_t>(i)];
+      const am::Frame* f = &r.slots[r.head & mask_];
+      // A rank writes only its own rings, so the ring says who sent a frame, whatever the frame claims: a
+      // frame naming another source (a rank forging another's requests or replies) is dropped and counted.
+      if (f->src == r.src) [[likely]]
+        sink(static_cast<const void*>(f), sizeof(am::Frame));
+      else
+        ++forged_src_;
+      ++r.head;
+      if ((r.head & publish_mask_) == 0) r.consumed->store(r.head, std::memory_order_release);
+      next_rx_ = i + 1 == n_rx_ ? 0 : i + 1;
+    } while (++delivered < ni_.batch());
+    return delivered;
   }
 
   // Oversubscribed (yield_when_idle): give the core to another rank after an empty poll. An emulated NI

@@ -22,11 +22,18 @@ struct flood {
   using Run = std::vector<methods::BellSize>;
   // no: the flood's rate alone, without the overlap test that names the limiting stage (which costs far
   // more than the flood: minutes in an emulated NI such as the Soft-RoCE lab's, against ib_send_bw).
+  // fixed: the flood runs at --queue-depth as given, even where a deeper queue would be faster (the figure
+  // then says so only if the queue is seen to limit it).
   static inline const std::vector<MethodOption> options = {
-      {"flood-overlap", "yes|no", "flood: also run the CPU overlap test at the end sizes (names the limiting stage)", "yes"}};
+      {"flood-overlap", "yes|no", "flood: also run the CPU overlap test at the end sizes (names the limiting stage)", "yes"},
+      {"flood-queue", "adapt|fixed",
+       "flood: adapt doubles --queue-depth while a deeper queue is faster (local completion on RC waits for the ACK)",
+       "adapt"}};
   static void check(const Options& o) {
     const std::string& v = o.method_arg("flood-overlap");
     if (v != "yes" && v != "no") throw UsageError("--flood-overlap takes yes or no, not '" + v + "'");
+    const std::string& q = o.method_arg("flood-queue");
+    if (q != "adapt" && q != "fixed") throw UsageError("--flood-queue takes adapt or fixed, not '" + q + "'");
   }
 
   template <class L>
@@ -35,7 +42,8 @@ struct flood {
     // the o_s and o_r it infers would not be the batched stream's, and naming the limiting stage from them
     // would be wrong.
     const bool overlap = o.method_arg("flood-overlap") == "yes" && o.tx_burst == 1;
-    const methods::BellConfig cfg{io.sizes, o.queue_depth, o.messages, o.bell_runs, overlap};
+    const methods::BellConfig cfg{io.sizes, o.queue_depth, o.messages, o.bell_runs, overlap,
+                                  o.method_arg("flood-queue") == "adapt"};
     return methods::bell_flood(link, st, clock, cfg, io.progress);
   }
   static nlohmann::json record(const Run& r, const Options&) { return analysis::bell_record(r, true); }

@@ -61,7 +61,15 @@ struct signature {
     };
     Run r;
     r.data = methods::signature(link, st, clock, cfg, hooks);
-    r.fit = analysis::fit_signature(analysis::to_fit_curves(r.data), analysis::rtt_param(r.data.rtt.summary), 1.2, link.window());
+    // The replier's service time: its busy time per request, averaged over the Delta = 0 curve's thousands
+    // of requests (an interval of 2% or the clock's step, whichever is larger).
+    analysis::Param replier = analysis::Param::invalid("the replier did not time its service (a reflector, or no request)");
+    if (std::isfinite(r.data.replier_service_ns) && r.data.replier_service_ns > 0)
+      replier = analysis::param_of(r.data.replier_service_ns, std::max(0.02 * r.data.replier_service_ns, clock.resolution_ns()),
+                                   "the replier's busy time per request over " + std::to_string(r.data.replier_requests) +
+                                   " requests of the Delta = 0 curve: its receive, handler and reply (Culler et al. 3.5)");
+    r.fit = analysis::fit_signature(analysis::to_fit_curves(r.data), analysis::rtt_param(r.data.rtt.summary), 1.2,
+                                    link.window(), replier);
     return r;
   }
   static nlohmann::json record(const Run& r, const Options& o) {

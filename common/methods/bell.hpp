@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "../stats.hpp"
@@ -33,6 +34,10 @@ struct BellConfig {
   int messages = 10000;  // per run (the paper: at least 10,000)
   int runs = 10;         // the paper: at least 10; the minimum is reported
   bool infer_overheads = true;  // flood: also run the overlap test at the smallest and largest size
+  bool adapt_queue = true;      // flood: deepen q while it limits the time per message (FloodQueue)
+  // Overlap test: the longest one run of one point may take; past it a run has fewer messages (at least
+  // 400). A slow NI (a 1990s g of 6 us) would otherwise take many minutes at the default 10,000.
+  double overlap_run_ns = 25e6;
 };
 
 // A figure taken as the minimum over runs (Bell et al. 4), with a percentile-bootstrap interval of that
@@ -61,7 +66,7 @@ inline RunsFigure runs_figure(const std::vector<double>& v) {
 // and its steady rate (the pace of the receiver's credit returns: messages.hpp, credit_rate_ns).
 struct FloodTime {
   double total_ns = NAN, steady_ns = NAN;
-  double value() const { return std::isfinite(steady_ns) ? steady_ns : total_ns; }
+  double value() const { return total_ns; }  // Bell et al.'s figure: total time / N
 };
 
 // One flood of `messages` one-way n-byte messages at queue depth q, ending with one reply. NaN when a
@@ -105,25 +110,46 @@ FloodTime flood_once(EP& ep, ClientState& st, const Clock& clock, std::uint32_t 
 
 // The overlap curve of one side: time per message T(c) against the computation c actually spent per
 // message (measured inside the loop, not calibrated elsewhere), and o_ns, the time per message not spent
-// computing. Each is the median over the run's messages, from the stamps the computation itself takes:
-// a run of thousands of messages holds dozens of interruptions on a VM, which a total/N would spread over
-// every message (Bell et al. take minima over runs for the same reason).
+// computing. Each is the median over blocks of consecutive messages of the block's own mean, from the
+// stamps the computation itself takes:
+//  - a run of thousands of messages holds dozens of interruptions on a VM, which a total/N would spread
+//    over every message; the median over blocks leaves the few blocks they hit out (Bell et al. take minima
+//    over runs for the same reason);
+//  - a real NI hands several arrivals up per poll (a CQ polled 16 or 32 at a time). Then one receive pays
+//    the poll and the handlers of a whole batch and the next few find their message already there: a
+//    per-message median would be the cost of a receive that did not poll, near zero. A block longer than
+//    any batch holds whole batches, so its mean is o_r per message, the poll's cost shared out.
 struct OverlapPoint {
   double c_ns = NAN, t_ns = NAN, o_ns = NAN;
 };
 
 namespace detail {
-// From per-message stamps (start and end of each message's computation): the median period, the median
-// computation, and the median time between one computation's end and the next one's start.
+// Messages per block: longer than the largest batch an NI hands up per poll (DPDK's 32), short enough to
+// leave a few dozen blocks in a run.
+inline int overlap_block(int messages) { return std::clamp(messages / 24, 1, 64); }
+
+// From per-message stamps (start and end of each message's computation): per block of `block` messages,
+// the mean period, the mean computation and the mean time between one computation's end and the next
+// one's start; the median of each over the blocks.
 inline OverlapPoint overlap_point(const Clock& clock, const std::vector<std::uint64_t>& start,
-                                  const std::vector<std::uint64_t>& end, int messages) {
+                                  const std::vector<std::uint64_t>& end, int messages, int block) {
   std::vector<double> period, comp, rest;
-  for (int i = 0; i + 1 < messages; ++i) {
-    period.push_back(clock.ns(start[static_cast<std::size_t>(i + 1)] - start[static_cast<std::size_t>(i)]));
-    comp.push_back(clock.ns(end[static_cast<std::size_t>(i)] - start[static_cast<std::size_t>(i)]));
-    rest.push_back(clock.ns(start[static_cast<std::size_t>(i + 1)] - end[static_cast<std::size_t>(i)]));
+  block = std::max(1, block);
+  for (int b = 0; b + block < messages; b += block) {
+    std::uint64_t computing = 0;
+    for (int i = b; i < b + block; ++i)
+      computing += end[static_cast<std::size_t>(i)] - start[static_cast<std::size_t>(i)];
+    const double span = clock.ns(start[static_cast<std::size_t>(b + block)] - start[static_cast<std::size_t>(b)]) / block;
+    const double c = clock.ns(computing) / block;
+    period.push_back(span);
+    comp.push_back(c);
+    rest.push_back(span - c);
   }
   return {median_of(comp), median_of(period), median_of(rest)};
+}
+inline OverlapPoint overlap_point(const Clock& clock, const std::vector<std::uint64_t>& start,
+                                  const std::vector<std::uint64_t>& end, int messages) {
+  return overlap_point(clock, start, end, messages, overlap_block(messages));
 }
 }  // namespace detail
 
@@ -178,6 +204,7 @@ struct OverlapSide {
   double t0_ns = NAN;                    // T(0): the q = 1 gap this side sees
   double overhead = NAN, ci95 = NAN;
   double hidden_c_ns = NAN;              // the largest computation that stayed hidden (T(0) - overhead)
+  int messages = 0;                      // per run (the user's count, or fewer within the run budget)
   std::string ci_method;
   bool ok = false;
   std::string note;
@@ -213,12 +240,15 @@ OverlapSide overlap_side(const Clock& clock, const BellConfig& cfg, Once&& once)
   // T(0) first (its minimum over runs); then c in steps of T(0)/10 until T(c) has risen by half and at
   // least four points lie on the rising line.
   std::vector<std::vector<OverlapPoint>> runs(static_cast<std::size_t>(cfg.runs));
-  once(0, std::min(cfg.messages, 200));  // warm-up
+  const OverlapPoint warm = once(0, std::min(cfg.messages, 200));  // warm-up, and the pace for the budget
+  s.messages = cfg.messages;
+  if (std::isfinite(warm.t_ns) && warm.t_ns > 0)
+    s.messages = std::min(cfg.messages, std::max(400, static_cast<int>(cfg.overlap_run_ns / (2 * warm.t_ns))));
   auto point = [&](double c_ns) {
     OverlapPoint best;
     for (int r = 0; r < cfg.runs; ++r) {
       throw_if_interrupted();
-      const OverlapPoint p = once(clock.cycles(c_ns), cfg.messages);
+      const OverlapPoint p = once(clock.cycles(c_ns), s.messages);
       runs[static_cast<std::size_t>(r)].push_back(p);
       if (std::isfinite(p.t_ns) && !(p.t_ns >= best.t_ns)) best = p;  // the run with the least time
     }
@@ -256,14 +286,47 @@ OverlapSide overlap_side(const Clock& clock, const BellConfig& cfg, Once&& once)
   return s;
 }
 
+// The flood's queue (Bell et al. 4.2: q messages in flight, waiting for local completion): the depth the
+// runs used, found by doubling q from the user's until the time per message stops falling, and what a
+// send's local completion costs. A queue that still limits at the deepest q tried is named, never taken
+// for the NI (on RC verbs a send completes when the peer's ACK is back: q sends per ACK time at most).
+struct FloodQueue {
+  int requested = 0, used = 0, deepest = 0;  // the user's q, the one the runs used, the most tried
+  bool limited = false;                      // the time still fell at the deepest q tried
+  std::vector<std::pair<int, double>> probe; // (q, time per message) of the doubling
+  double completion_ns = NAN;                // median post-to-local-completion time of one tracked send
+  int messages = 0;                          // per run, after amortising the start and the final reply
+  int credits = 0;                           // the AM layer's one-way credits (a bound of its own)
+};
+
 struct BellSize {
   std::uint32_t bytes = 0;
-  RunsFigure gap;          // flood: time per message (steady rate; see FloodTime)
-  RunsFigure gap_total;    // flood: total / N per run, as the paper divides, for the record
+  RunsFigure gap;          // flood: total time / N per run (Bell et al.), minimum over runs
+  RunsFigure gap_total;    // the same figure (kept for readers of older results)
+  RunsFigure gap_steady;   // flood: the steady rate of the receiver's credit returns (messages.hpp)
   RunsFigure rtt;          // ping-pong (EEL for the smallest size)
   OverlapSide send, recv;  // CPU overlap test (only where it was run)
   bool overlap_run = false;
+  FloodQueue queue;
 };
+
+// The local completion time of one send with nothing else in flight: post, then wait until the NI
+// reports it complete (Bell et al. 4.2's "complete locally"; on RC the peer's ACK). Median of `count`.
+template <class EP>
+double completion_latency_ns(EP& ep, ClientState& st, const Clock& clock, std::uint32_t n, int count) {
+  std::vector<double> t;
+  if constexpr (EP::has_local_completion) {
+    for (int i = 0; i < count; ++i) {
+      const std::uint64_t t0 = tsc::now();
+      const std::uint64_t op = send_oneway(ep, n, static_cast<std::uint64_t>(i), true);
+      ep.wait_local(op);
+      const std::uint64_t t1 = tsc::now_end();
+      t.push_back(clock.ns(static_cast<double>(t1 - t0) - clock.timer_cost_cycles()));
+    }
+    if (!final_reply(ep, st)) return NAN;
+  }
+  return median_of(t);
+}
 
 // Both sides of the overlap test at size n, into b.
 template <class EP>
@@ -284,6 +347,37 @@ BellSize bell_overlap_size(EP& ep, ClientState& st, const Clock& clock, const Be
   return b;
 }
 
+// The queue depth for the flood at size n: q, 2q, 4q, ... while the time per message falls by more than
+// 3% (the best of two short floods at each depth), up to the credits the AM layer may hand out.
+template <class EP>
+FloodQueue flood_queue(EP& ep, ClientState& st, const Clock& clock, const BellConfig& cfg, std::uint32_t n) {
+  FloodQueue fq;
+  fq.requested = fq.used = cfg.queue_depth;
+  fq.credits = ep.credit_limit();
+  fq.deepest = std::max(cfg.queue_depth, std::min(1024, ep.credit_limit()));
+  fq.completion_ns = completion_latency_ns(ep, st, clock, n, 21);
+  const int m = std::min(cfg.messages, 2000);
+  auto probe = [&](int q) {
+    double best = NAN;
+    for (int k = 0; k < 2; ++k) {
+      const double t = flood_once(ep, st, clock, n, q, m).value();
+      if (std::isfinite(t) && !(t >= best)) best = t;
+    }
+    fq.probe.emplace_back(q, best);
+    return best;
+  };
+  double t = probe(fq.used);
+  if (!cfg.adapt_queue) return fq;
+  while (fq.used * 2 <= fq.deepest) {
+    const double t2 = probe(fq.used * 2);
+    if (!(t2 < 0.97 * t)) break;
+    fq.used *= 2;
+    t = t2;
+    fq.limited = fq.used * 2 > fq.deepest;  // still falling at the deepest depth tried
+  }
+  return fq;
+}
+
 template <class EP>
 std::vector<BellSize> bell_flood(EP& ep, ClientState& st, const Clock& clock, const BellConfig& cfg,
                                  const std::function<void(const std::string&)>& progress) {
@@ -292,19 +386,31 @@ std::vector<BellSize> bell_flood(EP& ep, ClientState& st, const Clock& clock, co
     progress("flood " + std::to_string(n) + " B");
     BellSize b;
     b.bytes = n;
-    std::vector<double> g, gt, r;
+    std::vector<double> g, gs, r;
     flood_once(ep, st, clock, n, cfg.queue_depth, std::min(cfg.messages, 200));  // warm up
+    b.queue = flood_queue(ep, st, clock, cfg, n);
+    // Enough messages that the start (filling the queue) and the final reply cost under 1% of the total:
+    // N >= 100 RTT / (time per message), within 4x the user's count.
+    std::vector<double> rt0;
+    for (int i = 0; i < 21; ++i) rt0.push_back(round_trip(ep, st, clock, n).total_ns);
+    const double per = b.queue.probe.empty() ? NAN : b.queue.probe.back().second;
+    int messages = cfg.messages;
+    if (std::isfinite(per) && per > 0 && std::isfinite(median_of(rt0)))
+      messages = static_cast<int>(std::clamp(100 * median_of(rt0) / per, static_cast<double>(cfg.messages),
+                                             4.0 * cfg.messages));
+    b.queue.messages = messages;
     for (int k = 0; k < cfg.runs; ++k) {
       throw_if_interrupted();
-      const FloodTime ft = flood_once(ep, st, clock, n, cfg.queue_depth, cfg.messages);
-      g.push_back(ft.value());
-      gt.push_back(ft.total_ns);
+      const FloodTime ft = flood_once(ep, st, clock, n, b.queue.used, messages);
+      g.push_back(ft.total_ns);
+      gs.push_back(ft.steady_ns);
       std::vector<double> rt;
       for (int i = 0; i < std::max(10, cfg.messages / 100); ++i) rt.push_back(round_trip(ep, st, clock, n).total_ns);
       r.push_back(summarize(rt).median);
     }
     b.gap = runs_figure(g);
-    b.gap_total = runs_figure(gt);
+    b.gap_total = b.gap;
+    b.gap_steady = runs_figure(gs);
     b.rtt = runs_figure(r);
     // Which of g, o_s and o_r the flood saw: Bell et al. use their tests in combination.
     if (cfg.infer_overheads && (n == cfg.sizes.front() || n == cfg.sizes.back())) {

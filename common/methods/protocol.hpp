@@ -2,6 +2,7 @@
 // until the client's quit request; every method is driven from the client.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <type_traits>
 
@@ -21,6 +22,8 @@ enum Handler : std::uint16_t {
   kFloodMe = 9,     // one-way request (args: count, bytes n, offset in the requester's segment): the server
                     // sends `count` one-way messages of n bytes (kArrived) back, from its serving loop
   kArrived = 10,    // one-way request on the client: counted
+  kService = 11,    // request (args: 1 start, 0 stop): the replier times its own service of requests
+                    // (Endpoint::time_service); the reply to stop carries (ps per request, requests)
 };
 
 struct ClientState {
@@ -67,6 +70,15 @@ void install_server(EP& ep, ServerState& st) {
     }
   });
   ep.on(kQuiet, [](EP& e, const am::Frame&) { ++static_cast<ServerState*>(e.user)->quiet; });
+  ep.on(kService, [](EP& e, const am::Frame& f) {
+    if (f.args[0] != 0) {
+      e.time_service(true);
+      return e.reply(f, kAck, 0, 0);
+    }
+    e.time_service(false);
+    const double ns = e.service_ns();
+    e.reply(f, kAck, std::isfinite(ns) ? static_cast<std::uint64_t>(ns * 1000 + 0.5) : 0, e.service_requests());
+  });
   ep.on(kFloodMe, [](EP& e, const am::Frame& f) {
     auto* s = static_cast<ServerState*>(e.user);
     s->to_send = f.args[0];

@@ -49,7 +49,22 @@ struct SignatureCurve {
 struct SignatureData {
   PingpongResult rtt;
   std::vector<SignatureCurve> curves;  // curves[0] is Delta = 0
+  // The replier's own busy time per request during the Delta = 0 curve, as it timed it (NaN: the peer
+  // did not say, e.g. a reflector), and how many requests that covers.
+  double replier_service_ns = NAN;
+  std::uint64_t replier_requests = 0;
 };
+
+// Asks the replier to start (on) or stop timing its own service of requests; stopping returns its busy
+// time per request in ns (NaN when it did not time any).
+template <class EP>
+double replier_service(EP& ep, ClientState& st, bool on, std::uint64_t* requests = nullptr) {
+  const std::uint64_t want = st.acks + 1;
+  ep.request(kService, on ? 1 : 0);
+  if (!ep.wait_until([&] { return st.acks == want; })) return NAN;
+  if (requests) *requests = st.last_args[1];
+  return !on && st.last_args[1] > 0 ? static_cast<double>(st.last_args[0]) / 1000 : NAN;
+}
 
 struct Hooks {
   std::function<void(const std::string&)> progress = [](const std::string&) {};
@@ -137,8 +152,11 @@ SignatureData signature(EP& ep, ClientState& st, const Clock& clock, const Signa
   d.rtt = pingpong(ep, st, clock, cfg.rtt);
   hooks.checkpoint(d);
   auto request = [&ep](int) { ep.request(kEcho); };
-  // The first curve decides the Delta grid; the issue phase begins with the window empty.
+  // The first curve decides the Delta grid; the issue phase begins with the window empty. The replier
+  // times its own service meanwhile, so a replier-bound steady state can be named (Culler et al. 3.5).
+  replier_service(ep, st, true);
   d.curves.push_back(signature_curve(ep, clock, 0, cfg, hooks, "signature Delta=0", request));
+  d.replier_service_ns = replier_service(ep, st, false, &d.replier_requests);
   hooks.checkpoint(d);
   const std::vector<double> deltas = cfg.deltas_ns.empty() ? hooks.deltas_after_first(d.curves.front()) : cfg.deltas_ns;
   for (double delta : deltas) {

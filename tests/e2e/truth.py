@@ -47,9 +47,26 @@ M = {
     "capacity": dict(os=500, orr=500, g=1000, L=20000, W=4),
     # Per-byte costs: a Paragon that copies by the CPU (o_s(n), o_r(n)) and has a per-byte wire time G.
     "perbyte": dict(os=1400, orr=2200, g=7600, L=6300, W=32, G=0.2, a=0.1, b=0.05),
+    # NIs that behave like real ones (the keys after W are emulated behaviours, shm/emulation.hpp).
+    # ConnectX-like: software overheads of a few hundred ns against a 5 ns gap, a CQ polled 16 at a time,
+    # every 16th send signalled, and local completion when the RC ACK is back (2L).
+    "connectx": dict(os=150, orr=200, g=5, L=600, W=32, batch=16, signal=16, cq=1200),
+    # Completion-moderated: a send is reported complete 6 us after it left, so the flood's default queue
+    # (q = 8) would limit it below the NI's gap unless the queue is deepened.
+    "moderated": dict(os=500, orr=600, g=1500, L=2000, W=32, cq=6000, batch=4),
+    # Replier-bound (Culler et al. 3.5): the replier's handler makes its turnaround (o_r + h + o_s = 2.8 us)
+    # the slowest stage of a request/reply stream; one-way floods carry no handler time.
+    "replier": dict(os=300, orr=500, g=200, L=2000, W=32, h=2000),
+    # A jittery cloud NI: L 15 us with an exponential tail of mean 3 us (g gets J g / L = 400 ns of its own),
+    # and a 50 us stall every 20 ms.
+    "cloud": dict(os=2000, orr=2000, g=2000, L=15000, W=32, jitter=3000, stall=(20e6, 50e3)),
 }
+# Exponential tails: the median of one draw of mean J is J ln 2; of the sum of two (a round trip's two
+# latencies), about 1.678 J (the median of a Gamma(2, J)).
+MEDIAN_EXP1, MEDIAN_EXP2 = 0.6931, 1.6783
 NEGATIVE = {"paragon": "myrinet", "meiko": "paragon", "myrinet": "meiko", "modern": "fast_ni",
-            "fast_ni": "modern", "capacity": "modern", "perbyte": "meiko"}
+            "fast_ni": "modern", "capacity": "modern", "perbyte": "meiko", "connectx": "fast_ni",
+            "moderated": "modern", "replier": "modern", "cloud": "myrinet"}
 
 
 def spec(m):
@@ -57,11 +74,36 @@ def spec(m):
     s = f"os={t['os']}ns,or={t['orr']}ns,g={t['g']}ns,L={t['L']}ns,C={t['W']}"
     if "G" in t:
         s += f",G={t['G']}ns,os_per_byte={t['a']}ns,or_per_byte={t['b']}ns"
+    for k in ("batch", "signal"):
+        if k in t:
+            s += f",{k}={t[k]}"
+    for k in ("cq", "h", "jitter"):
+        if k in t:
+            s += f",{k}={t[k]}ns"
+    if "stall" in t:
+        s += f",stall={t['stall'][0]:.0f}ns/{t['stall'][1]:.0f}ns"
     return s
 
 
 def rtt(t, n=0):
-    return 2 * (t["os"] + t["orr"] + t["L"]) + n * (t.get("a", 0) + t.get("G", 0) + t.get("b", 0))
+    """The median round trip: both latencies' tails (jitter) and the replier's handler h are inside it."""
+    return 2 * (t["os"] + t["orr"] + t["L"]) + n * (t.get("a", 0) + t.get("G", 0) + t.get("b", 0)) + \
+        t.get("h", 0) + MEDIAN_EXP2 * t.get("jitter", 0)
+
+
+def latency(t):
+    """L as RTT/2 - o_s - o_r sees it: the replier's handler and half the round trip's tail are inside."""
+    return rtt(t) / 2 - t["os"] - t["orr"]
+
+
+def gap_mean(t):
+    """The NI's mean gap: jitter adds an exponential of mean J g / L to each departure's g."""
+    return t["g"] * (1 + t.get("jitter", 0) / t["L"]) if t.get("jitter") else t["g"]
+
+
+def turnaround(t):
+    """The replier's time per request: its o_r, the handler, and the reply's o_s (Culler et al. 3.5)."""
+    return t["orr"] + t.get("h", 0) + t["os"]
 
 
 def o_s(t, n=0):
@@ -73,11 +115,11 @@ def o_r(t, n=0):
 
 
 def sig_steady(t):
-    return max(t["g"], t["os"] + t["orr"], rtt(t) / t["W"])
+    return max(gap_mean(t), t["os"] + t["orr"], rtt(t) / t["W"], turnaround(t))
 
 
 def flood_gap(t, n=8):
-    return max(t["g"] + t.get("G", 0) * n, o_s(t, n), o_r(t, n))
+    return max(gap_mean(t) + t.get("G", 0) * n, o_s(t, n), o_r(t, n))
 
 
 class Row:
@@ -127,7 +169,7 @@ def gap_rows(machine, method, t, p, seen, ni_visible, rows, key_ni="g_ni"):
     rows.append(Row(machine, method, "g (method's sense)", seen, value(p.get("g" if method != "kielmann" else "g0"))))
     gni = p.get(key_ni)
     if ni_visible:
-        rows.append(Row(machine, method, "g_ni", t["g"], value(gni)))
+        rows.append(Row(machine, method, "g_ni", gap_mean(t), value(gni)))
     else:
         rows.append(Row(machine, method, "g_ni", t["g"], value(gni), bound(gni), kind="hidden"))
 
@@ -142,15 +184,19 @@ def rows_for(machine, truth_of=None):
     p = d["parameters"]
     rows.append(Row(name, "signature", "o_s", o_s(t), value(p["o_s"])))
     rows.append(Row(name, "signature", "o_r", o_r(t), value(p["o_r"])))
-    rows.append(Row(name, "signature", "L", t["L"], value(p["L"])))
+    rows.append(Row(name, "signature", "L", latency(t), value(p["L"])))
     rows.append(Row(name, "signature", "rtt", rtt(t), value(p["rtt"])))
     steady = sig_steady(t)
-    if steady == t["g"] and t["g"] > 1.05 * max(t["os"] + t["orr"], rtt(t) / t["W"]):
+    if steady == gap_mean(t) and gap_mean(t) > 1.05 * max(t["os"] + t["orr"], rtt(t) / t["W"], turnaround(t)):
         bott = "network interface"
+    elif turnaround(t) > 1.1 * (t["os"] + t["orr"]) and turnaround(t) >= max(rtt(t) / t["W"], gap_mean(t)):
+        bott = "replier"
     elif rtt(t) / t["W"] > t["os"] + t["orr"]:
         bott = "capacity"
     else:
         bott = "processor"
+    if t.get("h"):
+        rows.append(Row(name, "signature", "replier service", turnaround(t), value(p.get("replier_service"))))
     gap_rows(name, "signature", t, p, steady, bott == "network interface", rows)
     rows.append(Row(name, "signature", "bottleneck", bott, p["g"].get("bottleneck"), kind="equals"))
 
@@ -159,7 +205,7 @@ def rows_for(machine, truth_of=None):
     d = logpbench(machine, "flood", ["--sizes", sizes] + common)
     p = d["parameters"]
     seen = flood_gap(t)
-    ni = t["g"] > 1.05 * max(o_s(t, 8), o_r(t, 8))
+    ni = gap_mean(t) > 1.05 * max(o_s(t, 8), o_r(t, 8))
     gap_rows(name, "flood", t, p, seen, ni, rows)
     rows.append(Row(name, "flood", "o_s (overlap)", o_s(t, 8), value(p.get("o_s"))))
     rows.append(Row(name, "flood", "o_r (overlap)", o_r(t, 8), value(p.get("o_r"))))
@@ -180,8 +226,8 @@ def rows_for(machine, truth_of=None):
     rows.append(Row(name, "kielmann", "o_s(1)", o_s(t, 1), value(p["o_s"])))
     rows.append(Row(name, "kielmann", "o_r(1)", o_r(t, 1), value(p["o_r"])))
     rows.append(Row(name, "kielmann", "rtt", rtt(t), value(p["rtt"])))
-    rows.append(Row(name, "kielmann", "L (Table 1)", t["L"], value(p["L"])))
-    ni = t["g"] > 1.05 * max(t["os"], t["orr"])
+    rows.append(Row(name, "kielmann", "L (Table 1)", latency(t), value(p["L"])))
+    ni = gap_mean(t) > 1.05 * max(t["os"], t["orr"])
     gap_rows(name, "kielmann", t, p, flood_gap(t, 0), ni, rows)
     if "G" not in t:
         for e in d["per_size"]:
@@ -273,7 +319,7 @@ def expected_for(r, t):
     if p in ("o_r", "o_r(1)", "o_r (overlap)"):
         return o_r(t, 1 if "(1)" in p else (8 if "overlap" in p else 0))
     if p in ("L", "L (Table 1)"):
-        return t["L"]
+        return latency(t)
     if p == "rtt":
         return rtt(t)
     if p.startswith("rtt (EEL"):
