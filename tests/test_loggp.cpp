@@ -79,3 +79,60 @@ TEST_CASE("naive bulk model: T_0 and R_inf with intervals from the scatter; a ne
   for (double x : n) bent.push_back(x < 1000 ? 100 : 2 * x - 3000);
   CHECK_FALSE(fit_naive_bulk(n, bent).T0.valid);
 }
+
+namespace {
+Param overhead(double v, double ci = 5) {
+  Param p;
+  p.value = p.raw = v;
+  p.ci95 = ci;
+  p.valid = true;
+  return p;
+}
+}  // namespace
+
+TEST_CASE("classify_flood: the NI only when neither overhead, the queue nor the credits reach the flood's time") {
+  // A 1990s NI: g = 7600 ns against o_s = 1400 and o_r = 2200.
+  const auto ni = classify_flood(7600, 20, overhead(1400), overhead(2200));
+  CHECK(ni.stage == kStageNI);
+  REQUIRE(ni.ni.valid);
+  CHECK(ni.ni.value == 7600);
+  // Today's NI: the receive overhead reaches the flood's time (within 5%); the NI's gap is hidden and
+  // bounded by the flood's time, never published as a value.
+  const auto recv = classify_flood(205, 2, overhead(150), overhead(200));
+  CHECK(recv.stage == kStageRecv);
+  CHECK_FALSE(recv.ni.valid);
+  CHECK(recv.ni.upper_bound == Approx(207));
+  const auto send = classify_flood(1000, 5, overhead(990), overhead(800));
+  CHECK(send.stage == kStageSend);
+  CHECK_FALSE(send.ni.valid);
+}
+
+TEST_CASE("classify_flood: a queue still limiting at the deepest q is named, and g_ni is no value") {
+  // The old classifier named the NI here: both overheads stay far below the flood's time.
+  FloodLimits q;
+  q.queue_limited = true;
+  q.queue_depth = 256;
+  q.completion_ns = 6000;
+  const auto c = classify_flood(1500, 10, overhead(500), overhead(600), q);
+  CHECK(c.stage == kStageQueue);
+  CHECK_FALSE(c.ni.valid);
+  CHECK(c.ni.upper_bound == Approx(1510));
+  CHECK(c.ni.note.find("q = 256") != std::string::npos);
+  // The same flood with a queue that stopped limiting is the NI's.
+  q.queue_limited = false;
+  CHECK(classify_flood(1500, 10, overhead(500), overhead(600), q).stage == kStageNI);
+}
+
+TEST_CASE("classify_flood: a flood at the credit bound RTT / (C/2) measured the credits") {
+  FloodLimits lim;
+  lim.credits = 16;
+  lim.rtt_ns = 40000;  // a credit frame back every 8 messages after a 40 us round trip: 5000 ns per message
+  const auto c = classify_flood(5100, 20, overhead(2000), overhead(2000), lim);
+  CHECK(c.stage == kStageCredits);
+  CHECK_FALSE(c.ni.valid);
+  // Far above the bound, the credits do not limit: the NI does.
+  lim.credits = 256;
+  CHECK(classify_flood(5100, 20, overhead(2000), overhead(2000), lim).stage == kStageNI);
+  // Unknown overheads: hidden, never a value.
+  CHECK_FALSE(classify_flood(5100, 20, Param::invalid("not run"), Param::invalid("not run")).ni.valid);
+}

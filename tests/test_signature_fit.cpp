@@ -187,3 +187,21 @@ TEST_CASE("one Delta curve bent by a stall does not carry o_r") {
   CHECK(f.per_delta[1].o_r.value > 2400);
   CHECK_FALSE(check_ok(f, "o_r agrees across Deltas"));
 }
+
+TEST_CASE("a replier whose turnaround is the steady state is named, and its g is no NI gap (Culler 3.5)") {
+  // The requester spends o_s + o_r = 800 ns per pair; the replier's o_r + h + o_s is 2800 ns, so the
+  // steady state is 2800 and Idle = 2000 > 0: the old classifier named the network interface here.
+  std::vector<Curve> cs;
+  unsigned seed = 1;
+  for (double d : {0.0, 1400.0, 2800.0, 5600.0}) cs.push_back(synth(300, 500, 2800, 7600, 32, d, 0, seed++));
+  const SignatureFit without = fit_signature(cs, rtt_of(7600), 1.2, 32);
+  CHECK(without.bottleneck == kBottleneckNI);  // with nothing from the replier, Idle > 0 is all it has
+  const SignatureFit f = fit_signature(cs, rtt_of(7600), 1.2, 32, rtt_of(2800, 50));
+  CHECK(f.bottleneck == kBottleneckReplier);
+  CHECK_FALSE(f.g_ni.valid);
+  CHECK(f.g_ni.upper_bound == Approx(2800).epsilon(0.02));
+  CHECK(f.g.value == Approx(2800).epsilon(0.01));
+  // A replier as fast as the requester (a symmetric pair) is not the bottleneck: the NI here.
+  const SignatureFit fast = fit_signature(cs, rtt_of(7600), 1.2, 32, rtt_of(800, 10));
+  CHECK(fast.bottleneck == kBottleneckNI);
+}
