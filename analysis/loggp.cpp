@@ -62,6 +62,8 @@ Bottleneck classify_flood(double gap, double gap_ci, const Param& o_s, const Par
     return b;
   }
   const double ci = std::isfinite(gap_ci) ? gap_ci : 0;
+  // A hidden NI gap is bounded by the flood's time itself, without its interval: a flood that ran at that
+  // time per message proves the NI passed messages at least that fast.
   char buf[320];
   // The queue first: a flood whose time still falls with a deeper queue measured the queue, whatever
   // the overheads say (q sends per local completion time at most).
@@ -71,7 +73,7 @@ Bottleneck classify_flood(double gap, double gap_ci, const Param& o_s, const Par
                   "hidden: the time per message still fell when q was doubled at q = %d (one send's local completion "
                   "takes %.0f ns), so the flood measured its queue; the NI's gap is at most the flood's time",
                   lim.queue_depth, lim.completion_ns);
-    b.ni = Param::hidden(buf, gap, ci);
+    b.ni = Param::hidden(buf, gap);
     return b;
   }
   // Credits: C one-way messages in flight, half of them returned a round trip after the receiver took
@@ -83,7 +85,7 @@ Bottleneck classify_flood(double gap, double gap_ci, const Param& o_s, const Par
                   "hidden: the flood's %.0f ns per message is the credit bound RTT / (C/2) = %.0f ns (C = %d credits, "
                   "RTT %.0f ns); more credits (--credits) would show more; the NI's gap is at most the flood's time",
                   gap, credit_bound, lim.credits, lim.rtt_ns);
-    b.ni = Param::hidden(buf, gap, ci);
+    b.ni = Param::hidden(buf, gap);
     return b;
   }
   // An overhead "reaches" the flood's time when it is within 5% of it, or within the two intervals.
@@ -96,7 +98,7 @@ Bottleneck classify_flood(double gap, double gap_ci, const Param& o_s, const Par
     b.ni = Param::hidden("hidden: the flood runs at the " + b.stage + " (the overlap test's " +
                              (b.stage == kStageSend ? "o_s" : "o_r") + " reaches the time per message), so the NI's "
                              "own gap is at most the flood's time",
-                         gap, ci);
+                         gap);
   } else if (o_s.valid && o_r.valid) {
     b.stage = kStageNI;
     b.ni.value = b.ni.raw = gap;
@@ -106,7 +108,7 @@ Bottleneck classify_flood(double gap, double gap_ci, const Param& o_s, const Par
   } else {
     b.ni = Param::hidden("the overheads are unknown at this size, so the flood cannot tell the NI's gap from an "
                          "overhead; the NI's gap is at most the flood's time",
-                         gap, ci);
+                         gap);
   }
   return b;
 }

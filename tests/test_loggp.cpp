@@ -101,7 +101,7 @@ TEST_CASE("classify_flood: the NI only when neither overhead, the queue nor the 
   const auto recv = classify_flood(205, 2, overhead(150), overhead(200));
   CHECK(recv.stage == kStageRecv);
   CHECK_FALSE(recv.ni.valid);
-  CHECK(recv.ni.upper_bound == Approx(207));
+  CHECK(recv.ni.upper_bound == Approx(205));
   const auto send = classify_flood(1000, 5, overhead(990), overhead(800));
   CHECK(send.stage == kStageSend);
   CHECK_FALSE(send.ni.valid);
@@ -116,7 +116,7 @@ TEST_CASE("classify_flood: a queue still limiting at the deepest q is named, and
   const auto c = classify_flood(1500, 10, overhead(500), overhead(600), q);
   CHECK(c.stage == kStageQueue);
   CHECK_FALSE(c.ni.valid);
-  CHECK(c.ni.upper_bound == Approx(1510));
+  CHECK(c.ni.upper_bound == Approx(1500));
   CHECK(c.ni.note.find("q = 256") != std::string::npos);
   // The same flood with a queue that stopped limiting is the NI's.
   q.queue_limited = false;
