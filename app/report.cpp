@@ -47,8 +47,10 @@ void print_table(std::FILE* out, const nlohmann::json& doc) {
     }
     if (p["value_ns"].is_null()) {
       if (p.contains("upper_bound_ns")) {  // not observable here: a bound, never a guessed value
+        std::string why = p.value("error", std::string());
+        if (const std::string share = harness_share(doc, key); !share.empty()) why += "; " + share;
         std::fprintf(out, "  %-7s %12s   at most %.4f us (%s)\n", k, "hidden", p["upper_bound_ns"].get<double>() / 1e3,
-                     p.value("error", std::string()).c_str());
+                     why.c_str());
       } else {
         std::fprintf(out, "  %-7s %12s   (%s)\n", k, "n/a", p.value("error", std::string("not measured")).c_str());
       }
