@@ -68,7 +68,8 @@ void print_table(std::FILE* out, const nlohmann::json& doc) {
     if (p.contains("bottleneck") && p["bottleneck"].is_string()) how += (how.empty() ? "" : "; ") + std::string("limited by the ") + p["bottleneck"].get<std::string>();
     // A negative figure is never shown without what explains it.
     if (p["value_ns"].get<double>() < 0 && p.contains("note")) how += (how.empty() ? "" : "; ") + p["note"].get<std::string>();
-    if (const std::string share = harness_share(doc, key); !share.empty()) how = share + (how.empty() ? "" : "; ") + how;
+    if (const std::string share = harness_share(doc, key); !share.empty())
+      how = share + (how.empty() ? "" : "; ") + how;
     std::fprintf(out, "  %-7s %12.4f %12.4f %25s  %s\n", k, p["value_ns"].get<double>() / 1e3, ci / 1e3, range.c_str(), how.c_str());
   }
   if (method && method->print) method->print(out, doc);  // what the method adds in its own words

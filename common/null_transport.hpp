@@ -4,8 +4,9 @@
 // into the frame the peer would have answered with, so the endpoint validates and dispatches it as a
 // real arrival: a request comes back as the peer's reply, a one-way request or a credit frame as the
 // peer's own. Nothing else happens: a send through it costs the AM layer plus one 64-byte store, and a
-// receive the AM layer reading the frame where it lies, as the shm transport's poll() hands over a slot. The ring belongs to rank `me` of a two-rank job; its peer
-// is the other rank.
+// receive the AM layer reading the frame where it lies, as the shm transport's poll() hands over a slot.
+// Source and destination are swapped on the way back, so whichever rank the endpoint is, the frame comes
+// from the rank it sent to.
 #pragma once
 
 #include <cstddef>
