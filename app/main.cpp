@@ -19,6 +19,7 @@
 #include "app/table.hpp"
 #include "app/report.hpp"
 #include "common/errors.hpp"
+#include "common/harness_cost.hpp"
 #include "common/results.hpp"
 #include "common/stats.hpp"
 
@@ -96,6 +97,8 @@ int main(int argc, char** argv) {
         }
         doc.j["meta"]["flags"]["max_burst_time_effective_ns"] = o.max_burst_time_ns;
       }
+      // The AM layer's own share of every o_s and o_r, on the core that measures them (tens of ms).
+      if (kind == app::RankKind::leader) doc.j["meta"]["harness"] = harness_cost_json(measure_harness_cost(clock));
     };
     app::Progress progress(o.quiet);
     bool job_transport = o.transport == "shm";

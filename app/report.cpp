@@ -1,6 +1,7 @@
 #include "report.hpp"
 
 #include "app/method.hpp"
+#include "app/table.hpp"
 
 #include <algorithm>
 #include <string>
@@ -46,8 +47,10 @@ void print_table(std::FILE* out, const nlohmann::json& doc) {
     }
     if (p["value_ns"].is_null()) {
       if (p.contains("upper_bound_ns")) {  // not observable here: a bound, never a guessed value
+        std::string why = p.value("error", std::string());
+        if (const std::string share = harness_share(doc, key); !share.empty()) why += "; " + share;
         std::fprintf(out, "  %-7s %12s   at most %.4f us (%s)\n", k, "hidden", p["upper_bound_ns"].get<double>() / 1e3,
-                     p.value("error", std::string()).c_str());
+                     why.c_str());
       } else {
         std::fprintf(out, "  %-7s %12s   (%s)\n", k, "n/a", p.value("error", std::string("not measured")).c_str());
       }
@@ -65,6 +68,8 @@ void print_table(std::FILE* out, const nlohmann::json& doc) {
     if (p.contains("bottleneck") && p["bottleneck"].is_string()) how += (how.empty() ? "" : "; ") + std::string("limited by the ") + p["bottleneck"].get<std::string>();
     // A negative figure is never shown without what explains it.
     if (p["value_ns"].get<double>() < 0 && p.contains("note")) how += (how.empty() ? "" : "; ") + p["note"].get<std::string>();
+    if (const std::string share = harness_share(doc, key); !share.empty())
+      how = share + (how.empty() ? "" : "; ") + how;
     std::fprintf(out, "  %-7s %12.4f %12.4f %25s  %s\n", k, p["value_ns"].get<double>() / 1e3, ci / 1e3, range.c_str(), how.c_str());
   }
   if (method && method->print) method->print(out, doc);  // what the method adds in its own words

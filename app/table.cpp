@@ -65,6 +65,22 @@ std::string csv_cell(const nlohmann::json& c) {
 
 }  // namespace
 
+std::string harness_share(const nlohmann::json& doc, const std::string& key) {
+  const char* figure = key == "o_s" ? "send_ns" : key == "o_r" ? "recv_ns" : nullptr;
+  if (!figure) return {};
+  const auto& h = doc.value("meta", nlohmann::json::object()).value("harness", nlohmann::json::object());
+  if (!h.contains(figure) || !h[figure].is_object()) return {};
+  const auto& f = h[figure];
+  char b[96];
+  if (f.value("value_ns", nlohmann::json(nullptr)).is_number())
+    std::snprintf(b, sizeof b, "of which logpbench: %.1f ns", f["value_ns"].get<double>());
+  else if (f.value("upper_bound_ns", nlohmann::json(nullptr)).is_number())
+    std::snprintf(b, sizeof b, "of which logpbench: under %.1f ns", f["upper_bound_ns"].get<double>());
+  else
+    return {};
+  return b;
+}
+
 Table parameters_table(const nlohmann::json& doc) {
   Table t{"parameters", {"parameter", "value", "95% CI", "runs min", "runs max", "unit", "note"}, {}, 4, {}, {}};
   const auto& params = doc.value("parameters", nlohmann::json::object());
@@ -88,6 +104,7 @@ Table parameters_table(const nlohmann::json& doc) {
       note = b + (note.empty() ? "" : "; " + note);
     }
     if (note.empty()) note = p.value("ci_method", std::string());
+    if (const std::string share = harness_share(doc, key); !share.empty()) note += (note.empty() ? "" : "; ") + share;
     t.rows.push_back({key, scaled(value), scaled(p.value("ci95_ns", nlohmann::json(nullptr))),
                       scaled(spread.value("min", nlohmann::json(nullptr))), scaled(spread.value("max", nlohmann::json(nullptr))),
                       unit, note});

@@ -26,6 +26,10 @@ struct Table {
 // unit), the runs' range, and what a missing value means.
 Table parameters_table(const nlohmann::json& doc);
 
+// The harness's own share of o_s or o_r (meta.harness: the AM layer against a null NI), as the words
+// printed beside the figure ("of which logpbench: 12.3 ns"); empty for other keys or when not measured.
+std::string harness_share(const nlohmann::json& doc, const std::string& key);
+
 // The run's tables: the method's own (its tables(doc)), else the parameters table.
 std::vector<Table> run_tables(const nlohmann::json& doc);
 

@@ -183,6 +183,10 @@ def test_default_run():
     assert time.time() - t0 < 60, "the default run took over a minute"
     for k in ("o_s", "o_r", "g", "L", "rtt"):
         assert f"\n  {k} " in p.stdout, p.stdout
+    # The harness's own share is printed beside o_s and o_r.
+    for k in ("o_s", "o_r"):
+        line = next(x for x in p.stdout.splitlines() if x.startswith(f"  {k} "))
+        assert re.search(r"of which logpbench: \d+\.\d ns", line), line
     out = os.path.join(TMP, "default.json")
     run(["--runs", "1", "--json", out, "-q"])
     doc = load(out)
@@ -191,6 +195,13 @@ def test_default_run():
     for k in ("host", "cpu", "tsc", "version", "flags", "transport"):
         assert k in doc["meta"], k
     assert doc["meta"]["flags"]["transport"] == "shm" and doc["meta"]["flags"]["bench"] == "signature"
+    # The AM layer's own cost against a null NI, measured in this run (DESIGN.md: harness cost).
+    h = doc["meta"].get("harness")
+    assert isinstance(h, dict), "meta.harness is missing"
+    for k in ("send_ns", "recv_ns"):
+        assert h[k]["value_ns"] > 0 and h[k]["ci95_ns"] >= 0, (k, h[k])
+    assert h["batches"] >= 1 and h["batch"] >= 1 and "error" not in h, h
+    assert h["seconds"] < 0.5, f"the harness cost took {h['seconds']:.3f} s"
 
 
 def test_plot():
