@@ -79,7 +79,7 @@ Bottleneck classify_flood(double gap, double gap_ci, const Param& o_s, const Par
   // Credits: C one-way messages in flight, half of them returned a round trip after the receiver took
   // them, so no flood is faster than RTT / (C / 2) per message. A flood at that bound measured it.
   const double credit_bound = lim.credits >= 2 && std::isfinite(lim.rtt_ns) ? lim.rtt_ns / (lim.credits / 2) : NAN;
-  if (std::isfinite(credit_bound) && gap <= 1.1 * credit_bound + ci) {
+  if (std::isfinite(credit_bound) && gap <= 1.1 * credit_bound) {
     b.stage = kStageCredits;
     std::snprintf(buf, sizeof buf,
                   "hidden: the flood's %.0f ns per message is the credit bound RTT / (C/2) = %.0f ns (C = %d credits, "
