@@ -96,6 +96,18 @@ CpuidTsc read_cpuid_tsc() {
   return r;
 }
 
+TscSteps tsc_steps(const std::vector<std::uint64_t>& reads) {
+  std::vector<double> d;
+  d.reserve(reads.size());
+  for (std::size_t i = 1; i < reads.size(); ++i)
+    if (reads[i] > reads[i - 1]) d.push_back(static_cast<double>(reads[i] - reads[i - 1]));
+  TscSteps s;
+  if (d.empty()) return s;
+  s.smallest = *std::min_element(d.begin(), d.end());
+  s.typical = median_of(std::move(d));
+  return s;
+}
+
 Clock::Clock(const Options& opt) : cpuid_(read_cpuid_tsc()) {
   if (!cpuid_.invariant && !opt.allow_variant_tsc)
     throw std::runtime_error(
@@ -115,17 +127,19 @@ Clock::Clock(const Options& opt) : cpuid_(read_cpuid_tsc()) {
   }
   timer_cost_cycles_ = median_of(std::vector<double>(d.begin(), d.end()));
 
-  // Resolution: the smallest non-zero difference between consecutive TSC reads. On a TSC that counts
-  // every cycle this is the read cost itself; on one that advances in steps it is the step.
-  std::uint64_t step = ~0ull;
+  // Consecutive reads, each pair at least one step apart (a TSC that steps is read several times per step).
+  std::vector<std::uint64_t> reads;
+  reads.reserve(20001);
+  reads.push_back(__rdtsc());
   for (int i = 0; i < 20000; ++i) {
-    const std::uint64_t a = __rdtsc();
     std::uint64_t b;
-    while ((b = __rdtsc()) == a) {
+    while ((b = __rdtsc()) == reads.back()) {
     }
-    step = std::min(step, b - a);
+    reads.push_back(b);
   }
-  resolution_ns_ = ns(step);
+  const TscSteps steps = tsc_steps(reads);
+  resolution_ns_ = ns(steps.typical);
+  smallest_step_ns_ = ns(steps.smallest);
 }
 
 double Clock::cpuid_disagreement() const {

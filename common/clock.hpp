@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <x86intrin.h>
 
@@ -36,6 +37,15 @@ inline std::uint64_t spin_until(std::uint64_t deadline) noexcept {
 }
 }  // namespace tsc
 
+// The steps a TSC is seen to advance by between consecutive reads, in cycles (zero differences left out).
+// `typical` is their median: on a TSC that counts every cycle it is the cost of a read, on one a hypervisor
+// advances in ~10 ns steps it is that step. `smallest` is kept apart because it is not the resolution: such
+// a TSC splits about one step in ten into two (26 cycles seen as 1 + 25), so a figure cannot move by it.
+struct TscSteps {
+  double typical = NAN, smallest = NAN;  // NaN with no nonzero difference
+};
+TscSteps tsc_steps(const std::vector<std::uint64_t>& reads);
+
 struct CpuidTsc {
   bool invariant = false;      // CPUID 0x80000007 EDX[8]
   double reported_hz = 0;      // from CPUID 0x15, 0x16 or the hypervisor leaf, 0 if none
@@ -61,9 +71,12 @@ class Clock {
 
   // Median cost of one back-to-back now()/now_end() pair, in cycles: what a timed interval adds.
   double timer_cost_cycles() const { return timer_cost_cycles_; }
-  // The smallest step the TSC is seen to advance by, in ns (a virtual TSC may advance in ~10 ns steps).
-  // No interval of a timed figure is reported narrower than this: it is the floor of every ci95.
+  // The clock's resolution: the typical (median nonzero) step between consecutive TSC reads, in ns (see
+  // TscSteps). A median can only move in such steps, so no interval of a timed figure is reported
+  // narrower than this: it is the floor of every ci95.
   double resolution_ns() const { return resolution_ns_; }
+  // The smallest step seen, in ns: a record of how the TSC advances, not a resolution.
+  double smallest_step_ns() const { return smallest_step_ns_; }
   // Relative disagreement between the two calibration windows; large means the TSC or the VM is unstable.
   double calibration_spread() const { return calibration_spread_; }
   const CpuidTsc& cpuid() const { return cpuid_; }
@@ -73,7 +86,7 @@ class Clock {
  private:
   double hz_ = 0, ns_per_cycle_ = 0;
   double timer_cost_cycles_ = 0;
-  double resolution_ns_ = 0;
+  double resolution_ns_ = 0, smallest_step_ns_ = 0;
   double calibration_spread_ = 0;
   CpuidTsc cpuid_;
 };

@@ -126,7 +126,10 @@ nlohmann::json host_meta(const Clock& clock) {
         {"cpuid_disagreement", std::isfinite(dis) ? nlohmann::json(dis) : nlohmann::json(nullptr)},
         {"timer_cost_ns", clock.ns(clock.timer_cost_cycles())},
         {"resolution_ns", clock.resolution_ns()},
-        {"resolution_note", "smallest step between consecutive TSC reads; the floor of every reported ci95"}}},
+        {"smallest_step_ns", clock.smallest_step_ns()},
+        {"resolution_note", "typical (median nonzero) step between consecutive TSC reads, the floor of every "
+                            "reported ci95; smallest_step_ns is the least step seen, which a TSC that advances "
+                            "in steps shows when it splits one, so no figure can move by it"}}},
   };
 }
 

@@ -1,6 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <vector>
 
 #include "common/clock.hpp"
 
@@ -25,4 +28,46 @@ TEST_CASE("the busy delay is not optimised away and lasts what was asked") {
   CHECK(a >= 9900);
   CHECK(a < 12000);
   CHECK(d.achieved_ns(0, 101) < 500);
+}
+
+TEST_CASE("the TSC's resolution is its typical step, not the smallest one") {
+  // A TSC a hypervisor advances in 26-cycle steps, one step in ten split in two (1 + 25): the figure a
+  // median can move by is 26 cycles; 1 cycle is an artefact of the split.
+  std::vector<std::uint64_t> reads{1000};
+  for (int i = 0; i < 40; ++i) {
+    if (i % 10 == 9) {
+      reads.push_back(reads.back() + 1);
+      reads.push_back(reads.back() + 25);
+    } else {
+      reads.push_back(reads.back() + 26);
+    }
+  }
+  reads.push_back(reads.back());         // a read within the same step: no step at all
+  reads.push_back(reads.back() + 50000);  // an interruption
+  const TscSteps s = tsc_steps(reads);
+  CHECK(s.typical == 26);
+  CHECK(s.smallest == 1);
+  CHECK(std::isnan(tsc_steps({}).typical));
+  CHECK(std::isnan(tsc_steps({5, 5, 5}).typical));
+  CHECK(std::isnan(tsc_steps({7, 3}).smallest));  // backwards (another core's TSC) is not a step
+}
+
+TEST_CASE("on this machine the resolution is no finer than a TSC read") {
+  const Clock c;
+  CHECK(c.smallest_step_ns() > 0);
+  CHECK(c.resolution_ns() >= c.smallest_step_ns());
+  // Two reads cannot be closer than one read takes, so the typical step is at least the cost of a read:
+  // equal to it on a TSC that counts every cycle (Intel), above it on one that steps (AMD VMs: ~10 ns).
+  // The cost is the least mean over batches of back-to-back reads, so an interrupted batch does not count.
+  double read_cycles = INFINITY;
+  for (int b = 0; b < 20; ++b) {
+    constexpr int kReads = 1000;
+    const std::uint64_t t0 = __rdtsc();
+    std::uint64_t t = t0;
+    for (int i = 0; i < kReads; ++i) t = __rdtsc();
+    read_cycles = std::min(read_cycles, static_cast<double>(t - t0) / kReads);
+  }
+  INFO("read cost " << c.ns(read_cycles) << " ns, resolution " << c.resolution_ns() << " ns, smallest step "
+                    << c.smallest_step_ns() << " ns");
+  CHECK(c.resolution_ns() >= 0.8 * c.ns(read_cycles));
 }

@@ -115,8 +115,14 @@ def test_all_to_all():
           f"async {asyn / 1e6:.3f} ms (LogP {want_async / 1e6:.3f})")
     assert len(a["synchronous"]["per_rank"]) == 4 and len(a["asynchronous"]["per_rank"]) == 4
     assert within(asyn, want_async, 0.05), (asyn, want_async)
-    # Serving the others' requests can only add to the round trip (LoPC's C_r), never shorten it.
-    assert sync >= 0.98 * want_sync and sync <= 1.25 * want_sync, (sync, want_sync)
+    # Serving the others' requests could add to the round trip (LoPC's C_r), but not in this pattern: each
+    # rank receives one request per iteration at o_s + L (7.7 ms) and has served it by o_s + L + o_r + o_s
+    # (11.3 ms), long before its own reply arrives (2 o_s + 2 L + o_r = 17.6 ms). So the emulated LogP
+    # figure is exact here, as the asynchronous one is, and gets the same 5%; the emulator's sleeps run
+    # short by up to 1.6% (async 7.480 ms for 7.6) and long by 0.9% (sync 19.97 ms for 19.8, the run in
+    # docs/contention/) when the machine is quiet. Under a load of 13 on 2 cores it read 22.7 and 42.3 ms,
+    # which the former 0.98-1.25 band did not hold either: a figure of an overloaded machine, not of LogP.
+    assert within(sync, want_sync, 0.05), (sync, want_sync)
 
 
 def test_functional(transport="shm"):

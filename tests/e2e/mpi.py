@@ -1,7 +1,8 @@
 """--transport mpi (issue 11): every method over Open MPI under scripts/mpirun-lab (vader shared memory),
 a 4-rank k-to-one, a rank killed mid-run, runs without a launcher refused, and the sizes where the peers'
 MPI tools go wrong (1 B, 4-6 KiB around Open MPI's eager/rendezvous switch, 64 KiB): no NaN, no negative
-value and no availability outside [0, 1] unless a failed check in the JSON says why.
+value and no availability outside [0, 1], whatever the checks say (a failed check explains a figure left out
+as null, never one printed).
 Invoked as mpi.py LOGPBENCH SOURCE_DIR TEST. ctest runs it RUN_SERIAL; the lab takes no CPU lock here."""
 import json
 import math
@@ -42,11 +43,14 @@ def mpirun(np, args, out, timeout=120, extra=(), check=True):
 
 def bad_numbers(doc, where="", found=None):
     """Every number in the results that is NaN, infinite or negative where a time or a rate is, and every
-    availability outside [0, 1]: (path, value)."""
+    availability outside [0, 1]: (path, value). raw_value_ns is left out: it is the record of a difference
+    before it was bounded (Idle below 0 within its interval), beside the value that is reported."""
     found = [] if found is None else found
     if isinstance(doc, dict):
         for k, v in doc.items():
             path = f"{where}.{k}"
+            if k == "raw_value_ns":
+                continue
             if isinstance(v, (int, float)) and not isinstance(v, bool):
                 if isinstance(v, float) and not math.isfinite(v):
                     found.append((path, v))
@@ -92,7 +96,7 @@ def test_methods():
         t0 = time.time()
         doc = run_method(bench)
         bad = bad_numbers(doc.get("parameters", {})) + bad_numbers(doc.get("per_size", {}))
-        assert not bad or failed_checks(doc), (bench, bad)
+        assert not bad, (bench, bad, failed_checks(doc))
         seen[bench] = round(time.time() - t0, 1)
         if bench == "pingpong":
             rtt = doc["parameters"]["rtt"]
@@ -233,7 +237,7 @@ def test_sizes():
         assert not raw_numbers(out)
         bad = bad_numbers(doc.get("parameters", {})) + bad_numbers(doc.get("per_size", {}))
         fails = failed_checks(doc)
-        assert not bad or fails, (bench, bad)
+        assert not bad, (bench, bad, fails)
         report.append(f"{bench}: {len(bad)} impossible value(s), {len(fails)} failed check(s)"
                       + (": " + "; ".join(c["name"] for c in fails) if fails else ""))
     for n in SIZES:
