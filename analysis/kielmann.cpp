@@ -86,6 +86,7 @@ nlohmann::json kielmann_record(const methods::KielmannResult& r) {
   return {{"method", "Kielmann et al. parameterized LogP (section 3)"},
           {"g0_messages", r.g0_n},
           {"g0_converged", r.g0_converged},
+          {"g0_rule", r.g0_rule},
           {"notes", r.notes},
           {"credits", r.credits},
           {"saturation_compared", r.saturation_seconds > 0},
@@ -158,7 +159,8 @@ nlohmann::json kielmann_summary(const std::vector<methods::KielmannResult>& runs
     p["g0"] = over_runs(g0);
     p["g0"]["method_sense"] = "g(0) by saturation: n one-way messages and one reply, the sender's injection interval";
     p["g0"]["bottleneck"] = stages.back();
-    p["g0"]["estimator"] = "saturated once RTT_n / n changes by less than eps and RTT_1 < eps RTT_n (the paper's rule); "
+    p["g0"]["estimator"] = "saturated once RTT_1 < eps RTT_n and RTT_n / n (the paper's rule) or the steady rate "
+                           "changes by less than eps (runs[].g0_rule); "
                            "the figure is the median over " + std::to_string(methods::detail::kSaturationRepeats) +
                            " streams of that n of the receiver's credit-return rate";
     p["g0"]["credits"] = r.credits;

@@ -48,7 +48,7 @@ struct KielmannResult {
   double g0 = NAN, g0_n = 0, g0_ci = NAN;
   double g0_total_over_n = NAN;  // RTT_n / n at the converged n, as the paper takes it (for the record)
   bool g0_converged = false;
-  std::string g0_ci_method;
+  std::string g0_ci_method, g0_rule;
   int credits = 0;  // one-way requests the saturation may have in flight (the AM layer's credit limit)
   std::vector<KielmannSize> sizes;  // ascending
   double fast_seconds = 0, saturation_seconds = 0;
@@ -102,25 +102,35 @@ struct Saturation {
   bool converged = false;
   std::vector<double> repeats;  // the converged n timed again: their steady rates, for the value and interval
   std::string ci_method;
+  std::string rule;  // which convergence rule held
 };
 // Streams of the converged n timed again for g's value and interval: seven, the fewest whose median has
 // a distribution-free interval (stats.cpp: order statistics, from six samples on).
 inline constexpr int kSaturationRepeats = 7;
 
 // g(m) by saturation: n = 10, 20, 40, ... until the gap per message changes by less than eps and
-// RTT_1 < eps * RTT_n. A saturation that never converges says so; it never returns its last value as if
-// it had.
+// RTT_1 < eps * RTT_n. On a shared machine RTT_n / n carries every interruption of a long stream and
+// may never settle within eps; the streams' steady rates (the receiver's credit returns, which leave
+// interruptions out) settling is taken as saturation too, and recorded as the rule that held. A stream
+// longer than kMaxStreamSeconds ends the doubling. A saturation that never converges says so; it never
+// returns its last value as if it had.
+inline constexpr double kMaxStreamSeconds = 0.5;
 template <class EP>
 Saturation saturate(EP& ep, ClientState& st, const Clock& clock, std::uint32_t m, double eps, double rtt1) {
   Saturation s;
-  double prev = NAN;
+  double prev = NAN, prev_steady = NAN;
   for (int n = 10; n <= (1 << 20); n *= 2) {
     throw_if_interrupted();
-    const double g = saturation_once(ep, st, clock, m, n);
+    double steady = NAN;
+    const double g = saturation_once(ep, st, clock, m, n, &steady);
     if (!std::isfinite(g)) continue;
-    if (std::isfinite(prev) && std::fabs(g - prev) < eps * g && rtt1 < eps * g * n) {
-      // Saturated (the paper's rule on RTT_n / n). The figure is the steady rate of five streams of
-      // this n, from the receiver's credit returns, which neither a start-up burst nor interruptions move.
+    const bool long_enough = rtt1 < eps * g * n;
+    const bool paper = std::isfinite(prev) && std::fabs(g - prev) < eps * g;
+    const bool steady_settled = std::isfinite(steady) && std::isfinite(prev_steady) &&
+                                std::fabs(steady - prev_steady) < eps * steady;
+    if (long_enough && (paper || steady_settled)) {
+      s.rule = paper ? "RTT_n / n changed by less than eps (the paper's rule)"
+                     : "the steady rate (credit returns) changed by less than eps; RTT_n / n did not settle";
       s.n = n;
       s.converged = true;
       s.g_total = g;
@@ -141,7 +151,9 @@ Saturation saturate(EP& ep, ClientState& st, const Clock& clock, std::uint32_t m
       return s;
     }
     prev = g;
+    prev_steady = steady;
     s.n = n;
+    if (g * n * 1e-9 > kMaxStreamSeconds) break;
   }
   return s;  // not converged: g stays NaN
 }
@@ -195,9 +207,12 @@ KielmannResult kielmann(EP& ep, ClientState& st, const Clock& clock, const Kielm
   r.g0_converged = sat0.converged;
   r.g0_total_over_n = sat0.g_total;
   r.g0_ci_method = sat0.ci_method;
+  r.g0_rule = sat0.rule;
   r.credits = ep.credit_limit();
   if (!sat0.converged)
-    r.notes.push_back("g(0): the saturation did not converge up to n = " + std::to_string(sat0.n) + " messages");
+    r.notes.push_back("g(0): the saturation did not converge up to n = " + std::to_string(sat0.n) +
+                      " messages (the doubling ends at n = 2^20 or a stream of " +
+                      std::to_string(detail::kMaxStreamSeconds).substr(0, 3) + " s)");
   auto gap = [&](const KielmannSize& k) { return k.rtt - zero.rtt + r.g0; };
   // A value at m extrapolated on the line through the two sizes below it.
   auto extrapolate = [](double m0, double v0, double m1, double v1, double m) { return v1 + (v1 - v0) / (m1 - m0) * (m - m1); };
