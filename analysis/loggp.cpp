@@ -165,6 +165,19 @@ LogGPFromPLogP plogp_to_loggp(std::uint32_t m, const PLogPPoint& x, const PLogPP
   const double ci = gap_ci(x);
   d.g = param(gap(x), ci, "RTT(m) - RTT(0) + g(0): intervals added in quadrature");
   if (m > 0) d.G = param(gap(x) / m, ci / m);
+  if (gap(x) < 0) {
+    // RTT(0) exceeds RTT(m) by more than g(0): the two round trips were not timed alike (a cold start,
+    // interruptions), since m more bytes never make a round trip faster. Bounded by RTT(m), as g(0) is at
+    // most RTT(0) (a saturation of one message is a round trip).
+    const std::string why = "g(m) = RTT(m) - RTT(0) + g(0) is negative: RTT(0) exceeds RTT(m) by more than g(0), "
+                            "so the two round trips were not timed under the same conditions";
+    d.g = Param::hidden(why, x.rtt, x.rtt_ci);
+    d.g.raw = gap(x);
+    if (m > 0) {
+      d.G = Param::hidden(why, x.rtt / m, x.rtt_ci / m);
+      d.G.raw = gap(x) / m;
+    }
+  }
   const double Lp = (zero.rtt - 2 * g0) / 2;
   const double Lp_ci = std::sqrt(sq(zero.rtt_ci) + 4 * sq(g0_ci)) / 2;
   d.L_plogp = Lp >= 0 ? param(Lp, Lp_ci) : Param::invalid("(RTT(0) - 2 g(0)) / 2 is negative", Lp);
@@ -172,7 +185,10 @@ LogGPFromPLogP plogp_to_loggp(std::uint32_t m, const PLogPPoint& x, const PLogPP
     // Table 1: LogP's L = L + g(1) - o_s(1) - o_r(1).
     const double L = Lp + gap(*one) - one->o_s - one->o_r;
     const double L_ci = std::sqrt(sq(Lp_ci) + sq(gap_ci(*one)) + sq(one->o_s_ci) + sq(one->o_r_ci));
-    d.L = L >= 0 ? param(L, L_ci) : Param::invalid("LogP's L by Table 1 is negative", L);
+    if (gap(*one) < 0)
+      d.L = Param::invalid("LogP's L by Table 1 needs g(1), which is negative here (RTT(1) < RTT(0) - g(0))", L);
+    else
+      d.L = L >= 0 ? param(L, L_ci) : Param::invalid("LogP's L by Table 1 is negative", L);
   }
   return d;
 }

@@ -52,7 +52,7 @@ struct Options {
   std::vector<std::uint32_t> sizes;  // empty: each method's default
   int queue_depth = 8, messages = 10000, bell_runs = 10;
   double eps = 0.01, base_threshold = 1.03, stop_threshold = 1.5;
-  bool compare_saturation = true;
+  bool compare_saturation = false;
   int runs = 3;
   double timeout_s = 10;
   double connect_timeout_s = 30;

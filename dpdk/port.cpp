@@ -8,10 +8,13 @@
 #include <rte_mempool.h>
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <cerrno>
 #include <fstream>
 #include <stdexcept>
 #include <thread>
@@ -24,6 +27,31 @@ namespace {
 
 std::runtime_error dpdk_error(const std::string& call, int err, const std::string& advice) {
   return std::runtime_error(call + " failed: " + rte_strerror(err < 0 ? -err : err) + (advice.empty() ? "" : " (" + advice + ")"));
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23  // Linux 5.14
+#endif
+
+// memif's shared rings and buffers live in a memfd region ("memif_region_N") that DPDK maps with 4 KiB
+// pages and never touches ahead: each buffer's first use is a page fault in both processes. A method that
+// warms up with a few round trips then pays one or two faults per message until it has gone once round
+// the rings (about a ring's worth of messages in each direction): a request/reply after a one-way stream,
+// whose reply ring the stream hardly used, measured 2-5x a warm ping-pong here. Populating the regions
+// once the link is up (both ends have mapped them) takes the faults out of every timed loop. The pages
+// are faulted in as if written, without changing a byte: the peer may already be using them.
+// Returns the bytes populated, or -errno of the first madvise that failed (a kernel before 5.14).
+long populate_memif_regions() {
+  std::ifstream maps("/proc/self/maps");
+  long bytes = 0;
+  for (std::string line; std::getline(maps, line);) {
+    if (line.find("/memfd:memif_region_") == std::string::npos) continue;
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx", &lo, &hi) != 2 || hi <= lo) continue;
+    if (madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_POPULATE_WRITE) != 0) return -errno;
+    bytes += static_cast<long>(hi - lo);
+  }
+  return bytes;
 }
 
 long free_hugepages() {
@@ -212,7 +240,15 @@ void Port::wait_link(double timeout_s, const std::function<bool()>& peer_alive) 
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   desc_["link_speed_mbps"] = link.link_speed;
-  if (desc_.value("driver", "") == "net_memif") guard_memif_port(port_);
+  if (desc_.value("driver", "") == "net_memif") {
+    guard_memif_port(port_);
+    const long populated = populate_memif_regions();
+    if (populated >= 0)
+      desc_["memif_regions_populated_bytes"] = populated;
+    else
+      desc_["memif_regions_populated_error"] = std::string("madvise(MADV_POPULATE_WRITE): ") + std::strerror(static_cast<int>(-populated)) +
+                                               " (the first pass round the rings pays a page fault per buffer)";
+  }
 }
 
 Port::~Port() {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "../stats.hpp"
@@ -27,7 +28,9 @@ struct KielmannConfig {
   int k_max_initial = 16;  // initial sizes 2^0 .. 2^k
   int max_small = 60, max_large = 15;  // the paper's caps on round trips per size
   std::uint32_t large_bytes = 32768;
-  bool compare_saturation = true;  // also time a saturation-based g(m) for the same sizes (Table 2's point)
+  // Also time a saturation-based g(m) for every size (their Table 2's point: how much slower that is).
+  // Off by default: one saturation per size costs minutes where the whole fast method takes seconds.
+  bool compare_saturation = false;
   std::uint32_t max_bytes = 0;     // 0: half the segment
 };
 
@@ -35,6 +38,7 @@ struct KielmannSize {
   std::uint32_t bytes = 0;
   double o_s = NAN, o_r = NAN, rtt = NAN, g = NAN;
   double o_s_ci = NAN, o_r_ci = NAN, rtt_ci = NAN;
+  double delta_ns = NAN;  // the wait before the timed receive of o_r(m)
   int samples = 0;
   double g_saturation = NAN;  // same size, by saturation (only when compared)
   double g_saturation_ci = NAN;
@@ -44,6 +48,8 @@ struct KielmannResult {
   double g0 = NAN, g0_n = 0, g0_ci = NAN;
   double g0_total_over_n = NAN;  // RTT_n / n at the converged n, as the paper takes it (for the record)
   bool g0_converged = false;
+  std::string g0_ci_method, g0_rule;
+  int credits = 0;  // one-way requests the saturation may have in flight (the AM layer's credit limit)
   std::vector<KielmannSize> sizes;  // ascending
   double fast_seconds = 0, saturation_seconds = 0;
   std::vector<std::string> notes;
@@ -95,26 +101,40 @@ struct Saturation {
   int n = 0;
   bool converged = false;
   std::vector<double> repeats;  // the converged n timed again: their steady rates, for the value and interval
+  std::string ci_method;
+  std::string rule;  // which convergence rule held
 };
+// Streams of the converged n timed again for g's value and interval: seven, the fewest whose median has
+// a distribution-free interval (stats.cpp: order statistics, from six samples on).
+inline constexpr int kSaturationRepeats = 7;
 
 // g(m) by saturation: n = 10, 20, 40, ... until the gap per message changes by less than eps and
-// RTT_1 < eps * RTT_n. A saturation that never converges says so; it never returns its last value as if
-// it had.
+// RTT_1 < eps * RTT_n. On a shared machine RTT_n / n carries every interruption of a long stream and
+// may never settle within eps; the streams' steady rates (the receiver's credit returns, which leave
+// interruptions out) settling is taken as saturation too, and recorded as the rule that held. A stream
+// longer than kMaxStreamSeconds ends the doubling. A saturation that never converges says so; it never
+// returns its last value as if it had.
+inline constexpr double kMaxStreamSeconds = 0.5;
 template <class EP>
 Saturation saturate(EP& ep, ClientState& st, const Clock& clock, std::uint32_t m, double eps, double rtt1) {
   Saturation s;
-  double prev = NAN;
+  double prev = NAN, prev_steady = NAN;
   for (int n = 10; n <= (1 << 20); n *= 2) {
     throw_if_interrupted();
-    const double g = saturation_once(ep, st, clock, m, n);
+    double steady = NAN;
+    const double g = saturation_once(ep, st, clock, m, n, &steady);
     if (!std::isfinite(g)) continue;
-    if (std::isfinite(prev) && std::fabs(g - prev) < eps * g && rtt1 < eps * g * n) {
-      // Saturated (the paper's rule on RTT_n / n). The figure is the steady rate of five streams of
-      // this n, from the receiver's credit returns, which neither a start-up burst nor interruptions move.
+    const bool long_enough = rtt1 < eps * g * n;
+    const bool paper = std::isfinite(prev) && std::fabs(g - prev) < eps * g;
+    const bool steady_settled = std::isfinite(steady) && std::isfinite(prev_steady) &&
+                                std::fabs(steady - prev_steady) < eps * steady;
+    if (long_enough && (paper || steady_settled)) {
+      s.rule = paper ? "RTT_n / n changed by less than eps (the paper's rule)"
+                     : "the steady rate (credit returns) changed by less than eps; RTT_n / n did not settle";
       s.n = n;
       s.converged = true;
       s.g_total = g;
-      for (int k = 0; k < 5; ++k) {
+      for (int k = 0; k < kSaturationRepeats; ++k) {
         double steady = NAN;
         const double x = saturation_once(ep, st, clock, m, n, &steady);
         s.repeats.push_back(std::isfinite(steady) ? steady : x);
@@ -122,11 +142,18 @@ Saturation saturate(EP& ep, ClientState& st, const Clock& clock, std::uint32_t m
       const Summary sum = summarize(s.repeats);
       s.g = sum.median;
       s.ci95 = sum.ci95_median;
-      if (!std::isfinite(s.ci95)) s.ci95 = sum.ci95_mean;
+      s.ci_method = "distribution-free interval of the median of " + std::to_string(s.repeats.size()) +
+                    " streams (order statistics at ranks n/2 -+ 1.96 sqrt(n)/2)";
+      if (!std::isfinite(s.ci95)) {
+        s.ci95 = sum.ci95_mean;
+        s.ci_method = "Student-t interval of the mean of " + std::to_string(s.repeats.size()) + " streams";
+      }
       return s;
     }
     prev = g;
+    prev_steady = steady;
     s.n = n;
+    if (g * n * 1e-9 > kMaxStreamSeconds) break;
   }
   return s;  // not converged: g stays NaN
 }
@@ -156,7 +183,10 @@ KielmannResult kielmann(EP& ep, ClientState& st, const Clock& clock, const Kielm
       return t.total_ns;
     });
     const Summary os = summarize(sends);
-    const std::uint64_t wait = clock.cycles(2 * rtt.max + 1000);  // Delta > RTT(m), whatever the spread
+    // Delta > RTT(m) (section 3), from the median: a round trip that an interruption stretched to
+    // milliseconds would otherwise make every o_r sample wait twice that.
+    k.delta_ns = 2 * rtt.median + 1000;
+    const std::uint64_t wait = clock.cycles(k.delta_ns);
     const Summary orr = detail::repeat_until(cfg.eps, max_n, [&] { return receive_overhead(ep, st, clock, m, wait); });
     k.rtt = rtt.median;
     k.rtt_ci = rtt.ci95_median;
@@ -176,8 +206,13 @@ KielmannResult kielmann(EP& ep, ClientState& st, const Clock& clock, const Kielm
   r.g0_n = sat0.n;
   r.g0_converged = sat0.converged;
   r.g0_total_over_n = sat0.g_total;
+  r.g0_ci_method = sat0.ci_method;
+  r.g0_rule = sat0.rule;
+  r.credits = ep.credit_limit();
   if (!sat0.converged)
-    r.notes.push_back("g(0): the saturation did not converge up to n = " + std::to_string(sat0.n) + " messages");
+    r.notes.push_back("g(0): the saturation did not converge up to n = " + std::to_string(sat0.n) +
+                      " messages (the doubling ends at n = 2^20 or a stream of " +
+                      std::to_string(detail::kMaxStreamSeconds).substr(0, 3) + " s)");
   auto gap = [&](const KielmannSize& k) { return k.rtt - zero.rtt + r.g0; };
   // A value at m extrapolated on the line through the two sizes below it.
   auto extrapolate = [](double m0, double v0, double m1, double v1, double m) { return v1 + (v1 - v0) / (m1 - m0) * (m - m1); };
