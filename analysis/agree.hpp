@@ -12,8 +12,9 @@
 
 namespace logpb::analysis {
 
-// The default tolerance: two figures agree when they differ by at most this share of the larger, after
-// their 95% intervals are taken off the difference.
+// The default tolerance: figures agree when every pair differs by at most this share of the larger; they
+// differ when a pair differs by more even once both 95% intervals are taken off the difference; in between
+// (intervals wide enough to cover the difference) the run cannot tell.
 inline constexpr double kAgreeTolerance = 0.10;
 
 // records: each method's record by its --bench name ("signature", "kielmann", "overlap", "availability"),
@@ -22,9 +23,11 @@ inline constexpr double kAgreeTolerance = 0.10;
 // overhead that waits for it includes). Returns, per shared parameter (o_s, o_r, g, rtt, L):
 //   {methods: {NAME: {key, value_ns, ci95_ns[, upper_bound_ns, error]}}, verdict, max_rel_diff,
 //    max_rel_diff_beyond_ci95, explanation, definitions: {NAME: text}}
-// verdict: "agree" (every pair within tolerance), "differ" (the explanation names the definitions that
-// make them differ), or "not compared" (fewer than two methods observed it; the explanation says which
-// could not and their bounds). Plus "tolerance".
+// verdict: "agree" (every pair within tolerance), "differ" (beyond it after the intervals; the explanation
+// names the definitions that make them differ), "inconclusive" (beyond it, but within it once the
+// intervals are taken off: the explanation names the intervals, then the definitions), or "not compared"
+// (fewer than two methods observed it; the explanation says which could not and their bounds). Plus
+// "tolerance".
 nlohmann::json agreement(const nlohmann::json& records, const nlohmann::json& transport,
                          double tolerance = kAgreeTolerance);
 

@@ -68,19 +68,27 @@ TEST_CASE("agree: an overhead that waits for local completion names what that is
   CHECK(dpdk_why.find("immediate (tx completion)") != std::string::npos);
 }
 
-TEST_CASE("agree: the intervals are taken off the difference before the 10%") {
+TEST_CASE("agree: a difference the intervals cover is inconclusive, not a difference") {
   // 1000 against 1300 is 23% apart; intervals of 100 each leave 100, 7.7% of 1300.
   json r = records(7600, 7500, 1300, 100);
   r.erase("overlap");
   r["signature"]["parameters"]["o_s"] = p(1000, 100);
   r["kielmann"]["parameters"]["o_s"] = p(1150, 100);
   const json a = agreement(r, kTransport);
-  CHECK(a["o_s"]["verdict"] == "agree");
+  CHECK(a["o_s"]["verdict"] == "inconclusive");
   CHECK(a["o_s"]["max_rel_diff"].get<double>() == Approx(300.0 / 1300));
   CHECK(a["o_s"]["max_rel_diff_beyond_ci95"].get<double>() == Approx(100.0 / 1300));
+  const auto why = a["o_s"]["explanation"].get<std::string>();
+  CHECK(why.find("cover all but 8%") != std::string::npos);
+  CHECK(why.find("availability +-0.100 us") != std::string::npos);
+  CHECK(why.find("local completion") != std::string::npos);  // the definitions still follow
   r["availability"]["parameters"]["o_s"] = p(1300, 10);
   r["signature"]["parameters"]["o_s"] = p(1000, 10);
   CHECK(agreement(r, kTransport)["o_s"]["verdict"] == "differ");
+  // A wide interval never turns figures 10% apart into a difference, nor into agreement past 10%.
+  r["kielmann"]["parameters"]["o_s"] = p(1050, 10);
+  r["availability"]["parameters"]["o_s"] = p(1090, 5000);
+  CHECK(agreement(r, kTransport)["o_s"]["verdict"] == "agree");
 }
 
 TEST_CASE("agree: a figure a method cannot observe is a bound, not a disagreement") {

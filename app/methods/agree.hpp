@@ -176,6 +176,11 @@ struct agree {
   }
   static void print(std::FILE* out, const nlohmann::json& doc) {
     const auto& a = doc.value("agree", nlohmann::json::object());
+    std::string sources;
+    const nlohmann::json params = doc.value("parameters", nlohmann::json::object());
+    for (auto it = params.begin(); it != params.end(); ++it)
+      sources += (sources.empty() ? "" : ", ") + it.key() + " from " + it.value().value("source", std::string("?"));
+    std::fprintf(out, "  the table above: %s\n", sources.c_str());
     std::fprintf(out, "  the parameters the methods share, side by side:\n");
     print_text(out, agree_table(doc));
     const auto& ps = a;
