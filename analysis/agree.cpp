@@ -124,8 +124,10 @@ std::string names(const std::vector<const Entry*>& v) {
 
 }  // namespace
 
-nlohmann::json agreement(const nlohmann::json& records, const nlohmann::json& transport, double tolerance) {
-  nlohmann::json out = {{"tolerance", tolerance}};
+nlohmann::json agreement(const nlohmann::json& records, const nlohmann::json& transport, double floor_ns,
+                         double tolerance) {
+  floor_ns = std::isfinite(floor_ns) && floor_ns > 0 ? floor_ns : 0.0;
+  nlohmann::json out = {{"tolerance", tolerance}, {"floor_ns", floor_ns}};
   for (const auto& sh : shared_parameters()) {
     nlohmann::json methods = nlohmann::json::object(), defs = nlohmann::json::object();
     std::vector<Entry> entries;
@@ -170,7 +172,8 @@ nlohmann::json agreement(const nlohmann::json& records, const nlohmann::json& tr
       out[sh.param] = r;
       continue;
     }
-    double raw = 0, beyond = 0;
+    // raw: as measured; past_floor: less the floor; beyond: less the floor and both intervals.
+    double raw = 0, past_floor = 0, beyond = 0;
     for (std::size_t i = 0; i < entries.size(); ++i)
       for (std::size_t j = i + 1; j < entries.size(); ++j) {
         const auto& a = entries[i];
@@ -178,13 +181,18 @@ nlohmann::json agreement(const nlohmann::json& records, const nlohmann::json& tr
         const double larger = std::max(a.value, b.value);
         const double d = std::fabs(a.value - b.value);
         raw = std::max(raw, d / larger);
-        beyond = std::max(beyond, std::max(0.0, d - a.ci - b.ci) / larger);
+        past_floor = std::max(past_floor, std::max(0.0, d - floor_ns) / larger);
+        beyond = std::max(beyond, std::max(0.0, d - floor_ns - a.ci - b.ci) / larger);
       }
     r["max_rel_diff"] = raw;
     r["max_rel_diff_beyond_ci95"] = beyond;
-    if (raw <= tolerance) {
+    if (past_floor <= tolerance) {
       r["verdict"] = "agree";
-      r["explanation"] = "agree within " + percent(tolerance) + (unobserved.empty() ? "" : "; " + unobserved);
+      r["explanation"] = (raw <= tolerance ? "agree within " + percent(tolerance)
+                                           : "agree within the timer's own cost (" + us(floor_ns) +
+                                                 "): figures this small cannot show a difference of " +
+                                                 percent(tolerance)) +
+                         (unobserved.empty() ? "" : "; " + unobserved);
     } else {
       // Split the figures where they part most (the largest ratio between neighbours): the two groups are
       // what the definitions must explain.

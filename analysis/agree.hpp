@@ -14,7 +14,9 @@ namespace logpb::analysis {
 
 // The default tolerance: figures agree when every pair differs by at most this share of the larger; they
 // differ when a pair differs by more even once both 95% intervals are taken off the difference; in between
-// (intervals wide enough to cover the difference) the run cannot tell.
+// (intervals wide enough to cover the difference) the run cannot tell. floor_ns is taken off every
+// difference first: the cost of reading the timer (meta.tsc.timer_cost_ns), below which two figures of a
+// few ticks (raw shm: 10 against 30 ns on a TSC that steps by 10 ns) cannot be told apart.
 inline constexpr double kAgreeTolerance = 0.10;
 
 // records: each method's record by its --bench name ("signature", "kielmann", "overlap", "availability"),
@@ -27,8 +29,8 @@ inline constexpr double kAgreeTolerance = 0.10;
 // names the definitions that make them differ), "inconclusive" (beyond it, but within it once the
 // intervals are taken off: the explanation names the intervals, then the definitions), or "not compared"
 // (fewer than two methods observed it; the explanation says which could not and their bounds). Plus
-// "tolerance".
-nlohmann::json agreement(const nlohmann::json& records, const nlohmann::json& transport,
+// "tolerance" and "floor_ns".
+nlohmann::json agreement(const nlohmann::json& records, const nlohmann::json& transport, double floor_ns,
                          double tolerance = kAgreeTolerance);
 
 // One figure per parameter for the usual table (each with "source" naming the method and key it came

@@ -34,7 +34,7 @@ const json kTransport = {{"local_completion", "the send CQE of the operation's l
 }  // namespace
 
 TEST_CASE("agree: figures within 10% agree, each method's value kept") {
-  const json a = agreement(records(7600, 7500, 1040), kTransport);
+  const json a = agreement(records(7600, 7500, 1040), kTransport, 0);
   for (const char* k : {"o_s", "o_r", "g", "rtt", "L"}) {
     INFO(k << ": " << a[k].dump());
     CHECK(a[k]["verdict"] == "agree");
@@ -47,7 +47,7 @@ TEST_CASE("agree: figures within 10% agree, each method's value kept") {
 }
 
 TEST_CASE("agree: a request/reply steady state against a one-way saturation is named") {
-  const json a = agreement(records(2200, 1200, 1040), kTransport);
+  const json a = agreement(records(2200, 1200, 1040), kTransport, 0);
   REQUIRE(a["g"]["verdict"] == "differ");
   CHECK(a["g"]["max_rel_diff"].get<double>() == Approx(1000.0 / 2200));
   const auto why = a["g"]["explanation"].get<std::string>();
@@ -58,13 +58,13 @@ TEST_CASE("agree: a request/reply steady state against a one-way saturation is n
 }
 
 TEST_CASE("agree: an overhead that waits for local completion names what that is on the transport") {
-  const json a = agreement(records(7600, 7500, 2500), kTransport);
+  const json a = agreement(records(7600, 7500, 2500), kTransport, 0);
   REQUIRE(a["o_s"]["verdict"] == "differ");
   const auto why = a["o_s"]["explanation"].get<std::string>();
   CHECK(why.find("availability 2.500 us above") != std::string::npos);
   CHECK(why.find("the send CQE of the operation's last WR") != std::string::npos);
   const json dpdk = {{"local_completion", {{"mechanism", "tx completion"}, {"meaning", "immediate"}}}};
-  const auto dpdk_why = agreement(records(7600, 7500, 2500), dpdk)["o_s"]["explanation"].get<std::string>();
+  const auto dpdk_why = agreement(records(7600, 7500, 2500), dpdk, 0)["o_s"]["explanation"].get<std::string>();
   CHECK(dpdk_why.find("immediate (tx completion)") != std::string::npos);
 }
 
@@ -74,7 +74,7 @@ TEST_CASE("agree: a difference the intervals cover is inconclusive, not a differ
   r.erase("overlap");
   r["signature"]["parameters"]["o_s"] = p(1000, 100);
   r["kielmann"]["parameters"]["o_s"] = p(1150, 100);
-  const json a = agreement(r, kTransport);
+  const json a = agreement(r, kTransport, 0);
   CHECK(a["o_s"]["verdict"] == "inconclusive");
   CHECK(a["o_s"]["max_rel_diff"].get<double>() == Approx(300.0 / 1300));
   CHECK(a["o_s"]["max_rel_diff_beyond_ci95"].get<double>() == Approx(100.0 / 1300));
@@ -84,18 +84,18 @@ TEST_CASE("agree: a difference the intervals cover is inconclusive, not a differ
   CHECK(why.find("local completion") != std::string::npos);  // the definitions still follow
   r["availability"]["parameters"]["o_s"] = p(1300, 10);
   r["signature"]["parameters"]["o_s"] = p(1000, 10);
-  CHECK(agreement(r, kTransport)["o_s"]["verdict"] == "differ");
+  CHECK(agreement(r, kTransport, 0)["o_s"]["verdict"] == "differ");
   // A wide interval never turns figures 10% apart into a difference, nor into agreement past 10%.
   r["kielmann"]["parameters"]["o_s"] = p(1050, 10);
   r["availability"]["parameters"]["o_s"] = p(1090, 5000);
-  CHECK(agreement(r, kTransport)["o_s"]["verdict"] == "agree");
+  CHECK(agreement(r, kTransport, 0)["o_s"]["verdict"] == "agree");
 }
 
 TEST_CASE("agree: a figure a method cannot observe is a bound, not a disagreement") {
   json r = records(2200, 1200, 1040);
   r["kielmann"]["parameters"]["g0"] = {{"value_ns", nullptr}, {"ci95_ns", nullptr}, {"upper_bound_ns", 1300.0},
                                        {"error", "hidden: the flood runs at the receive overhead"}};
-  const json a = agreement(r, kTransport);
+  const json a = agreement(r, kTransport, 0);
   CHECK(a["g"]["verdict"] == "not compared");
   CHECK(a["g"]["max_rel_diff"].is_null());
   CHECK(a["g"]["methods"]["kielmann"]["upper_bound_ns"] == 1300.0);
@@ -104,7 +104,22 @@ TEST_CASE("agree: a figure a method cannot observe is a bound, not a disagreemen
   CHECK(why.find("kielmann cannot observe it here (at most 1.300 us: hidden") != std::string::npos);
   // A negative figure is never a value.
   r["kielmann"]["parameters"]["L"] = {{"value_ns", -5.0}, {"ci95_ns", 1.0}};
-  CHECK(agreement(r, kTransport)["L"]["methods"]["kielmann"]["value_ns"].is_null());
+  CHECK(agreement(r, kTransport, 0)["L"]["methods"]["kielmann"]["value_ns"].is_null());
+}
+
+TEST_CASE("agree: differences within the timer's own cost are no difference") {
+  json r = records(52, 48, 30, 0.4);
+  r.erase("overlap");
+  r["signature"]["parameters"]["o_s"] = p(10, 0.4);
+  r["kielmann"]["parameters"]["o_s"] = p(20, 0.4);
+  CHECK(agreement(r, kTransport, 0)["o_s"]["verdict"] == "differ");
+  const json a = agreement(r, kTransport, 20);
+  CHECK(a["o_s"]["verdict"] == "agree");
+  CHECK(a["o_s"]["max_rel_diff"].get<double>() == Approx(20.0 / 30));  // the figures as measured
+  CHECK(a["o_s"]["explanation"].get<std::string>().find("the timer's own cost (0.020 us)") != std::string::npos);
+  CHECK(a["floor_ns"] == 20.0);
+  r["availability"]["parameters"]["o_s"] = p(45, 0.4);
+  CHECK(agreement(r, kTransport, 20)["o_s"]["verdict"] == "differ");
 }
 
 TEST_CASE("agree: the usual table's figures name their source") {

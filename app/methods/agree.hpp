@@ -107,7 +107,8 @@ struct agree {
     job.progress.span(0, 1);
     a["seconds"]["total"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count();
     a["transport_local_completion"] = ep.transport().describe().value("local_completion", nlohmann::json(nullptr));
-    a.update(analysis::agreement(records, ep.transport().describe()));
+    const double timer_cost_ns = job.doc.j.value(nlohmann::json::json_pointer("/meta/tsc/timer_cost_ns"), 0.0);
+    a.update(analysis::agreement(records, ep.transport().describe(), timer_cost_ns));
     a["records"] = records;
     auto& d = job.doc.j;
     d["agree"] = a;
@@ -144,7 +145,9 @@ struct agree {
         if (first) {
           const std::string v = p.value("verdict", std::string());
           char b[64];
-          if (v == "agree")
+          if (v == "agree" && p["max_rel_diff"].is_number() && p["max_rel_diff"].get<double>() > tol)
+            std::snprintf(b, sizeof b, "agree within the timer's cost");
+          else if (v == "agree")
             std::snprintf(b, sizeof b, "agree within %.0f%%", tol * 100);
           else if (v == "differ" && p["max_rel_diff"].is_number())
             std::snprintf(b, sizeof b, "differ by %.0f%%", p["max_rel_diff"].get<double>() * 100);
