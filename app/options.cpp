@@ -34,6 +34,19 @@ void check_sizes_options(Options& o, const po::variables_map& vm, const std::str
                          "run --bench pingpong, bw or signature for your own");
     return;
   }
+  if (m->scope == Scope::job && m->name == "agree") {
+    for (const char* k : {"all", "sizes", "size", "iters", "warmup", "eps", "no-saturation-compare", "max-burst",
+                          "bursts", "deltas", "delta-factors", "max-samples", "max-point-seconds"})
+      if (given(vm, k))
+        throw UsageError(std::string("--") + k + ": logpbench agree sets it for each method (recorded in the results' "
+                         "agree.budgets); --runs, --messages and --bell-runs raise its budgets, or run the methods "
+                         "themselves for your own");
+    // Budgets that keep the four methods within about a minute on shm, unless given.
+    if (!given(vm, "runs")) o.runs = 1;
+    if (!given(vm, "messages")) o.messages = 2000;
+    if (!given(vm, "bell-runs")) o.bell_runs = 3;
+    return;
+  }
   // pingpong sweeps a list; bw and the bulk methods have default sizes that -a replaces.
   const bool over_sizes = m->scope == Scope::link && (!m->default_sizes.empty() || m->name == "pingpong");
   if (o.all_sizes) {

@@ -8,12 +8,23 @@ namespace logpb::app {
 
 std::vector<std::string> command_args(int argc, const char* const* argv) {
   std::vector<std::string> args(argv, argv + argc);
-  if (argc < 2 || std::strcmp(argv[1], "quick") != 0) return args;
-  for (const auto& a : args)
-    if (a == "--bench" || a.rfind("--bench=", 0) == 0)
-      throw UsageError("logpbench quick chooses its methods (pingpong, bw, signature): drop --bench");
-  args.erase(args.begin() + 1);
-  args.insert(args.begin() + 1, {"--bench", "quick"});
+  if (argc < 2) return args;
+  // The commands that are a job-level method under the usual options, with the methods each runs.
+  struct Command {
+    const char* name;
+    const char* runs;
+  };
+  static constexpr Command commands[] = {{"quick", "pingpong, bw, signature"},
+                                         {"agree", "signature, kielmann, overlap, availability"}};
+  for (const auto& c : commands) {
+    if (std::strcmp(argv[1], c.name) != 0) continue;
+    for (const auto& a : args)
+      if (a == "--bench" || a.rfind("--bench=", 0) == 0)
+        throw UsageError(std::string("logpbench ") + c.name + " chooses its methods (" + c.runs + "): drop --bench");
+    args.erase(args.begin() + 1);
+    args.insert(args.begin() + 1, {"--bench", c.name});
+    return args;
+  }
   return args;
 }
 

@@ -1,5 +1,6 @@
 // `logpbench quick [local | server | client HOST] [options]`: the first look at a NI (app/methods/quick.hpp
-// says what it runs and with which budgets). The command is --bench quick under the usual options.
+// says what it runs and with which budgets); `logpbench agree ...`: the methods' shared parameters side by
+// side (app/methods/agree.hpp). Each command is --bench NAME under the usual options.
 #pragma once
 
 #include <string>
@@ -7,8 +8,9 @@
 
 namespace logpb::app {
 
-// The arguments parse_options reads: for `logpbench quick ...`, the same without the word quick and with
-// --bench quick; any other command line unchanged. UsageError when quick is also given --bench.
+// The arguments parse_options reads: for `logpbench quick ...` (or agree), the same without the command's
+// word and with --bench quick (agree); any other command line unchanged. UsageError when the command is
+// also given --bench.
 std::vector<std::string> command_args(int argc, const char* const* argv);
 
 }  // namespace logpb::app

@@ -100,6 +100,24 @@ TEST_CASE("--csv is recorded; logpbench quick is --bench quick with its own budg
   CHECK(command_args(4, argv) == std::vector<std::string>{"logpbench", "local", "--bench", "bw"});
 }
 
+TEST_CASE("logpbench agree is --bench agree: smaller defaults it records, --runs and --messages raise them") {
+  const Options a = parse({"agree", "--transport", "shm"});
+  CHECK(a.bench == "agree");
+  CHECK(a.runs == 1);
+  CHECK(a.messages == 2000);
+  CHECK(a.bell_runs == 3);
+  const Options more = parse({"agree", "--runs", "3", "--messages", "10000", "--bell-runs", "5"});
+  CHECK(more.runs == 3);
+  CHECK(more.messages == 10000);
+  CHECK(more.bell_runs == 5);
+  CHECK_THAT(refusal({"agree", "--bench", "kielmann"}), Catch::Contains("drop --bench"));
+  for (const char* k : {"--sizes", "--eps", "--max-burst", "-n"})
+    CHECK_THAT(refusal({"agree", k, "8"}), Catch::Contains("agree.budgets"));
+  CHECK_THAT(refusal({"agree", "--no-saturation-compare"}), Catch::Contains("agree.budgets"));
+  // The other methods keep the usual defaults.
+  CHECK(parse({"--bench", "overlap"}).messages == 10000);
+}
+
 TEST_CASE("bw's peak: the best rate between credit frames a credit window apart, never a shorter span") {
   const Clock clock(Clock::Options{20, true});
   struct Mark {
