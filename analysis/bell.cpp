@@ -104,7 +104,7 @@ nlohmann::json bell_summary(const std::vector<std::vector<methods::BellSize>>& r
       e["recv_curve"] = nlohmann::json::array();
       for (const auto& p : b.recv.curve) e["recv_curve"].push_back({p.c_ns, p.t_ns, p.o_ns});
       e["messages_per_run"] = {{"send", b.send.messages}, {"recv", b.recv.messages},
-                               {"rule", "--messages, or fewer (at least 400) so one run of one point takes at most 25 ms"}};
+                               {"rule", "--messages, or fewer (at least 400) so one run of one point takes at most about 10 ms"}};
       e["t0_send_ns"] = b.send.t0_ns;
       e["t0_recv_ns"] = b.recv.t0_ns;
       e["hidden_c_send_ns"] = b.send.hidden_c_ns;

@@ -37,7 +37,7 @@ struct BellConfig {
   bool adapt_queue = true;      // flood: deepen q while it limits the time per message (FloodQueue)
   // Overlap test: the longest one run of one point may take; past it a run has fewer messages (at least
   // 400). A slow NI (a 1990s g of 6 us) would otherwise take many minutes at the default 10,000.
-  double overlap_run_ns = 25e6;
+  double overlap_run_ns = 10e6;
 };
 
 // A figure taken as the minimum over runs (Bell et al. 4), with a percentile-bootstrap interval of that
