@@ -9,12 +9,19 @@ namespace logpb::analysis {
 
 namespace {
 FloodLimits limits_of(const methods::BellSize& b) {
-  return {b.queue.limited, b.queue.used, b.queue.completion_ns, b.queue.credits, b.rtt.min};
+  FloodLimits l;
+  l.queue_limited = b.queue.limited;
+  l.queue_adapted = b.queue.adapted;
+  l.queue_depth = b.queue.used;
+  l.completion_ns = b.queue.completion_ns;
+  l.credits = b.queue.credits;
+  l.rtt_ns = b.rtt.min;
+  return l;
 }
 nlohmann::json queue_json(const methods::FloodQueue& q) {
   nlohmann::json probe = nlohmann::json::array();
   for (const auto& [depth, t] : q.probe) probe.push_back({{"q", depth}, {"ns_per_message", std::isfinite(t) ? nlohmann::json(t) : nlohmann::json(nullptr)}});
-  return {{"requested", q.requested}, {"used", q.used}, {"deepest_tried", q.deepest}, {"still_limiting", q.limited},
+  return {{"requested", q.requested}, {"used", q.used}, {"adapted", q.adapted}, {"deepest_tried", q.deepest}, {"still_limiting", q.limited},
           {"probe", probe}, {"messages_per_run", q.messages}, {"credits", q.credits},
           {"completion_ns", std::isfinite(q.completion_ns) ? nlohmann::json(q.completion_ns) : nlohmann::json(nullptr)},
           {"rule", "q doubled from the requested depth while the time per message fell by more than 3% (best of two "

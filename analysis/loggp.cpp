@@ -67,12 +67,21 @@ Bottleneck classify_flood(double gap, double gap_ci, const Param& o_s, const Par
   char buf[320];
   // The queue first: a flood whose time still falls with a deeper queue measured the queue, whatever
   // the overheads say (q sends per local completion time at most).
-  if (lim.queue_limited) {
+  // Bell et al.'s flood waits for the oldest half of its q sends to complete before it issues more, so no
+  // flood is faster than q/2 sends per local completion time; one at that bound measured the queue even
+  // where q was not doubled (--flood-queue fixed).
+  const double queue_bound = std::isfinite(lim.completion_ns) && lim.queue_depth > 0
+                                 ? lim.completion_ns / std::max(1, lim.queue_depth / 2)
+                                 : NAN;
+  if (lim.queue_limited || (!lim.queue_adapted && std::isfinite(queue_bound) && gap <= 1.1 * queue_bound)) {
     b.stage = kStageQueue;
     std::snprintf(buf, sizeof buf,
-                  "hidden: the time per message still fell when q was doubled at q = %d (one send's local completion "
-                  "takes %.0f ns), so the flood measured its queue; the NI's gap is at most the flood's time",
-                  lim.queue_depth, lim.completion_ns);
+                  "hidden: %s at q = %d (one send's local completion takes %.0f ns: at most q/2 sends per %.0f ns), "
+                  "so the flood measured its queue; a deeper --queue-depth would show more; the NI's gap is at most "
+                  "the flood's time",
+                  lim.queue_limited ? "the time per message still fell when q was doubled"
+                                    : "the flood runs at its queue's bound",
+                  lim.queue_depth, lim.completion_ns, lim.completion_ns);
     b.ni = Param::hidden(buf, gap);
     return b;
   }

@@ -33,6 +33,7 @@ struct Bottleneck {
 // after a round trip. Unknown fields (0, NaN) leave that stage untested.
 struct FloodLimits {
   bool queue_limited = false;  // the time per message still fell when q was doubled at the deepest q tried
+  bool queue_adapted = false;  // q was doubled until it stopped limiting (then only queue_limited names it)
   int queue_depth = 0;
   double completion_ns = NAN;  // one send's local completion time
   int credits = 0;             // one-way credits (the AM layer's C)

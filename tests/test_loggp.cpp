@@ -121,6 +121,13 @@ TEST_CASE("classify_flood: a queue still limiting at the deepest q is named, and
   // The same flood with a queue that stopped limiting is the NI's.
   q.queue_limited = false;
   CHECK(classify_flood(1500, 10, overhead(500), overhead(600), q).stage == kStageNI);
+  // Not doubled (--flood-queue fixed), but at its queue's bound: q = 8 with a 6 us completion passes at
+  // most 4 sends per 6 us, 1500 ns each: the queue, not the NI.
+  q.queue_depth = 8;
+  const auto fixed = classify_flood(1500, 10, overhead(500), overhead(600), q);
+  CHECK(fixed.stage == kStageQueue);
+  CHECK_FALSE(fixed.ni.valid);
+  CHECK(fixed.ni.note.find("queue's bound") != std::string::npos);
 }
 
 TEST_CASE("classify_flood: a flood at the credit bound RTT / (C/2) measured the credits") {

@@ -293,6 +293,7 @@ OverlapSide overlap_side(const Clock& clock, const BellConfig& cfg, Once&& once)
 struct FloodQueue {
   int requested = 0, used = 0, deepest = 0;  // the user's q, the one the runs used, the most tried
   bool limited = false;                      // the time still fell at the deepest q tried
+  bool adapted = false;                      // q was doubled while it limited (--flood-queue adapt)
   std::vector<std::pair<int, double>> probe; // (q, time per message) of the doubling
   double completion_ns = NAN;                // median post-to-local-completion time of one tracked send
   int messages = 0;                          // per run, after amortising the start and the final reply
@@ -368,6 +369,7 @@ FloodQueue flood_queue(EP& ep, ClientState& st, const Clock& clock, const BellCo
   };
   double t = probe(fq.used);
   if (!cfg.adapt_queue) return fq;
+  fq.adapted = true;
   while (fq.used * 2 <= fq.deepest) {
     const double t2 = probe(fq.used * 2);
     if (!(t2 < 0.97 * t)) break;
