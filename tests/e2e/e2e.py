@@ -170,7 +170,9 @@ def test_server_client():
              "--emulate", spec("paragon"), "--json", out, "-q"], timeout=60)
         srv.communicate(timeout=15)
         rtt = load(out)["parameters"]["rtt"]["value_ns"]
-        assert 19600 < rtt < 20400, rtt
+        # Paragon's 19.8 us, and a few hundred ns of the binary's own (a sanitized build's is larger): a server
+        # that did not take the emulation over would answer in a fraction of it.
+        assert 19400 < rtt < 20800, rtt
     finally:
         if srv.poll() is None:
             srv.kill()
@@ -183,10 +185,16 @@ def test_default_run():
     assert time.time() - t0 < 60, "the default run took over a minute"
     for k in ("o_s", "o_r", "g", "L", "rtt"):
         assert f"\n  {k} " in p.stdout, p.stdout
-    # The harness's own share is printed beside o_s and o_r.
+    # The harness's own share is printed beside o_s and o_r, wherever they carry a value (a sanitized build
+    # is slow enough that the Delta curves may leave o_r unmeasured: 'n/a' with its reason).
+    checked = 0
     for k in ("o_s", "o_r"):
         line = next(x for x in p.stdout.splitlines() if x.startswith(f"  {k} "))
+        if " n/a " in line:
+            continue
         assert re.search(r"of which logpbench: \d+\.\d ns", line), line
+        checked += 1
+    assert checked, p.stdout
     out = os.path.join(TMP, "default.json")
     run(["--runs", "1", "--json", out, "-q"])
     doc = load(out)
