@@ -22,7 +22,8 @@ def flood(transport, messages, extra, out):
     t0 = time.time()
     # Without the overlap test and the queue's doubling, whose message counts are budgets of their own that
     # do not grow with --messages: the probe's per-unit count then scales to the long run.
-    run(["local", "--transport", transport, "--bench", "flood", "--sizes", "8", "--bell-runs", "1", "--runs", "1",
+    # Two bell runs: 10^8 messages then need about 5 x 10^7 per run, within --messages' limit of 10^8.
+    run(["local", "--transport", transport, "--bench", "flood", "--sizes", "8", "--bell-runs", "2", "--runs", "1",
          "--flood-overlap", "no", "--flood-queue", "fixed",
          "--messages", str(messages), "--json", out, "-q"] + extra, timeout=3600)
     took = time.time() - t0

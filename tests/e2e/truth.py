@@ -37,6 +37,8 @@ REL, ABS_NS = 0.05, 100.0
 # A hidden parameter's bound is the steady-state time, which the emulator pads to the stage's time plus its
 # overshoot (a few %): 20% is room for that on a loaded machine, while a bound taken from a slower stage
 # (o_s + o_r where a flood's stage is one overhead, a round trip where the signature's is o_s + o_r) misses.
+# As for values, a stage of a few hundred ns gets 100 ns instead: the AM layer's own per-message work (the
+# cross-core frame included) rides on the emulated overheads, ~25 ns a side here (connectx: 350 -> 430).
 STAGE_SLACK = 1.2
 
 # Parameters in ns; a, b: per-byte o_s and o_r (ns/B); G: per-byte gap (ns/B); W: window (capacity).
@@ -143,7 +145,7 @@ class Row:
         if self.kind == "hidden":  # value null, with a bound >= the truth (within tolerance) and near the stage
             return self.got is None and self.bound is not None and \
                 self.bound >= self.expect - max(REL * abs(self.expect), ABS_NS) and \
-                self.bound <= STAGE_SLACK * self.stage
+                self.bound <= max(STAGE_SLACK * self.stage, self.stage + ABS_NS)
         if self.kind == "equals":
             return self.got == self.expect
         raise ValueError(self.kind)
