@@ -32,6 +32,7 @@ namespace {
 double g_ci_floor_ns = 0;
 }  // namespace
 void set_ci_floor_ns(double ns) { g_ci_floor_ns = std::isfinite(ns) && ns > 0 ? ns : 0; }
+double ci_floor_ns() { return g_ci_floor_ns; }
 
 double median_of(std::vector<double> v) {
   if (v.empty()) return std::nan("");

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -38,6 +39,7 @@ double ci95_student(double se, double dof);  // t(0.975, dof) x a standard error
 // The floor of every reported interval: the clock's resolution (a TSC that advances in 10 ns steps cannot
 // tell a median to better than that, whatever the order statistics say). Set once, from the Clock.
 void set_ci_floor_ns(double ns);
+double ci_floor_ns();
 
 // Half-width of the 95% percentile-bootstrap interval of stat(sample) (2000 resamples, fixed seed so a
 // run's figures are reproducible from its raw data). For statistics with no closed-form interval: a
@@ -96,7 +98,10 @@ Point measure_point(const StopRule& rule, Sample&& sample, Now&& clock_ns) {
     p.value = p.summary.value(rule.estimator);
     p.ci95 = p.summary.ci95(rule.estimator);
     const int n = static_cast<int>(p.samples.size());
-    if (n >= rule.min_samples && p.value > 0 && p.ci95 <= rule.rel_precision * p.value) {
+    // An interval already at the clock's resolution (the floor of every interval) cannot narrow further: a
+    // point of 160 ns on a TSC that steps by 10 ns is as precise as that clock allows, and would otherwise
+    // never reach 5% and be left out of fits as unconverged.
+    if (n >= rule.min_samples && p.value > 0 && p.ci95 <= std::max(rule.rel_precision * p.value, ci_floor_ns())) {
       p.converged = true;
       break;
     }

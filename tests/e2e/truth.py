@@ -178,6 +178,14 @@ def logpbench(machine, bench, extra, timeout=900):
     return doc
 
 
+def measured(p, a, b, combine):
+    """The stage's own time as the method measured it (its o_s and o_r rows are held to the truth on their
+    own): the AM layer's per-message work rides on emulated overheads of 150-200 ns, and a bound must be
+    within 20% of the stage it sits on, not of the stage's emulated part alone. 0 when either is missing."""
+    x, y = value(p.get(a)), value(p.get(b))
+    return combine([x, y]) if x is not None and y is not None else 0
+
+
 def gap_rows(machine, method, t, p, seen, ni_visible, rows, key_ni="g_ni", stage=None):
     """The paper's g (what the method sees) and the NI's own gap: its value when visible, else hidden behind
     the stage whose time is `stage`."""
@@ -213,7 +221,7 @@ def rows_for(machine, truth_of=None):
     if t.get("h"):
         rows.append(Row(name, "signature", "replier service", turnaround(t), value(p.get("replier_service"))))
     gap_rows(name, "signature", t, p, steady, bott == "network interface", rows,
-             stage=max(t["os"] + t["orr"], rtt(t) / t["W"], turnaround(t)))
+             stage=max(t["os"] + t["orr"], rtt(t) / t["W"], turnaround(t), measured(p, "o_s", "o_r", sum)))
     rows.append(Row(name, "signature", "bottleneck", bott, p["g"].get("bottleneck"), kind="equals"))
 
     sizes = "8,4096,32768" if "G" in t else "8"
@@ -222,7 +230,7 @@ def rows_for(machine, truth_of=None):
     p = d["parameters"]
     seen = flood_gap(t)
     ni = gap_mean(t) > 1.05 * max(o_s(t, 8), o_r(t, 8))
-    gap_rows(name, "flood", t, p, seen, ni, rows, stage=max(o_s(t, 8), o_r(t, 8)))
+    gap_rows(name, "flood", t, p, seen, ni, rows, stage=max(o_s(t, 8), o_r(t, 8), measured(p, "o_s", "o_r", max)))
     rows.append(Row(name, "flood", "o_s (overlap)", o_s(t, 8), value(p.get("o_s"))))
     rows.append(Row(name, "flood", "o_r (overlap)", o_r(t, 8), value(p.get("o_r"))))
     rows.append(Row(name, "flood", "rtt (EEL, 8 B)", rtt(t, 8), value(p["rtt"])))
@@ -244,7 +252,7 @@ def rows_for(machine, truth_of=None):
     rows.append(Row(name, "kielmann", "rtt", rtt(t), value(p["rtt"])))
     rows.append(Row(name, "kielmann", "L (Table 1)", latency(t), value(p["L"])))
     ni = gap_mean(t) > 1.05 * max(t["os"], t["orr"])
-    gap_rows(name, "kielmann", t, p, flood_gap(t, 0), ni, rows, stage=max(t["os"], t["orr"]))
+    gap_rows(name, "kielmann", t, p, flood_gap(t, 0), ni, rows, stage=max(t["os"], t["orr"], measured(p, "o_s", "o_r", max)))
     if "G" not in t:
         for e in d["per_size"]:
             if e["bytes"] in (0, 1, 1024):
