@@ -65,8 +65,7 @@ inline RunsFigure runs_figure(const std::vector<double>& v) {
 // One flood: the time per message over the whole run (the paper's total / N, the final reply amortized)
 // and its steady rate (the pace of the receiver's credit returns: messages.hpp, credit_rate_ns).
 struct FloodTime {
-  double total_ns = NAN, steady_ns = NAN;
-  double value() const { return total_ns; }  // Bell et al.'s figure: total time / N
+  double total_ns = NAN, steady_ns = NAN;  // total_ns is Bell et al.'s figure
 };
 
 // One flood of `messages` one-way n-byte messages at queue depth q, ending with one reply. NaN when a
@@ -305,7 +304,6 @@ struct FloodQueue {
 struct BellSize {
   std::uint32_t bytes = 0;
   RunsFigure gap;          // flood: total time / N per run (Bell et al.), minimum over runs
-  RunsFigure gap_total;    // the same figure (kept for readers of older results)
   RunsFigure gap_steady;   // flood: the steady rate of the receiver's credit returns (messages.hpp)
   RunsFigure rtt;          // ping-pong (EEL for the smallest size)
   OverlapSide send, recv;  // CPU overlap test (only where it was run)
@@ -363,7 +361,7 @@ FloodQueue flood_queue(EP& ep, ClientState& st, const Clock& clock, const BellCo
   auto probe = [&](int q) {
     double best = NAN;
     for (int k = 0; k < 2; ++k) {
-      const double t = flood_once(ep, st, clock, n, q, m).value();
+      const double t = flood_once(ep, st, clock, n, q, m).total_ns;
       if (std::isfinite(t) && !(t >= best)) best = t;
     }
     fq.probe.emplace_back(q, best);
@@ -413,7 +411,6 @@ std::vector<BellSize> bell_flood(EP& ep, ClientState& st, const Clock& clock, co
       r.push_back(summarize(rt).median);
     }
     b.gap = runs_figure(g);
-    b.gap_total = b.gap;
     b.gap_steady = runs_figure(gs);
     b.rtt = runs_figure(r);
     // Which of g, o_s and o_r the flood saw: Bell et al. use their tests in combination.
