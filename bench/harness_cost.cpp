@@ -13,17 +13,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/pin.hpp"
 #include "common/harness_cost.hpp"
 #include "common/stats.hpp"
 
 namespace {
 constexpr double kGoalNs = 15;
-bool pin(int cpu) {
-  cpu_set_t s;
-  CPU_ZERO(&s);
-  CPU_SET(cpu, &s);
-  return sched_setaffinity(0, sizeof s, &s) == 0;
-}
+using logpb::bench::pin;
 }  // namespace
 
 int main(int argc, char** argv) {

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench/pin.hpp"
 #include "common/clock.hpp"
 #include "common/stats.hpp"
 
@@ -27,12 +28,7 @@ struct alignas(64) Line {
 struct Shared {
   Line ping, pong;
 };
-bool pin(int cpu) {
-  cpu_set_t s;
-  CPU_ZERO(&s);
-  CPU_SET(cpu, &s);
-  return sched_setaffinity(0, sizeof s, &s) == 0;
-}
+using logpb::bench::pin;
 }  // namespace
 
 int main(int argc, char** argv) {

@@ -36,14 +36,21 @@ am::EndpointOptions options() {
   o.stall_timeout_s = 1;
   return o;
 }
+// An endpoint on the null NI whose handler 3 counts what it sees.
+struct Rig {
+  NullTransport net;
+  NullEP ep{net, clock_once(), options()};
+  Seen s;
+  Rig() {
+    ep.user = &s;
+    ep.on(3, seen);
+  }
+};
 }  // namespace
 
 TEST_CASE("the null NI hands requests back as replies the endpoint accepts", "[harness]") {
-  NullTransport net;
-  NullEP ep(net, clock_once(), options());
-  Seen s;
-  ep.user = &s;
-  ep.on(3, seen);
+  Rig r;
+  auto& [net, ep, s] = r;
   net.hold(true);
   for (int i = 1; i <= 8; ++i) ep.request(1, 3, static_cast<std::uint64_t>(i));
   CHECK(net.queued() == 8);
@@ -63,11 +70,8 @@ TEST_CASE("the null NI hands requests back as replies the endpoint accepts", "[h
 }
 
 TEST_CASE("one-way requests and their credits go round the null NI", "[harness]") {
-  NullTransport net;
-  NullEP ep(net, clock_once(), options());
-  Seen s;
-  ep.user = &s;
-  ep.on(3, seen);
+  Rig r;
+  auto& [net, ep, s] = r;
   // More than the 16 credits: the sender stalls until the credit frame it asked for comes back, so the
   // round only completes if the endpoint took the null NI's frames as the peer's own.
   for (int i = 0; i < 100; ++i) ep.oneway(1, 3, 1);
@@ -83,11 +87,8 @@ TEST_CASE("one-way requests and their credits go round the null NI", "[harness]"
 }
 
 TEST_CASE("a frame through the null NI is validated, not trusted", "[harness]") {
-  NullTransport net;
-  NullEP ep(net, clock_once(), options());
-  Seen s;
-  ep.user = &s;
-  ep.on(3, seen);
+  Rig r;
+  auto& [net, ep, s] = r;
   am::Frame f{};
   f.magic = am::kMagic;
   f.version = am::kVersion;

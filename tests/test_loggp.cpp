@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "analysis/loggp.hpp"
+#include "analysis/results_json.hpp"
 
 using namespace logpb::analysis;
 
@@ -81,13 +82,7 @@ TEST_CASE("naive bulk model: T_0 and R_inf with intervals from the scatter; a ne
 }
 
 namespace {
-Param overhead(double v, double ci = 5) {
-  Param p;
-  p.value = p.raw = v;
-  p.ci95 = ci;
-  p.valid = true;
-  return p;
-}
+Param overhead(double v, double ci = 5) { return param_of(v, ci); }
 }  // namespace
 
 TEST_CASE("classify_flood: the NI only when neither overhead, the queue nor the credits reach the flood's time") {

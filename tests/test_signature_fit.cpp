@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include "analysis/results_json.hpp"
 #include "analysis/signature_fit.hpp"
 
 using namespace logpb::analysis;
@@ -32,13 +33,7 @@ Curve synth(double os, double orr, double g, double rtt, int C, double d, double
   return c;
 }
 
-Param rtt_of(double v, double ci = 1) {
-  Param p;
-  p.value = p.raw = v;
-  p.ci95 = ci;
-  p.valid = true;
-  return p;
-}
+Param rtt_of(double v, double ci = 1) { return param_of(v, ci); }
 
 std::vector<Curve> paragon(double noise = 0) {
   std::vector<Curve> cs;
