@@ -12,6 +12,9 @@ namespace logpb::app {
 void run_mpi(Job& job) {
   mpi::TransportOptions t;
   t.bulk = mpi::parse_bulk_mode(job.o.mpi_bulk);
+  t.send = mpi::parse_send_mode(job.o.mpi_send);
+  t.recv = mpi::parse_recv_mode(job.o.mpi_recv);
+  t.inline_bytes = static_cast<std::uint32_t>(job.o.mpi_inline);
   t.rx_ring = job.o.mpi_ring;
   t.tx_pool = job.o.mpi_pool;
   t.segment_bytes = job.o.segment_bytes;

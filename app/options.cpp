@@ -128,7 +128,10 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   po::options_description mpi("MPI transport (run under mpirun or srun)");
   mpi.add_options()
       ("mpi-bulk", po::value(&o.mpi_bulk)->default_value(o.mpi_bulk), "bulk store/get: send (two-sided messages) | put (MPI_Put/MPI_Get in a passive-target epoch)")
-      ("mpi-ring", po::value(&o.mpi_ring)->default_value(o.mpi_ring), "pre-posted MPI_Irecv of 64-byte frames")
+      ("mpi-send", po::value(&o.mpi_send)->default_value(o.mpi_send), "the call that sends an AM's message: send (MPI_Send) | isend (MPI_Isend, a pool in flight) | ssend (MPI_Ssend), as Kielmann et al.'s LogP/MPI")
+      ("mpi-recv", po::value(&o.mpi_recv)->default_value(o.mpi_recv), "how it is received: irecv (a ring of pre-posted MPI_Irecv) | recv (MPI_Improbe + MPI_Mrecv, nothing posted ahead)")
+      ("mpi-inline", po::value(&o.mpi_inline)->default_value(o.mpi_inline), "bytes of payload sent in the frame's own message (one MPI message per AM); larger payloads are a message of their own")
+      ("mpi-ring", po::value(&o.mpi_ring)->default_value(o.mpi_ring), "pre-posted MPI_Irecv (irecv), or messages taken in during a blocking send (recv)")
       ("mpi-pool", po::value(&o.mpi_pool)->default_value(o.mpi_pool), "MPI_Isend in flight at most (power of two)");
   po::options_description method("Methods");
   method.add_options()
@@ -375,7 +378,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   positive("link-timeout", o.link_timeout_s, 0.01, 3600);
   if (o.loss_timeout_s != -1) positive("loss-timeout", o.loss_timeout_s, 0, 3600);
   if (o.transport != "mpi") {
-    for (const char* k : {"mpi-bulk", "mpi-ring", "mpi-pool"})
+    for (const char* k : {"mpi-bulk", "mpi-send", "mpi-recv", "mpi-inline", "mpi-ring", "mpi-pool"})
       if (vm.count(k) && !vm[k].defaulted()) throw UsageError(std::string("--") + k + " belongs to --transport mpi");
   } else {
     // MPI's ranks come from its launcher: without one there is no job to join (an MPI singleton would
@@ -388,6 +391,11 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
                        "(scripts/mpirun-lab -np 2 -- ...) or under srun; no OMPI_COMM_WORLD_*/PMIX_*/SLURM_* "
                        "variables are set");
     if (o.mpi_bulk != "send" && o.mpi_bulk != "put") throw UsageError("--mpi-bulk must be send or put, not '" + o.mpi_bulk + "'");
+    if (o.mpi_send != "send" && o.mpi_send != "isend" && o.mpi_send != "ssend")
+      throw UsageError("--mpi-send must be send, isend or ssend, not '" + o.mpi_send + "'");
+    if (o.mpi_recv != "recv" && o.mpi_recv != "irecv")
+      throw UsageError("--mpi-recv must be recv or irecv, not '" + o.mpi_recv + "'");
+    positive("mpi-inline", o.mpi_inline, 0, 1 << 20);
     positive("mpi-ring", o.mpi_ring, 2, 65536);
     positive("mpi-pool", o.mpi_pool, 2, 65536);
     if (o.mpi_pool & (o.mpi_pool - 1)) throw UsageError("--mpi-pool must be a power of two");

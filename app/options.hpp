@@ -76,6 +76,8 @@ struct Options {
   double link_timeout_s = 10;
   // MPI
   std::string mpi_bulk = "send";  // send (two-sided) | put (one-sided): mpi/transport.hpp
+  std::string mpi_send = "isend", mpi_recv = "irecv";  // LogP/MPI's send and receive modes
+  int mpi_inline = 4096;  // payload bytes sent inside the frame's message
   int mpi_ring = 256, mpi_pool = 64;
   bool quiet = false;
   bool raw = false;

@@ -146,6 +146,9 @@ Connection::~Connection() {
 nlohmann::json Connection::describe() const {
   nlohmann::json j = library_;
   j["bulk"] = to_string(opt_.bulk);
+  j["mpi_send"] = to_string(opt_.send);
+  j["mpi_recv"] = to_string(opt_.recv);
+  j["inline_bytes"] = opt_.inline_bytes;
   j["rx_ring"] = opt_.rx_ring;
   j["tx_pool"] = opt_.tx_pool;
   return j;

@@ -34,9 +34,30 @@ BulkMode parse_bulk_mode(const std::string& s) {
 }
 const char* to_string(BulkMode m) { return m == BulkMode::put ? "put" : "send"; }
 
+SendMode parse_send_mode(const std::string& s) {
+  if (s == "send") return SendMode::send;
+  if (s == "isend") return SendMode::isend;
+  if (s == "ssend") return SendMode::ssend;
+  throw UsageError("--mpi-send must be send, isend or ssend, not '" + s + "'");
+}
+const char* to_string(SendMode m) {
+  switch (m) {
+    case SendMode::send: return "send";
+    case SendMode::ssend: return "ssend";
+    default: return "isend";
+  }
+}
+RecvMode parse_recv_mode(const std::string& s) {
+  if (s == "recv") return RecvMode::recv;
+  if (s == "irecv") return RecvMode::irecv;
+  throw UsageError("--mpi-recv must be recv or irecv, not '" + s + "'");
+}
+const char* to_string(RecvMode m) { return m == RecvMode::recv ? "recv" : "irecv"; }
+
 Transport::Transport(MPI_Comm comm, MPI_Win win, std::byte* segment, const TransportOptions& opt,
                      std::function<bool()> peer_alive)
-    : comm_(comm), win_(win), bulk_(opt.bulk), segment_(segment), segment_bytes_(opt.segment_bytes),
+    : comm_(comm), win_(win), bulk_(opt.bulk), send_(opt.send), recv_(opt.recv), segment_(segment),
+      segment_bytes_(opt.segment_bytes), inline_(std::min(opt.inline_bytes, opt.segment_bytes)),
       peer_alive_(std::move(peer_alive)), burst_(opt.burst), yield_when_idle_(opt.yield_when_idle) {
   if (opt.tx_pool < 2 || (opt.tx_pool & (opt.tx_pool - 1)))
     throw UsageError("the MPI send pool must be a power of two of at least 2");
@@ -44,17 +65,30 @@ Transport::Transport(MPI_Comm comm, MPI_Win win, std::byte* segment, const Trans
   if (bulk_ == BulkMode::put && win_ == MPI_WIN_NULL) throw std::logic_error("MPI put bulk without a window");
   check_setup(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
   check_setup(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+  // Put mode moves every payload by RMA: its messages are frames alone.
+  const std::size_t msg = sizeof(am::Frame) + (bulk_ == BulkMode::send ? inline_ : 0);
+  const std::size_t lines = (msg + sizeof(Line) - 1) / sizeof(Line);
   tx_n_ = static_cast<std::uint64_t>(opt.tx_pool);
   tx_mask_ = tx_n_ - 1;
-  tx_.resize(tx_n_);
+  tx_lines_ = lines;
+  tx_store_.resize(tx_n_ * lines);
+  tx_op_.assign(tx_n_, 0);
   tx_reqs_.assign(tx_n_, MPI_REQUEST_NULL);
   tx_done_idx_.resize(tx_n_);
   rx_n_ = opt.rx_ring;
-  rx_.resize(static_cast<std::size_t>(rx_n_));
+  rx_lines_ = lines;
+  rx_stride_ = lines * sizeof(Line);
+  rx_store_.resize(static_cast<std::size_t>(rx_n_) * lines);
+  if (recv_ == RecvMode::recv) {
+    stash_.resize(static_cast<std::size_t>(rx_n_));
+    probe_store_.resize(lines);
+    probe_buf_ = probe_store_.data();
+    return;  // nothing is posted ahead
+  }
   rx_reqs_.assign(static_cast<std::size_t>(rx_n_), MPI_REQUEST_NULL);
   for (int i = 0; i < rx_n_; ++i)
-    check_setup(MPI_Irecv(&rx_[static_cast<std::size_t>(i)].frame, sizeof(am::Frame), MPI_BYTE, MPI_ANY_SOURCE, kTagAm,
-                          comm_, &rx_reqs_[static_cast<std::size_t>(i)]),
+    check_setup(MPI_Irecv(rx_buf(static_cast<std::size_t>(i)), static_cast<int>(rx_stride_), MPI_BYTE, MPI_ANY_SOURCE,
+                          kTagAm, comm_, &rx_reqs_[static_cast<std::size_t>(i)]),
                 "MPI_Irecv (pre-posting the receive ring)");
 }
 
@@ -75,6 +109,34 @@ Transport::~Transport() {
     }
 }
 
+// A blocking-mode send under --mpi-recv recv: wait for it while taking in what the peers send meanwhile
+// (one probed message per turn, into the stash, while it has room), so that two ranks blocked sending to
+// each other both proceed. A peer that is gone, or an interrupt, ends the wait.
+void Transport::wait_stashing(MPI_Request& r, int dst) {
+  const std::size_t cap = static_cast<std::size_t>(rx_n_);
+  for (std::uint64_t spins = 0;; ++spins) {
+    int flag = 0;
+    check(MPI_Test(&r, &flag, MPI_STATUS_IGNORE), "MPI_Test (blocking send)");
+    if (flag) return;
+    if (stash_tail_ - stash_head_ < cap) {
+      MPI_Message msg;
+      MPI_Status st;
+      check(MPI_Improbe(MPI_ANY_SOURCE, kTagAm, comm_, &flag, &msg, &st), "MPI_Improbe (while sending)");
+      if (flag) {
+        const std::size_t i = stash_tail_++ % cap;
+        check(MPI_Mrecv(rx_buf(i), static_cast<int>(rx_stride_), MPI_BYTE, &msg, &st), "MPI_Mrecv (while sending)");
+        stash_[i].source = st.MPI_SOURCE;
+        MPI_Get_count(&st, MPI_BYTE, &stash_[i].bytes);
+        ++counters_.stashed;
+      }
+    }
+    if ((spins & 0xffff) == 0xffff) {
+      throw_if_interrupted();
+      if (!peer_alive_()) throw PeerError("rank " + std::to_string(dst) + " is gone before a blocking send to it completed");
+    }
+  }
+}
+
 bool Transport::reap_all() {
   if (tx_head_ == tx_tail_) return true;
   int done = 0;
@@ -85,21 +147,38 @@ bool Transport::reap_all() {
   return !tx_full();
 }
 
-bool Transport::accept(Rx& r, const MPI_Status& st) {
-  int bytes = 0;
-  MPI_Get_count(&st, MPI_BYTE, &bytes);
-  // Only this job's ranks can send here; a frame that lies about its source, or is short, is dropped
-  // before the AM layer's own validation (which checks everything else).
-  if (bytes != static_cast<int>(sizeof(am::Frame)) || r.frame.src != st.MPI_SOURCE) [[unlikely]] {
+bool Transport::accept(std::byte* msg, int source, int bytes) {
+  const am::Frame& f = *reinterpret_cast<const am::Frame*>(msg);
+  const int frame = static_cast<int>(sizeof(am::Frame));
+  // Only this job's ranks can send here; a message shorter than a frame, or whose frame lies about its
+  // source, is dropped before the AM layer's own validation (which checks everything else).
+  if (bytes < frame || f.src != source) [[unlikely]] {
     ++counters_.short_messages;
     return false;
   }
-  if (r.frame.seq == kGetRequest) [[unlikely]] {
-    serve_get(r.frame, st.MPI_SOURCE);
+  if (f.seq == kGetRequest) [[unlikely]] {
+    if (bytes != frame) {
+      ++counters_.short_messages;
+      return false;
+    }
+    serve_get(f, source);
     return false;
   }
-  if (r.frame.bulk_len) {
-    if (bulk_ == BulkMode::send) receive_store(r.frame, st.MPI_SOURCE);
+  if (bytes > frame) {
+    // An inline payload: the message is the frame and exactly its bulk_len bytes. Out of the segment,
+    // nothing is copied and the AM layer refuses the frame (bad_bulk).
+    if (bulk_ != BulkMode::send || static_cast<std::uint32_t>(bytes - frame) != f.bulk_len) [[unlikely]] {
+      ++counters_.short_messages;
+      return false;
+    }
+    if (f.bulk_off <= segment_bytes_ && f.bulk_len <= segment_bytes_ - f.bulk_off) [[likely]]
+      std::memcpy(segment_ + f.bulk_off, msg + frame, f.bulk_len);
+    else
+      ++counters_.bad_bulk;
+    return true;
+  }
+  if (f.bulk_len) {
+    if (bulk_ == BulkMode::send) receive_store(f, source);
     else check(MPI_Win_sync(win_), "MPI_Win_sync");  // the put is complete (flushed): make it visible here
   }
   return true;
@@ -141,8 +220,8 @@ void Transport::serve_get(const am::Frame& req, int src) {
   if (!ok) ++counters_.bad_bulk;  // answered with no data: the requester drops the completion
   while (tx_full() && !reap_all()) {
   }
-  Slot& s = tx_[tx_tail_ & tx_mask_];
-  isend(s, segment_ + (ok ? req.bulk_off : 0), ok ? static_cast<int>(req.bulk_len) : 0, src, kTagGet, false);
+  post(tx_tail_ & tx_mask_, segment_ + (ok ? req.bulk_off : 0), ok ? static_cast<int>(req.bulk_len) : 0, src, kTagGet,
+       false, SendMode::isend);
 }
 
 bool Transport::local_data_arrived(LocalFrame& l) {
@@ -160,11 +239,19 @@ bool Transport::local_data_arrived(LocalFrame& l) {
 }
 
 bool Transport::try_store(const am::Frame& f, const void* src, std::uint32_t n, std::uint32_t remote_off) {
-  if (bulk_ == BulkMode::send) {
+  const int frame = static_cast<int>(sizeof(am::Frame));
+  int bytes = frame;
+  if (bulk_ == BulkMode::send && n <= inline_) {
+    // One message: the frame and its payload behind it.
+    if (tx_full() && !reap_all()) return false;
+    std::memcpy(tx_buf(tx_tail_ & tx_mask_) + frame, src, n);
+    bytes += static_cast<int>(n);
+    ++counters_.inline_stores;
+  } else if (bulk_ == BulkMode::send) {
+    // The data first, as a message of its own (by MPI_Isend: see the file comment), then the frame.
     if (tx_free() < 2 && (reap_all(), tx_free() < 2)) return false;
-    Slot& d = tx_[tx_tail_ & tx_mask_];
-    isend(d, src, static_cast<int>(n), f.dst, kTagStore, false);
-    d.op = ops_ + 1;  // the data belongs to this store
+    post(tx_tail_ & tx_mask_, src, static_cast<int>(n), f.dst, kTagStore, false, SendMode::isend);
+    tx_op_[(tx_tail_ - 1) & tx_mask_] = ops_ + 1;  // the data belongs to this store
   } else {
     if (tx_full() && !reap_all()) return false;
     check(MPI_Put(src, static_cast<int>(n), MPI_BYTE, f.dst, static_cast<MPI_Aint>(remote_off), static_cast<int>(n),
@@ -172,10 +259,11 @@ bool Transport::try_store(const am::Frame& f, const void* src, std::uint32_t n, 
           "MPI_Put");
     check(MPI_Win_flush(f.dst, win_), "MPI_Win_flush (after MPI_Put)");
   }
-  Slot& s = tx_[tx_tail_ & tx_mask_];
-  std::memcpy(&s.frame, &f, sizeof f);
-  s.frame.seq = tx_seq_++;
-  isend(s, &s.frame, sizeof(am::Frame), f.dst, kTagAm, true);
+  const std::uint64_t i = tx_tail_ & tx_mask_;
+  am::Frame& out = tx_frame(i);
+  std::memcpy(&out, &f, sizeof f);
+  out.seq = tx_seq_++;
+  post(i, &out, bytes, f.dst, kTagAm, true, send_);
   ++counters_.tx;
   ++counters_.bulk_stores;
   return true;
@@ -189,14 +277,15 @@ bool Transport::try_get(const am::Frame& f, std::uint32_t remote_off, std::uint3
     if (tx_full() && !reap_all()) return false;
     check(MPI_Irecv(segment_ + local_off, static_cast<int>(n), MPI_BYTE, owner, kTagGet, comm_, &l.req),
           "MPI_Irecv (get data)");
-    Slot& s = tx_[tx_tail_ & tx_mask_];
-    s.frame = f;
-    s.frame.seq = kGetRequest;
-    s.frame.src = static_cast<std::uint16_t>(rank_);
-    s.frame.dst = static_cast<std::uint16_t>(owner);
-    s.frame.bulk_off = remote_off;
-    s.frame.bulk_len = n;
-    isend(s, &s.frame, sizeof(am::Frame), owner, kTagAm, true);
+    const std::uint64_t i = tx_tail_ & tx_mask_;
+    am::Frame& out = tx_frame(i);
+    out = f;
+    out.seq = kGetRequest;
+    out.src = static_cast<std::uint16_t>(rank_);
+    out.dst = static_cast<std::uint16_t>(owner);
+    out.bulk_off = remote_off;
+    out.bulk_len = n;
+    post(i, &out, static_cast<int>(sizeof(am::Frame)), owner, kTagAm, true, send_);
     ++counters_.tx;
   } else {
     check(MPI_Get(segment_ + local_off, static_cast<int>(n), MPI_BYTE, owner, static_cast<MPI_Aint>(remote_off),
@@ -215,23 +304,42 @@ bool Transport::try_get(const am::Frame& f, std::uint32_t remote_off, std::uint3
 
 nlohmann::json Transport::describe() const {
   const Counters& c = counters_;
+  const bool blocking = send_ != SendMode::isend;
+  const char* send_call = send_ == SendMode::isend ? "MPI_Isend"
+                          : recv_ == RecvMode::irecv ? (send_ == SendMode::send ? "MPI_Send" : "MPI_Ssend")
+                          : (send_ == SendMode::send ? "MPI_Isend, then MPI_Test until complete, stashing arrivals"
+                                                     : "MPI_Issend, then MPI_Test until complete, stashing arrivals");
   return {{"kind", "mpi"},
           {"rank", rank_},
           {"size", size_},
+          {"mpi_send", to_string(send_)},
+          {"mpi_recv", to_string(recv_)},
+          {"inline_bytes", bulk_ == BulkMode::send ? inline_ : 0},
+          {"message", bulk_ == BulkMode::send
+                          ? "one MPI message per AM: the 64-byte frame with a payload of up to inline_bytes behind it; "
+                            "a larger payload is a message of its own (by MPI_Isend), sent before its frame and "
+                            "received straight into the segment"
+                          : "one MPI message per AM frame; payloads by RMA"},
+          {"send_call", send_call},
+          {"receive", recv_ == RecvMode::irecv
+                          ? "a ring of pre-posted MPI_Irecv (MPI_ANY_SOURCE); MPI_Test on its head, which fills in posting order"
+                          : "MPI_Improbe, then MPI_Mrecv of the message it found (nothing posted ahead)"},
           {"bulk", to_string(bulk_)},
           {"bulk_how", bulk_ == BulkMode::put
                            ? "MPI_Put/MPI_Get + MPI_Win_flush in one passive-target epoch (MPI_Win_lock_all), then the AM frame"
-                           : "two-sided: the data as its own message (MPI_Isend/MPI_Irecv into the segment), then the AM frame"},
+                           : "two-sided: inline in the frame's message up to inline_bytes, beyond that a message of its own"},
           {"rx_ring", rx_n_},
           {"tx_pool", tx_n_},
           {"burst", burst_},
-          {"poll", "MPI_Test on the receive ring's head (the ring fills in posting order)"},
-          {"send_pool_reaping", "MPI_Testsome over the pool when it is full or local completion is asked"},
-          {"local_completion", "an MPI_Isend that MPI_Test/MPI_Testsome reports complete (its buffer may be reused)"},
+          {"send_pool_reaping", blocking ? "none needed: a blocking send is complete when it returns"
+                                         : "MPI_Testsome over the pool when it is full or local completion is asked"},
+          {"local_completion", blocking ? std::string("the send call has returned (") + send_call + ")"
+                                        : "an MPI_Isend that MPI_Test/MPI_Testsome reports complete (its buffer may be reused)"},
           {"segment_bytes", segment_bytes_},
           {"counters",
            {{"tx", c.tx}, {"tx_pool_full", c.tx_pool_full}, {"rx", c.rx}, {"delivered", c.delivered},
-            {"bulk_stores", c.bulk_stores}, {"bulk_gets", c.bulk_gets}, {"gets_served", c.gets_served},
+            {"bulk_stores", c.bulk_stores}, {"inline_stores", c.inline_stores}, {"bulk_gets", c.bulk_gets},
+            {"gets_served", c.gets_served}, {"stashed", c.stashed},
             {"bad_bulk", c.bad_bulk}, {"short_or_forged", c.short_messages}, {"tracked", c.tracked}}}};
 }
 

@@ -1,27 +1,39 @@
 // MPI datapath: the AM layer over MPI point-to-point, to show what a messaging layer adds to an NI
 // (Bell et al. section 5, Figure 3 and Table 2: the same network through its native API and through MPI).
+// It is built to cost what an MPI program of the same messages pays, so that raw-vs-MPI charges MPI with
+// MPI's own cost only.
 //
-// Small AMs: one 64-byte message per frame on tag kTagAm. Receives: a ring of pre-posted MPI_Irecv
-// (MPI_ANY_SOURCE, kTagAm). Every ring receive matches the same messages, and MPI matches a message to
-// the earliest posted receive that fits, so the ring fills in the order it was posted: poll() tests only
-// the head slot (MPI_Test), delivers it, re-posts it at the tail and moves on. MPI_Testsome over the whole
-// ring would scan every request on each empty poll (mpi/poll_cost.cpp measures the two; see describe()).
-// Sends: MPI_Isend from a bounded pool of slots, each with its own copy of the frame (the AM layer patches
-// its frames in place). The pool is a FIFO: slots are retired in order as their sends complete, so a send
-// operation is locally complete once every slot up to its last has been retired (LocalCompletion). A
-// full pool is tested once (MPI_Testsome over it) before try_send says false.
+// An AM is one MPI message on tag kTagAm: its 64-byte frame, and a bulk payload of up to inline_bytes
+// right behind it (a store's data, a reply's data). Larger payloads travel as a message of their own on
+// kTagStore, sent before the frame and received straight into the segment once the frame names where.
+//
+// Receives (--mpi-recv), as Kielmann et al.'s LogP/MPI (section 3) offers them:
+//  - irecv: a ring of pre-posted MPI_Irecv (MPI_ANY_SOURCE, kTagAm, 64 + inline_bytes each). MPI matches a
+//    message to the earliest posted receive that fits, so the ring fills in posting order: poll() tests
+//    only the head slot (MPI_Test), delivers it, re-posts it at the tail and moves on. MPI_Testsome over
+//    the whole ring would scan every request on each empty poll (mpi/poll_cost.cpp measures the two).
+//  - recv: nothing pre-posted; poll() asks MPI_Improbe for a message and receives it with MPI_Mrecv (a
+//    message that arrived before its receive, as MPI_Recv after the paper's wait Delta finds it).
+// Sends (--mpi-send) of the message that carries the frame:
+//  - isend: MPI_Isend from a bounded pool of slots, each with its own copy of the message (the AM layer
+//    patches its frames in place). The pool is a FIFO: slots retire in order as their sends complete, so
+//    an operation is locally complete once every slot up to its last has retired (LocalCompletion). A
+//    full pool is tested once (MPI_Testsome over it) before try_send says false.
+//  - send / ssend: MPI_Send / MPI_Ssend, complete when the call returns. Under --mpi-recv recv, where no
+//    receive is posted ahead, two ranks each inside a blocking send to the other would wait forever; there
+//    the call is MPI_Isend / MPI_Issend and its wait takes in (stashes) the peers' messages meanwhile, as
+//    an MPI program must to be safe.
+//  A payload beyond inline_bytes goes by MPI_Isend in every mode: its receive is posted only once its
+//  frame is seen, so a blocking send of it could wait for a peer that is itself blocked.
 //
 // Bulk (BulkTransport), selectable with --mpi-bulk:
-//  - send: two-sided. A store sends its data on kTagStore, then the AM frame; the receiver, on the frame,
-//    receives the data (from that source, in order) into its segment at bulk_off before delivering it.
-//    A get sends a request frame; the owner of the data answers it from poll() with a message on
-//    kTagGet that the requester posted a receive for in its segment. This is what an MPI user writes.
+//  - send: two-sided, as above. A get sends a request frame; the owner of the data answers it from
+//    poll() with a message on kTagGet that the requester posted a receive for in its segment.
 //  - put: one-sided. MPI_Win_create over the segment, one passive-target epoch (MPI_Win_lock_all) for
 //    the whole run; a store is MPI_Put + MPI_Win_flush (the data is complete at the target) and then the
 //    AM frame; a get is MPI_Get + MPI_Win_flush, then the completion is delivered locally.
 // The default is send: it is what an MPI program of two-sided messages pays, and it runs over every pml
-// and btl alike, while one-sided performance depends on which osc component the library picks (osc rdma
-// needs a btl with RDMA, such as vader with CMA; others fall back to emulating it with messages).
+// and btl alike, while one-sided performance depends on which osc component the library picks.
 //
 // Errors: the communicator and the window return errors (MPI_ERRORS_RETURN); a failed call throws
 // PeerError with MPI_Error_string's text and the call's name (mpi/errors.hpp).
@@ -50,23 +62,33 @@ namespace logpb::mpi {
 enum class BulkMode { send, put };
 BulkMode parse_bulk_mode(const std::string& s);  // UsageError for anything but send|put
 const char* to_string(BulkMode m);
+enum class SendMode { send, isend, ssend };
+SendMode parse_send_mode(const std::string& s);  // UsageError for anything but send|isend|ssend
+const char* to_string(SendMode m);
+enum class RecvMode { recv, irecv };
+RecvMode parse_recv_mode(const std::string& s);  // UsageError for anything but recv|irecv
+const char* to_string(RecvMode m);
 
 struct TransportOptions {
-  int rx_ring = 256;   // pre-posted receives of 64-byte frames
+  int rx_ring = 256;   // pre-posted receives (irecv), or messages stashed during a blocking send (recv)
   int tx_pool = 64;    // Isends in flight (a power of two)
   int burst = 16;      // frames delivered per poll at most
   BulkMode bulk = BulkMode::send;
+  SendMode send = SendMode::isend;
+  RecvMode recv = RecvMode::irecv;
+  std::uint32_t inline_bytes = 4096;  // a payload up to this travels in its frame's message
   std::uint32_t segment_bytes = 1 << 20;
   bool yield_when_idle = false;  // more ranks than cores: give the core away after an empty poll
 };
 
 struct Counters {
   std::uint64_t tx = 0, tx_pool_full = 0, rx = 0, delivered = 0, bulk_stores = 0, bulk_gets = 0;
+  std::uint64_t inline_stores = 0, stashed = 0;
   std::uint64_t gets_served = 0, bad_bulk = 0, short_messages = 0;
   std::uint64_t tracked = 0;
 };
 
-// The frames' tags: small AMs, the data of a two-sided store, the data answering a get.
+// The frames' tags: AMs (with inline payload), the data of a larger store, the data answering a get.
 inline constexpr int kTagAm = 0x4c50;
 inline constexpr int kTagStore = kTagAm + 1;
 inline constexpr int kTagGet = kTagAm + 2;
@@ -85,10 +107,11 @@ class Transport {
 
   bool try_send(const am::Frame& f) {
     if (tx_full() && !reap_all()) return false;
-    Slot& s = tx_[tx_tail_ & tx_mask_];
-    std::memcpy(&s.frame, &f, sizeof f);
-    s.frame.seq = tx_seq_++;
-    isend(s, &s.frame, sizeof(am::Frame), f.dst, kTagAm, true);
+    const std::uint64_t i = tx_tail_ & tx_mask_;
+    am::Frame& out = tx_frame(i);
+    std::memcpy(&out, &f, sizeof f);
+    out.seq = tx_seq_++;
+    post(i, &out, static_cast<int>(sizeof(am::Frame)), f.dst, kTagAm, true, send_);
     ++counters_.tx;
     return true;
   }
@@ -97,23 +120,28 @@ class Transport {
   bool try_get(const am::Frame& f, std::uint32_t remote_off, std::uint32_t n, std::uint32_t local_off);
   std::size_t max_bulk() const { return segment_bytes_; }
 
-  // Up to `burst` frames from the head of the receive ring. Only the head is tested: the ring fills in
-  // posting order (see the file comment).
+  // Up to `burst` frames: from the head of the receive ring (irecv; only the head is tested, the ring
+  // fills in posting order), or as MPI_Improbe finds them after those a blocking send stashed (recv).
   template <class Sink>
   int poll(Sink&& sink) {
     int n = 0;
     if (local_n_) [[unlikely]]
       n += deliver_local(sink);
+    if (recv_ == RecvMode::recv) return n + poll_probe(sink, n);
     while (n < burst_) {
-      Rx& r = rx_[rx_head_];
+      std::byte* buf = rx_buf(static_cast<std::size_t>(rx_head_));
       int flag = 0;
       MPI_Status st;
-      check(MPI_Test(&rx_reqs_[rx_head_], &flag, &st), "MPI_Test (receive ring)");
+      check(MPI_Test(&rx_reqs_[static_cast<std::size_t>(rx_head_)], &flag, &st), "MPI_Test (receive ring)");
       if (!flag) break;
       ++counters_.rx;
-      const bool deliver = accept(r, st);
-      if (deliver) sink(static_cast<const void*>(&r.frame), sizeof(am::Frame));
-      check(MPI_Irecv(&r.frame, sizeof(am::Frame), MPI_BYTE, MPI_ANY_SOURCE, kTagAm, comm_, &rx_reqs_[rx_head_]), "MPI_Irecv (re-post)");
+      int bytes = 0;
+      MPI_Get_count(&st, MPI_BYTE, &bytes);
+      const bool deliver = accept(buf, st.MPI_SOURCE, bytes);
+      if (deliver) sink(static_cast<const void*>(buf), sizeof(am::Frame));
+      check(MPI_Irecv(buf, static_cast<int>(rx_stride_), MPI_BYTE, MPI_ANY_SOURCE, kTagAm, comm_,
+                      &rx_reqs_[static_cast<std::size_t>(rx_head_)]),
+            "MPI_Irecv (re-post)");
       rx_head_ = rx_head_ + 1 == rx_n_ ? 0 : rx_head_ + 1;
       if (deliver) ++n;
     }
@@ -121,15 +149,15 @@ class Transport {
     return n;
   }
 
-  // Local completion (common/transport.hpp, LocalCompletion): as MPI defines it, an MPI_Isend is complete
-  // when MPI_Test says so (its buffer may be reused; nothing is said of arrival). Operations are the
-  // successful try_send/try_store/try_get calls, numbered from 1. tx_completed() reaps the pool (in order)
-  // and returns the last operation whose every send is retired.
+  // Local completion (common/transport.hpp, LocalCompletion): as MPI defines it, a send is complete when
+  // its blocking call returns or MPI_Test says so (its buffer may be reused; nothing is said of arrival).
+  // Operations are the successful try_send/try_store/try_get calls, numbered from 1. tx_completed() reaps
+  // the pool (in order) and returns the last operation whose every send is retired.
   std::uint64_t tx_posted() const { return ops_; }
   void track_next() { ++counters_.tracked; }
   std::uint64_t tx_completed() {
     reap_all();
-    return tx_head_ == tx_tail_ ? ops_ : tx_[tx_head_ & tx_mask_].op - 1;
+    return tx_head_ == tx_tail_ ? ops_ : tx_op_[tx_head_ & tx_mask_] - 1;
   }
 
   // IdleWait: yields only when the job has more ranks than cores.
@@ -141,35 +169,82 @@ class Transport {
   const Counters& counters() const { return counters_; }
 
  private:
-  struct alignas(64) Slot {
-    am::Frame frame;       // the copy an Isend of a frame sends from
-    std::uint64_t op = 0;  // the operation this send belongs to (its request is tx_reqs_[same index])
-  };
-  struct Rx {
-    am::Frame frame;
-  };
   struct LocalFrame {  // a get's completion, delivered by poll()
     am::Frame frame;
     MPI_Request req = MPI_REQUEST_NULL;  // send mode: the data's receive (null once complete, or put mode)
     bool bad = false;
   };
+  struct Stashed {  // a message a blocking send's wait took in (recv mode), delivered by poll()
+    int source = 0, bytes = 0;
+  };
 
+  struct alignas(64) Line {
+    std::byte b[64];
+  };
+  std::byte* rx_buf(std::size_t i) { return rx_store_[i * rx_lines_].b; }
+  std::byte* tx_buf(std::uint64_t i) { return tx_store_[i * tx_lines_].b; }
+  am::Frame& tx_frame(std::uint64_t i) { return *reinterpret_cast<am::Frame*>(tx_buf(i)); }
   std::uint64_t tx_free() const { return tx_n_ - (tx_tail_ - tx_head_); }
   bool tx_full() const { return tx_tail_ - tx_head_ == tx_n_; }
-  // Posts one Isend from the tail slot as part of operation ops_ + 1; the frame of an operation is its
-  // last send (ends_op), so ops_ counts operations. A send that belongs to no operation of ours (the data
-  // answering a peer's get) is counted with the last one: tx_completed() then waits for it too, which
-  // only ever says less than is true.
-  void isend(Slot& s, const void* buf, int bytes, int dst, int tag, bool ends_op) {
-    s.op = ends_op ? ops_ + 1 : (ops_ ? ops_ : 1);
-    check(MPI_Isend(buf, bytes, MPI_BYTE, dst, tag, comm_, &tx_reqs_[tx_tail_ & tx_mask_]), "MPI_Isend");
+  // Sends `bytes` at buf from pool slot i as part of operation ops_ + 1, by `mode`; the frame of an
+  // operation is its last send (ends_op), so ops_ counts operations. A send that belongs to no operation
+  // of ours (the data answering a peer's get) is counted with the last one: tx_completed() then waits for
+  // it too, which only ever says less than is true. A blocking send leaves the slot retired.
+  void post(std::uint64_t i, const void* buf, int bytes, int dst, int tag, bool ends_op, SendMode mode) {
+    tx_op_[i] = ends_op ? ops_ + 1 : (ops_ ? ops_ : 1);
+    MPI_Request& r = tx_reqs_[i];
+    if (mode == SendMode::isend) {
+      check(MPI_Isend(buf, bytes, MPI_BYTE, dst, tag, comm_, &r), "MPI_Isend");
+    } else if (recv_ == RecvMode::irecv) {
+      if (mode == SendMode::send) check(MPI_Send(buf, bytes, MPI_BYTE, dst, tag, comm_), "MPI_Send");
+      else check(MPI_Ssend(buf, bytes, MPI_BYTE, dst, tag, comm_), "MPI_Ssend");
+      r = MPI_REQUEST_NULL;
+    } else {
+      if (mode == SendMode::send) check(MPI_Isend(buf, bytes, MPI_BYTE, dst, tag, comm_, &r), "MPI_Isend");
+      else check(MPI_Issend(buf, bytes, MPI_BYTE, dst, tag, comm_, &r), "MPI_Issend");
+      wait_stashing(r, dst);
+    }
+    if (r == MPI_REQUEST_NULL && tx_head_ == tx_tail_) ++tx_head_;  // nothing older in flight: retired now
     ++tx_tail_;
     if (ends_op) ++ops_;
   }
   // One MPI_Testsome over the whole pool, then retires completed slots from the head in order. True when
   // a slot is free.
   bool reap_all();
-  bool accept(Rx& r, const MPI_Status& st);  // false: consumed here (a get request) or dropped
+  void wait_stashing(MPI_Request& r, int dst);
+  template <class Sink>
+  int poll_probe(Sink& sink, int already) {
+    int n = 0;
+    while (already + n < burst_) {
+      std::byte* buf;
+      int source = 0, bytes = 0;
+      if (stash_head_ != stash_tail_) {
+        const std::size_t i = stash_head_++ % static_cast<std::size_t>(rx_n_);
+        buf = rx_buf(i);
+        source = stash_[i].source;
+        bytes = stash_[i].bytes;
+      } else {
+        int flag = 0;
+        MPI_Message msg;
+        MPI_Status st;
+        check(MPI_Improbe(MPI_ANY_SOURCE, kTagAm, comm_, &flag, &msg, &st), "MPI_Improbe");
+        if (!flag) break;
+        buf = probe_buf_->b;
+        check(MPI_Mrecv(buf, static_cast<int>(rx_stride_), MPI_BYTE, &msg, &st), "MPI_Mrecv");
+        source = st.MPI_SOURCE;
+        MPI_Get_count(&st, MPI_BYTE, &bytes);
+      }
+      ++counters_.rx;
+      if (accept(buf, source, bytes)) {
+        sink(static_cast<const void*>(buf), sizeof(am::Frame));
+        ++n;
+      }
+    }
+    counters_.delivered += static_cast<std::uint64_t>(already + n);
+    return n;
+  }
+  // false: consumed here (a get request) or dropped. An inline payload is copied into the segment.
+  bool accept(std::byte* msg, int source, int bytes);
   template <class Sink>
   int deliver_local(Sink& sink) {
     LocalFrame& l = local_[local_head_ & (kLocal - 1)];
@@ -188,18 +263,30 @@ class Transport {
   MPI_Comm comm_;
   MPI_Win win_;
   BulkMode bulk_;
+  SendMode send_;
+  RecvMode recv_;
   std::byte* segment_;
   std::uint32_t segment_bytes_;
+  std::uint32_t inline_;
   std::function<bool()> peer_alive_;
   int burst_;
   bool yield_when_idle_;
   int rank_ = 0, size_ = 0;
 
-  std::vector<Rx> rx_;
+  // Receive buffers of rx_stride_ bytes (a frame and inline_ bytes, in whole cache lines): the ring
+  // (irecv) or the stash (recv), and the one buffer a probed message is received into.
+  std::size_t rx_stride_ = 0, rx_lines_ = 0;
+  std::vector<Line> rx_store_;
   std::vector<MPI_Request> rx_reqs_;  // one array: MPI_Testsome's shape, for mpi/poll_cost.cpp's comparison
   int rx_n_ = 0, rx_head_ = 0;
+  std::vector<Stashed> stash_;
+  std::size_t stash_head_ = 0, stash_tail_ = 0;
+  std::vector<Line> probe_store_;
+  Line* probe_buf_ = nullptr;
 
-  std::vector<Slot> tx_;
+  std::size_t tx_lines_ = 0;
+  std::vector<Line> tx_store_;        // the pool's messages, tx_lines_ cache lines each
+  std::vector<std::uint64_t> tx_op_;  // the operation each slot's send belongs to
   std::vector<MPI_Request> tx_reqs_;  // the slots' requests, one array for MPI_Testsome
   std::vector<int> tx_done_idx_;
   std::uint64_t tx_n_ = 0, tx_mask_ = 0, tx_head_ = 0, tx_tail_ = 0;

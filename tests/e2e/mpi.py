@@ -214,10 +214,42 @@ def test_no_launcher():
     # Under a launcher the values are checked too (the launcher's variables alone, no mpirun needed to refuse).
     env_fake = dict(env_clean, OMPI_COMM_WORLD_RANK="0", OMPI_COMM_WORLD_SIZE="2", PMIX_NAMESPACE="e2e", PMIX_RANK="0")
     for args, needle in ((["--transport", "mpi", "--mpi-bulk", "both"], "--mpi-bulk must be"),
-                         (["--transport", "mpi", "--mpi-pool", "48"], "power of two")):
+                         (["--transport", "mpi", "--mpi-pool", "48"], "power of two"),
+                         (["--transport", "mpi", "--mpi-send", "bsend"], "--mpi-send must be"),
+                         (["--transport", "mpi", "--mpi-recv", "probe"], "--mpi-recv must be"),
+                         (["--transport", "mpi", "--mpi-inline", "-1"], "mpi-inline")):
         p = subprocess.run([BIN] + args, capture_output=True, text=True, timeout=30, env=env_fake)
         assert p.returncode == 2 and needle in p.stderr, (args, p.returncode, p.stderr)
     print("no launcher: refused with exit 2")
+
+
+MODES = [(snd, rcv) for rcv in ("irecv", "recv") for snd in ("isend", "send", "ssend")]
+
+
+def test_modes():
+    """Every --mpi-send x --mpi-recv of Kielmann et al.'s LogP/MPI moves the same bytes (verify, inline
+    payloads and ones beyond --mpi-inline), survives two ranks sending at each other at once (a signature
+    with a window of 8; a flood, whose credit frames cross its stream), and is recorded in the JSON."""
+    report = []
+    for snd, rcv in MODES:
+        mode = ["--mpi-send", snd, "--mpi-recv", rcv]
+        doc = run_method("verify", extra=mode + ["--mpi-inline", "1024"])
+        exact = [c for c in doc["checks"] if "byte-exact" in c["name"]]
+        assert exact and all(c["ok"] for c in exact), (snd, rcv, doc["checks"])
+        t = doc["meta"]["transport"]
+        assert (t["mpi_send"], t["mpi_recv"], t["inline_bytes"]) == (snd, rcv, 1024), t
+        assert doc["meta"]["mpi"]["mpi_send"] == snd and doc["meta"]["mpi"]["mpi_recv"] == rcv, doc["meta"]["mpi"]
+        c = t["counters"]
+        assert c["inline_stores"] > 0 and c["bulk_stores"] > c["inline_stores"], c  # both paths taken
+        assert c["bad_bulk"] == 0 and c["short_or_forged"] == 0, c
+        doc = run_method("signature", extra=mode + ["--window", "8"])
+        assert doc["status"] == "complete", doc.get("error")
+        # A flood's credit frames come back while the sender is still sending: the sends cross.
+        doc = run_method("flood", extra=mode)
+        stashed = doc["meta"]["transport"]["counters"]["stashed"]
+        report.append(f"{snd}/{rcv}: verify byte-exact ({c['inline_stores']} of {c['bulk_stores']} stores inline), "
+                      f"signature W=8 and flood complete, {stashed} messages stashed during blocking sends")
+    print("\n".join(report))
 
 
 SIZES = [1, 4096, 5120, 6144, 65536]
