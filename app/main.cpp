@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <iostream>
@@ -63,7 +64,14 @@ int main(int argc, char** argv) {
   int code = 0;
   app::RankKind kind = app::RankKind::leader;
   try {
-    const Clock clock(Clock::Options{100, o.allow_variant_tsc});
+    // What the harness spends before and after the method, which a paper's own code does not (a TSC
+    // calibration, the core's interruption probe, the AM layer's own cost), in meta.startup_ms.
+    auto since_ms = [](std::chrono::steady_clock::time_point t0) {
+      return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    };
+    auto t_phase = std::chrono::steady_clock::now();
+    const Clock clock(Clock::Options{50, o.allow_variant_tsc});
+    const double calibration_ms = since_ms(t_phase);
     set_ci_floor_ns(clock.resolution_ns());
     if (clock.calibration_spread() > 0.01)
       std::fprintf(stderr, "logpbench: warning: TSC calibration windows disagree by %.2f%%: the clock or VM is unstable\n",
@@ -73,9 +81,11 @@ int main(int argc, char** argv) {
     doc.j["meta"]["flags"] = o.flags;
     doc.j["meta"]["stop_rule"] = o.rule;
     doc.j["meta"]["emulation"] = o.emulation;
+    doc.j["meta"]["startup_ms"]["clock_calibration"] = calibration_ms;
     // How this rank's core behaves while spinning: measured once the rank is pinned (by then a launched
     // job's ranks each have their own core, so they do not measure each other).
     auto measure_core = [&] {
+      const auto t_core = std::chrono::steady_clock::now();
       doc.j["meta"]["delta_calibration"] = nlohmann::json::array();
       {
         const BusyDelay d(clock);
@@ -86,7 +96,7 @@ int main(int argc, char** argv) {
       }
       {
         // How this core is interrupted while spinning: recorded, and the automatic burst cap follows it.
-        const Interruptions irq = measure_interruptions(clock, 200);
+        const Interruptions irq = measure_interruptions(clock, 100);
         doc.j["meta"]["interruptions"] = interruptions_json(irq);
         // A quarter of the interval: about one burst in four then holds an interruption, which the median of
         // a point leaves out with room to spare (at 0.4 it was one in three, and the median moved).
@@ -98,7 +108,10 @@ int main(int argc, char** argv) {
         doc.j["meta"]["flags"]["max_burst_time_effective_ns"] = o.max_burst_time_ns;
       }
       // The AM layer's own share of every o_s and o_r, on the core that measures them (tens of ms).
+      const auto t_harness = std::chrono::steady_clock::now();
       if (kind == app::RankKind::leader) doc.j["meta"]["harness"] = harness_cost_json(measure_harness_cost(clock));
+      doc.j["meta"]["startup_ms"]["harness_cost"] = since_ms(t_harness);
+      doc.j["meta"]["startup_ms"]["core_probe"] = since_ms(t_core) - since_ms(t_harness);
     };
     app::Progress progress(o.quiet);
     bool job_transport = o.transport == "shm";
@@ -132,7 +145,9 @@ int main(int argc, char** argv) {
     } else if (o.mode != "server") {
       // Was this core taken away from the run? Measured again at the end: a machine shared with another
       // busy process (or a VM moved between hosts) bends figures, and the results must say so.
-      const Interruptions after = measure_interruptions(clock, 100);
+      t_phase = std::chrono::steady_clock::now();
+      const Interruptions after = measure_interruptions(clock, 50);
+      doc.j["meta"]["startup_ms"]["interruptions_after"] = since_ms(t_phase);
       doc.j["meta"]["interruptions_after"] = interruptions_json(after);
       const double before = doc.j["meta"]["interruptions"].value("stolen_fraction", 0.0);
       const double worst = std::max(before, after.stolen_fraction);
