@@ -209,7 +209,8 @@ int main(int argc, char** argv) {
     char ci[32] = "n/a";  // the median's interval needs six
     if (std::isfinite(s.ci95_median)) std::snprintf(ci, sizeof ci, "%.1f", s.ci95_median);
     std::fprintf(stderr,
-                 "mpi_bare_pingpong: %ld B, MPI_%s + pre-posted MPI_Irecv: rtt median %.1f ns ± %s (95%%), n=%ld\n", a.size, a.isend ? "Isend" : "Send", s.median, ci, a.iters);
+                 "mpi_bare_pingpong: %ld B, MPI_%s + pre-posted MPI_Irecv: rtt median %.1f ns ± %s (95%%), n=%ld\n",
+                 a.size, a.isend ? "Isend" : "Send", s.median, ci, a.iters);
     std::printf("%s\n", j.dump().c_str());
     if (!a.json.empty()) {
       std::ofstream f(a.json);
