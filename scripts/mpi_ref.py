@@ -2,6 +2,7 @@
 MPI program launched the same way (scripts/mpirun-lab: Open MPI, 2 ranks, pml ob1, btl self,vader, plus
 --bind-to core), each launch timed with mpirun included, LogP/MPI's driver built against the user's copy."""
 import fcntl
+import json
 import os
 import statistics
 import subprocess
@@ -17,6 +18,9 @@ DRIVER_SRC = os.path.join(ROOT, "bench", "logp_mpi", "driver.c")
 # The later --bind-to overrides the lab's --bind-to none (Open MPI takes the last): rank r on core r.
 LAUNCH = ["-np", "2", "--no-lock", "--mpirun-arg=--bind-to", "--mpirun-arg=core"]
 LAUNCH_TEXT = "Open MPI, 2 ranks, --bind-to core, pml ob1, btl self,vader (scripts/mpirun-lab)"
+# Bare ping-pongs around a measurement must agree this closely for it to count: the VMs seen here switch
+# between speed states 3-4x apart every few seconds, and a comparison across a switch is noise.
+STATE_TOLERANCE = 1.2
 
 
 def die(prog, msg, code=2):
@@ -85,3 +89,15 @@ def span(xs, scale=1e-3, fmt="{:.2f}"):
         return "null"
     lo, hi = min(xs) * scale, max(xs) * scale
     return fmt.format(lo) if fmt.format(lo) == fmt.format(hi) else f"{fmt.format(lo)}-{fmt.format(hi)}"
+
+
+def probe(prog, out, tag, iters=20000):
+    """The bare MPI ping-pong's median RTT at 0 bytes (a short run): which speed state the VM is in."""
+    js = os.path.join(out, f"probe-{tag}.json")
+    mpirun(prog, [BARE, "--size", "0", "--iters", str(iters), "--json", js], os.path.join(out, f"probe-{tag}.log"))
+    with open(js) as f:
+        return json.load(f)["rtt"]["median_ns"]
+
+
+def steady(medians):
+    return max(medians) <= STATE_TOLERANCE * min(medians)
