@@ -19,8 +19,9 @@ DRIVER_SRC = os.path.join(ROOT, "bench", "logp_mpi", "driver.c")
 LAUNCH = ["-np", "2", "--no-lock", "--mpirun-arg=--bind-to", "--mpirun-arg=core"]
 LAUNCH_TEXT = "Open MPI, 2 ranks, --bind-to core, pml ob1, btl self,vader (scripts/mpirun-lab)"
 # Bare ping-pongs around a measurement must agree this closely for it to count: the VMs seen here switch
-# between speed states 3-4x apart every few seconds, and a comparison across a switch is noise.
-STATE_TOLERANCE = 1.2
+# between speed states 3-4x apart every few seconds, and a comparison across a switch is noise; within one
+# state the medians of short bare runs were seen 20-25% apart (230 and 280 ns: five 10 ns TSC steps).
+STATE_TOLERANCE = 1.5
 
 
 def die(prog, msg, code=2):
