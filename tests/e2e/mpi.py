@@ -282,5 +282,31 @@ def test_sizes():
     print("\n".join(report))
 
 
+def test_bare_pingpong(bare):
+    """bench/mpi_bare_pingpong (the floor scripts/mpi-vs-bare divides by) runs under the lab in both send
+    modes and at 0 bytes, and prints a positive RTT with its interval; bad input is refused. Functional
+    only: its figures belong to scripts/mpi-vs-bare."""
+    for args in (["--iters", "2000"], ["--iters", "2000", "--send", "isend", "--size", "0"]):
+        out = os.path.join(TMP, "bare.json")
+        cmd = [LAB, "--no-lock", "-np", "2", "--timeout", "120", "--", bare] + args + ["--json", out]
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=150)
+        assert p.returncode == 0, f"{' '.join(cmd)} exited {p.returncode}\n{p.stdout}\n{p.stderr}"
+        printed = json.loads(p.stdout.strip().splitlines()[-1])
+        doc = load(out)
+        assert printed == doc, (printed, doc)
+        rtt = doc["rtt"]
+        assert doc["bench"] == "mpi_bare_pingpong" and rtt["n"] == 2000, doc
+        assert rtt["median_ns"] > 0 and rtt["ci95_median_ns"] >= 0 and math.isfinite(rtt["median_ns"]), rtt
+        assert "rtt median" in p.stderr, p.stderr
+        print(f"mpi_bare_pingpong {' '.join(args)}: {doc['bytes']} B, rtt {rtt['median_ns']:.0f} ns")
+    for np, args, needle in ((2, ["--size", "-1"], "--size wants an integer"),
+                             (2, ["--send", "ssend"], "--send must be"),
+                             (1, [], "exactly 2 ranks")):
+        cmd = [LAB, "--no-lock", "-np", str(np), "--timeout", "60", "--", bare] + args
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
+        assert p.returncode != 0 and needle in p.stdout + p.stderr, (args, p.returncode, p.stdout, p.stderr)
+    print("mpi_bare_pingpong: bad input refused")
+
+
 if __name__ == "__main__":
     main(globals(), *sys.argv[3:])
