@@ -89,6 +89,8 @@ nlohmann::json kielmann_record(const methods::KielmannResult& r) {
           {"g0_rule", r.g0_rule},
           {"notes", r.notes},
           {"credits", r.credits},
+          {"o_s_send_call", "the AM request or store alone: the layer's poll before a send (GAM's am_request) is left out "
+                            "of the timed round trips, as an MPI send call polls for nothing"},
           {"saturation_compared", r.saturation_seconds > 0},
           {"fast_seconds", r.fast_seconds},
           {"saturation_seconds", r.saturation_seconds},

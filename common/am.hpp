@@ -127,6 +127,12 @@ class Endpoint {
     handlers_[id] = h;
   }
 
+  // Whether request() and store() poll once before sending (on by default, as GAM's am_request does; see
+  // request()). Kielmann et al.'s o_s is the time inside an MPI send call, which polls for nothing, so
+  // their method turns it off for its timed round trips.
+  void poll_before_send(bool on) { poll_before_send_ = on; }
+  bool polls_before_send() const { return poll_before_send_; }
+
   // Issue a request to rank dst. Stalls (polling, running replies) while dst's window is full or the NI
   // is busy.
   void request(int dst, std::uint16_t handler, std::uint64_t a0 = 0, std::uint64_t a1 = 0, std::uint64_t a2 = 0,
@@ -136,7 +142,7 @@ class Endpoint {
     // is full. One poll, not a drain loop: in the steady state each request meets one reply, and a
     // trailing empty poll would charge every request a cache miss on the next, still-unwritten slot.
     Peer& p = peer(dst);
-    poll();
+    if (poll_before_send_) poll();
     while (p.outstanding >= window_) progress();
     fill(req_, dst, handler, token, a0, a1, a2, a3);
     req_.flags = p.epoch;
@@ -153,7 +159,7 @@ class Endpoint {
   {
     check_bulk(n, remote_off, "store");
     Peer& p = peer(dst);
-    poll();
+    if (poll_before_send_) poll();
     while (p.outstanding >= window_) progress();
     fill(req_, dst, handler, 0, a0, a1, a2, a3, n, remote_off);
     req_.flags = p.epoch;
@@ -571,6 +577,7 @@ class Endpoint {
   std::uint64_t timeout_cycles_ = 0, check_interval_cycles_ = 0, loss_cycles_ = 0;
   std::uint64_t loss_events_ = 0, losses_in_stall_ = 0;
   bool service_timing_ = false;
+  bool poll_before_send_ = true;
   std::uint64_t requests_handled_ = 0, service_requests_ = 0;
   std::vector<float> service_samples_;  // cycles per request of each timed poll that handed one up
   double ns_per_cycle_ = 0;
@@ -613,6 +620,7 @@ class Link {
   }
   bool wait_all() { return ep_->wait_all(peer_); }
   int poll() { return ep_->poll(); }
+  void poll_before_send(bool on) { ep_->poll_before_send(on); }
   std::uint64_t loss_events() const { return ep_->loss_events(peer_); }
   void log_credits(bool on) { ep_->log_credits(peer_, on); }
   const auto& credit_log() const { return ep_->credit_log(peer_); }

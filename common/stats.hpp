@@ -94,6 +94,11 @@ Point measure_point(const StopRule& rule, Sample&& sample, Now&& clock_ns) {
       p.value = p.ci95 = std::nan("");
       return p;
     }
+    // Before min_samples there is nothing to decide: the samples follow one another with no summary
+    // (quantiles, intervals: microseconds of other work) between them to cool the caches they run in.
+    if (static_cast<int>(p.samples.size()) < std::min(rule.min_samples, rule.max_samples) &&
+        (clock_ns() - t0) * 1e-9 <= rule.max_seconds)
+      continue;
     p.summary = summarize(p.samples);
     p.value = p.summary.value(rule.estimator);
     p.ci95 = p.summary.ci95(rule.estimator);

@@ -10,7 +10,7 @@
 // Receives (--mpi-recv), as Kielmann et al.'s LogP/MPI (section 3) offers them:
 //  - irecv: a ring of pre-posted MPI_Irecv (MPI_ANY_SOURCE, kTagAm, 64 + inline_bytes each). MPI matches a
 //    message to the earliest posted receive that fits, so the ring fills in posting order: poll() tests
-//    only the head slot (MPI_Test), delivers it, re-posts it at the tail and moves on. MPI_Testsome over
+//    only the head slot (MPI_Test), delivers it, and re-posts it at the tail when next idle. MPI_Testsome over
 //    the whole ring would scan every request on each empty poll (mpi/poll_cost.cpp measures the two).
 //  - recv: nothing pre-posted; poll() asks MPI_Improbe for a message and receives it with MPI_Mrecv (a
 //    message that arrived before its receive, as MPI_Recv after the paper's wait Delta finds it).
@@ -136,15 +136,17 @@ class Transport {
       int flag = 0;
       MPI_Status st;
       check(MPI_Test(&rx_reqs_[static_cast<std::size_t>(rx_head_)], &flag, &st), "MPI_Test (receive ring)");
-      if (!flag) break;
+      if (!flag) {
+        repost_pending();  // nothing came: this poll's caller is waiting anyway
+        break;
+      }
       ++counters_.rx;
       int bytes = 0;
       MPI_Get_count(&st, MPI_BYTE, &bytes);
       const bool deliver = accept(buf, st.MPI_SOURCE, bytes);
+      repost_pending();  // an earlier slot first, so the ring stays in posting order
       if (deliver) sink(static_cast<const void*>(buf), sizeof(am::Frame));
-      check(MPI_Irecv(buf, static_cast<int>(rx_stride_), MPI_BYTE, MPI_ANY_SOURCE, kTagAm, comm_,
-                      &rx_reqs_[static_cast<std::size_t>(rx_head_)]),
-            "MPI_Irecv (re-post)");
+      repost_ = rx_head_;
       rx_head_ = rx_head_ + 1 == rx_n_ ? 0 : rx_head_ + 1;
       if (deliver) ++n;
     }
@@ -215,6 +217,17 @@ class Transport {
   // a slot is free.
   bool reap_all();
   void wait_stashing(MPI_Request& r, int dst);
+  // The ring slot last handed up is posted again by the next poll that finds nothing (its caller waits
+  // anyway) or before the next slot is handed up, whichever comes first: posting it at once would put an
+  // MPI_Irecv inside every receive's time, which LogP/MPI's MPI_Irecv mode posts before its wait. One slot
+  // of the ring at most waits so.
+  void repost_pending() {
+    if (repost_ < 0) return;
+    const std::size_t i = static_cast<std::size_t>(repost_);
+    repost_ = -1;
+    check(MPI_Irecv(rx_buf(i), static_cast<int>(rx_stride_), MPI_BYTE, MPI_ANY_SOURCE, kTagAm, comm_, &rx_reqs_[i]),
+          "MPI_Irecv (re-post)");
+  }
   template <class Sink>
   int poll_probe(Sink& sink, int already) {
     int n = 0;
@@ -282,6 +295,7 @@ class Transport {
   std::vector<Line> rx_store_;
   std::vector<MPI_Request> rx_reqs_;  // one array: MPI_Testsome's shape, for mpi/poll_cost.cpp's comparison
   int rx_n_ = 0, rx_head_ = 0;
+  int repost_ = -1;  // the ring slot handed up last, not yet posted again (-1: none)
   std::vector<Stashed> stash_;
   std::size_t stash_head_ = 0, stash_tail_ = 0;
   std::vector<Line> probe_store_;

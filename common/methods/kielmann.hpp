@@ -57,15 +57,15 @@ struct KielmannResult {
 
 namespace detail {
 
-// Kielmann et al.'s repetition rule, as the one stop rule every method shares (stats.hpp): one sample at a
-// time until the estimate's relative 95% half-width is below eps, at least 10 and at most max_n samples
+// Kielmann et al.'s repetition rule, as the one stop rule every method shares (stats.hpp): three samples at
+// a time until the estimate's relative 95% half-width is below eps, at least 10 and at most max_n samples
 // (the paper's caps: 60 small, 15 large). The estimate is the median with its order-statistic interval,
 // not the paper's mean: on a shared machine one interrupt inside a timed receive would otherwise move the
 // mean of a few samples by microseconds.
 inline StopRule kielmann_rule(double eps, int max_n) {
   StopRule r;
   r.rel_precision = eps;
-  r.batch = 1;
+  r.batch = 3;  // LogP/MPI's increment: three round trips back to back between two looks at the statistics
   r.min_samples = std::min(10, max_n);
   r.max_samples = max_n;
   r.max_seconds = 1e9;  // the sample cap bounds it
@@ -168,9 +168,17 @@ KielmannResult kielmann(EP& ep, ClientState& st, const Clock& clock, const Kielm
   const std::uint32_t cap = cfg.max_bytes ? std::min(cfg.max_bytes, max_message(ep)) : max_message(ep);
   std::map<std::uint32_t, KielmannSize> done;
 
+  // o_s(m) is the time inside the send call (section 3): the AM layer's poll before a request is no part of
+  // MPI_Send, so the timed round trips send without it (the one-way saturation keeps the layer's default).
+  struct NoPollBeforeSend {
+    EP& ep;
+    explicit NoPollBeforeSend(EP& e) : ep(e) { ep.poll_before_send(false); }
+    ~NoPollBeforeSend() { ep.poll_before_send(true); }
+  };
   auto measure = [&](std::uint32_t m) -> const KielmannSize& {
     auto it = done.find(m);
     if (it != done.end()) return it->second;
+    const NoPollBeforeSend no_poll(ep);
     progress("kielmann " + std::to_string(m) + " B");
     const int max_n = m >= cfg.large_bytes ? cfg.max_large : cfg.max_small;
     KielmannSize k;
@@ -198,6 +206,14 @@ KielmannResult kielmann(EP& ep, ClientState& st, const Clock& clock, const Kielm
     return done.emplace(m, k).first->second;
   };
 
+  {
+    // The first size is measured right after start-up, with cold caches, branch predictors and (over MPI)
+    // a library that has moved no message yet; LogP/MPI runs its g(0) saturation of thousands of messages
+    // first. Round trips for 2 ms (at most 2000) before anything is timed.
+    const NoPollBeforeSend no_poll(ep);
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+    for (int i = 0; i < 2000 && (i < 10 || std::chrono::steady_clock::now() < until); ++i) round_trip(ep, st, clock, 0);
+  }
   const KielmannSize& zero = measure(0);
   progress("kielmann g(0) by saturation");
   const detail::Saturation sat0 = detail::saturate(ep, st, clock, 0, cfg.eps, zero.rtt);
