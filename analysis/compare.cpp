@@ -1,6 +1,7 @@
 #include "analysis/compare.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -315,6 +316,39 @@ std::vector<std::string> knob_warnings(const std::vector<json>& docs, const std:
                   " vs " + str(mi, "version"));
   }
   return w;
+}
+
+std::vector<std::string> harness_lines(const std::vector<json>& docs, const std::vector<std::string>& names) {
+  std::vector<std::string> out;
+  auto share = [](const json& d, const char* k) {
+    const json h = d["meta"].value("harness", json::object());
+    return h.contains(k) && h[k].is_object() && h[k].value("value_ns", json(nullptr)).is_number()
+               ? h[k]["value_ns"].get<double>()
+               : std::nan("");
+  };
+  char buf[256];
+  for (std::size_t i = 0; i < docs.size(); ++i) {
+    const double s = share(docs[i], "send_ns"), r = share(docs[i], "recv_ns");
+    if (!std::isfinite(s) || !std::isfinite(r)) {
+      out.push_back("harness " + names[i] + ": not recorded (a run older than meta.harness): its figures carry "
+                    "logpbench's AM layer by an unknown amount");
+      continue;
+    }
+    std::snprintf(buf, sizeof buf, "harness %s: logpbench's AM layer costs %.1f ns per send and %.1f ns per receive "
+                  "(meta.harness), inside its o_s and o_r", names[i].c_str(), s, r);
+    out.push_back(buf);
+    if (i == 0) continue;
+    const double s0 = share(docs[0], "send_ns"), r0 = share(docs[0], "recv_ns");
+    if (!std::isfinite(s0) || !std::isfinite(r0)) continue;
+    auto differs = [](double a, double b) { return std::fabs(a - b) > std::max(2.0, 0.1 * std::max(a, b)); };
+    if (differs(s, s0) || differs(r, r0)) {
+      std::snprintf(buf, sizeof buf, "harness %s vs %s: the AM layer's share differs by %+.1f ns per send and %+.1f ns "
+                    "per receive: that much of o_s and o_r \"added\" is logpbench's, not the interface's",
+                    names[i].c_str(), names[0].c_str(), s - s0, r - r0);
+      out.push_back(buf);
+    }
+  }
+  return out;
 }
 
 Pair compare_pair(const json& base, const json& other, const std::string& a, const std::string& b) {

@@ -76,6 +76,10 @@ std::vector<std::string> parse_names(const std::string& list, std::size_t files)
 // emulate, bench, …; not the output paths, ports, timeouts or the transport, which is what is compared),
 // host and CPU, version, and a status other than complete. Each a sentence.
 std::vector<std::string> knob_warnings(const std::vector<nlohmann::json>& docs, const std::vector<std::string>& names);
+// logpbench's own share of each run's o_s and o_r (meta.harness: the AM layer over a null NI, measured in
+// that run): one line per run. A difference between runs is logpbench's, not the interfaces'; where the
+// shares differ by more than 10% and 2 ns a line says by how much the added figures carry it.
+std::vector<std::string> harness_lines(const std::vector<nlohmann::json>& docs, const std::vector<std::string>& names);
 
 struct Row {
   Quantity a, b;

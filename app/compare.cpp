@@ -82,6 +82,7 @@ int run_compare(int argc, const char* const* argv) {
     std::vector<cmp::Pair> pairs;
     for (std::size_t i = 1; i < docs.size(); ++i) pairs.push_back(cmp::compare_pair(docs[0], docs[i], names[0], names[i]));
     const auto warnings = cmp::knob_warnings(docs, names);
+    const auto harness = cmp::harness_lines(docs, names);
 
     std::printf("compare: baseline %s", names[0].c_str());
     for (std::size_t i = 0; i < docs.size(); ++i)
@@ -94,6 +95,7 @@ int run_compare(int argc, const char* const* argv) {
       while (std::getline(ss, l)) std::printf("# %s\n", l.c_str());
     }
     for (const auto& w : warnings) std::printf("warning: %s\n", w.c_str());
+    for (const auto& h : harness) std::printf("# %s\n", h.c_str());
     json lines = json::array();
     for (const auto& p : pairs) {
       for (const auto& r : p.rows) {
@@ -130,6 +132,7 @@ int run_compare(int argc, const char* const* argv) {
         out["runs"].push_back(r);
       }
       out["warnings"] = warnings;
+      out["harness"] = harness;
       out["comparisons"] = json::array();
       for (const auto& p : pairs) out["comparisons"].push_back(cmp::pair_json(p));
       out["lines"] = lines;

@@ -186,3 +186,28 @@ TEST_CASE("compare: CSV quotes what needs quoting", "[compare]") {
   CHECK(s.find("baseline,other,quantity") == 0);
   CHECK(s.find("raw,mpi,g_ni,g_ni,,,ns,,,\"hidden, at most 5: hidden, \"\"behind\"\" o_r\",7,1,,,,") != std::string::npos);
 }
+
+TEST_CASE("compare: each run's harness share is printed, and a difference between them is named", "[compare]") {
+  auto with_harness = [](json d, double send, double recv) {
+    d["meta"]["harness"] = {{"send_ns", p(send, 0.2)}, {"recv_ns", p(recv, 0.2)}};
+    return d;
+  };
+  const json raw = with_harness(result("shm", "pingpong", {{"rtt", p(500, 10)}}), 8.1, 5.9);
+  const json same = with_harness(result("mpi", "pingpong", {{"rtt", p(450, 10)}}), 8.4, 6.2);
+  const json other = with_harness(result("mpi", "pingpong", {{"rtt", p(450, 10)}}), 20.0, 5.9);
+  const json old = result("mpi", "pingpong", {{"rtt", p(450, 10)}});
+
+  auto l = cmp::harness_lines({raw, same}, {"shm", "mpi"});
+  REQUIRE(l.size() == 2);
+  CHECK(l[0].find("harness shm:") == 0);
+  CHECK(l[0].find("8.1 ns per send and 5.9 ns per receive") != std::string::npos);
+  CHECK(l[1].find("harness mpi:") == 0);
+
+  l = cmp::harness_lines({raw, other}, {"shm", "mpi"});
+  REQUIRE(l.size() == 3);
+  CHECK(l[2].find("differs by +11.9 ns per send and +0.0 ns per receive") != std::string::npos);
+
+  l = cmp::harness_lines({raw, old}, {"shm", "mpi"});
+  REQUIRE(l.size() == 2);
+  CHECK(l[1].find("not recorded") != std::string::npos);
+}
