@@ -621,6 +621,7 @@ class Link {
   bool wait_all() { return ep_->wait_all(peer_); }
   int poll() { return ep_->poll(); }
   void poll_before_send(bool on) { ep_->poll_before_send(on); }
+  bool polls_before_send() const { return ep_->polls_before_send(); }
   std::uint64_t loss_events() const { return ep_->loss_events(peer_); }
   void log_credits(bool on) { ep_->log_credits(peer_, on); }
   const auto& credit_log() const { return ep_->credit_log(peer_); }

@@ -81,8 +81,6 @@ Transport::Transport(MPI_Comm comm, MPI_Win win, std::byte* segment, const Trans
   rx_store_.resize(static_cast<std::size_t>(rx_n_) * lines);
   if (recv_ == RecvMode::recv) {
     stash_.resize(static_cast<std::size_t>(rx_n_));
-    probe_store_.resize(lines);
-    probe_buf_ = probe_store_.data();
     return;  // nothing is posted ahead
   }
   rx_reqs_.assign(static_cast<std::size_t>(rx_n_), MPI_REQUEST_NULL);
@@ -113,28 +111,32 @@ Transport::~Transport() {
 // (one probed message per turn, into the stash, while it has room), so that two ranks blocked sending to
 // each other both proceed. A peer that is gone, or an interrupt, ends the wait.
 void Transport::wait_stashing(MPI_Request& r, int dst) {
-  const std::size_t cap = static_cast<std::size_t>(rx_n_);
   for (std::uint64_t spins = 0;; ++spins) {
     int flag = 0;
     check(MPI_Test(&r, &flag, MPI_STATUS_IGNORE), "MPI_Test (blocking send)");
     if (flag) return;
-    if (stash_tail_ - stash_head_ < cap) {
-      MPI_Message msg;
-      MPI_Status st;
-      check(MPI_Improbe(MPI_ANY_SOURCE, kTagAm, comm_, &flag, &msg, &st), "MPI_Improbe (while sending)");
-      if (flag) {
-        const std::size_t i = stash_tail_++ % cap;
-        check(MPI_Mrecv(rx_buf(i), static_cast<int>(rx_stride_), MPI_BYTE, &msg, &st), "MPI_Mrecv (while sending)");
-        stash_[i].source = st.MPI_SOURCE;
-        MPI_Get_count(&st, MPI_BYTE, &stash_[i].bytes);
-        ++counters_.stashed;
-      }
-    }
+    if (stash_one()) ++counters_.stashed;
     if ((spins & 0xffff) == 0xffff) {
       throw_if_interrupted();
       if (!peer_alive_()) throw PeerError("rank " + std::to_string(dst) + " is gone before a blocking send to it completed");
     }
   }
+}
+
+bool Transport::stash_one() {
+  const std::size_t cap = static_cast<std::size_t>(rx_n_);
+  if (stash_tail_ - stash_head_ >= cap) return false;
+  int flag = 0;
+  MPI_Message msg;
+  MPI_Status st;
+  check(MPI_Improbe(MPI_ANY_SOURCE, kTagAm, comm_, &flag, &msg, &st), "MPI_Improbe");
+  if (!flag) return false;
+  const std::size_t i = stash_tail_ % cap;
+  check(MPI_Mrecv(rx_buf(i), static_cast<int>(rx_stride_), MPI_BYTE, &msg, &st), "MPI_Mrecv");
+  stash_[i].source = st.MPI_SOURCE;
+  MPI_Get_count(&st, MPI_BYTE, &stash_[i].bytes);
+  ++stash_tail_;
+  return true;
 }
 
 bool Transport::reap_all() {

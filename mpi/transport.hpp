@@ -179,7 +179,7 @@ class Transport {
     MPI_Request req = MPI_REQUEST_NULL;  // send mode: the data's receive (null once complete, or put mode)
     bool bad = false;
   };
-  struct Stashed {  // a message a blocking send's wait took in (recv mode), delivered by poll()
+  struct Stashed {  // a message received in recv mode (by poll() or a blocking send's wait), not yet handed up
     int source = 0, bytes = 0;
   };
 
@@ -228,33 +228,23 @@ class Transport {
     check(MPI_Irecv(rx_buf(i), static_cast<int>(rx_stride_), MPI_BYTE, MPI_ANY_SOURCE, kTagAm, comm_, &rx_reqs_[i]),
           "MPI_Irecv (re-post)");
   }
+  // One message MPI_Improbe finds, received into the stash's tail (recv mode); false when there is none
+  // or the stash is full.
+  bool stash_one();
+  // recv mode: the stashed messages first, then what MPI_Improbe finds, each through the stash. A slot is
+  // freed only after its frame's handler has run: the handler's reply may stash more meanwhile.
   template <class Sink>
   int poll_probe(Sink& sink, int already) {
     int n = 0;
     while (already + n < burst_) {
-      std::byte* buf;
-      int source = 0, bytes = 0;
-      if (stash_head_ != stash_tail_) {
-        const std::size_t i = stash_head_++ % static_cast<std::size_t>(rx_n_);
-        buf = rx_buf(i);
-        source = stash_[i].source;
-        bytes = stash_[i].bytes;
-      } else {
-        int flag = 0;
-        MPI_Message msg;
-        MPI_Status st;
-        check(MPI_Improbe(MPI_ANY_SOURCE, kTagAm, comm_, &flag, &msg, &st), "MPI_Improbe");
-        if (!flag) break;
-        buf = probe_buf_->b;
-        check(MPI_Mrecv(buf, static_cast<int>(rx_stride_), MPI_BYTE, &msg, &st), "MPI_Mrecv");
-        source = st.MPI_SOURCE;
-        MPI_Get_count(&st, MPI_BYTE, &bytes);
-      }
+      if (stash_head_ == stash_tail_ && !stash_one()) break;
+      const std::size_t i = stash_head_ % static_cast<std::size_t>(rx_n_);
+      std::byte* buf = rx_buf(i);
       ++counters_.rx;
-      if (accept(buf, source, bytes)) {
-        sink(static_cast<const void*>(buf), sizeof(am::Frame));
-        ++n;
-      }
+      const bool deliver = accept(buf, stash_[i].source, stash_[i].bytes);
+      if (deliver) sink(static_cast<const void*>(buf), sizeof(am::Frame));
+      ++stash_head_;
+      if (deliver) ++n;
     }
     counters_.delivered += static_cast<std::uint64_t>(already + n);
     return n;
@@ -290,7 +280,7 @@ class Transport {
   int rank_ = 0, size_ = 0;
 
   // Receive buffers of rx_stride_ bytes (a frame and inline_ bytes, in whole cache lines): the ring
-  // (irecv) or the stash (recv), and the one buffer a probed message is received into.
+  // (irecv) or the stash (recv).
   std::size_t rx_stride_ = 0, rx_lines_ = 0;
   std::vector<Line> rx_store_;
   std::vector<MPI_Request> rx_reqs_;  // one array: MPI_Testsome's shape, for mpi/poll_cost.cpp's comparison
@@ -298,8 +288,6 @@ class Transport {
   int repost_ = -1;  // the ring slot handed up last, not yet posted again (-1: none)
   std::vector<Stashed> stash_;
   std::size_t stash_head_ = 0, stash_tail_ = 0;
-  std::vector<Line> probe_store_;
-  Line* probe_buf_ = nullptr;
 
   std::size_t tx_lines_ = 0;
   std::vector<Line> tx_store_;        // the pool's messages, tx_lines_ cache lines each

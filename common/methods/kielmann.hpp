@@ -172,8 +172,9 @@ KielmannResult kielmann(EP& ep, ClientState& st, const Clock& clock, const Kielm
   // MPI_Send, so the timed round trips send without it (the one-way saturation keeps the layer's default).
   struct NoPollBeforeSend {
     EP& ep;
-    explicit NoPollBeforeSend(EP& e) : ep(e) { ep.poll_before_send(false); }
-    ~NoPollBeforeSend() { ep.poll_before_send(true); }
+    bool was;
+    explicit NoPollBeforeSend(EP& e) : ep(e), was(e.polls_before_send()) { ep.poll_before_send(false); }
+    ~NoPollBeforeSend() { ep.poll_before_send(was); }
   };
   auto measure = [&](std::uint32_t m) -> const KielmannSize& {
     auto it = done.find(m);
