@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
       const auto t_harness = std::chrono::steady_clock::now();
       if (kind == app::RankKind::leader) doc.j["meta"]["harness"] = harness_cost_json(measure_harness_cost(clock));
       doc.j["meta"]["startup_ms"]["harness_cost"] = since_ms(t_harness);
-      doc.j["meta"]["startup_ms"]["core_probe"] = since_ms(t_core) - since_ms(t_harness);
+      doc.j["meta"]["startup_ms"]["core_probe"] = std::chrono::duration<double, std::milli>(t_harness - t_core).count();
     };
     app::Progress progress(o.quiet);
     bool job_transport = o.transport == "shm";
