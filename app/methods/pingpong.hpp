@@ -35,13 +35,19 @@ struct pingpong {
     std::vector<Sized> sizes;
   };
 
+  // The round trip of a ping-pong program: no poll before each request (common/methods/pingpong.hpp).
+  static constexpr bool kPollBeforeSend = false;
+  static methods::PingpongConfig config(const Options& o, std::uint32_t bytes) {
+    return {o.iterations, o.warmup, bytes, kPollBeforeSend};
+  }
+
   template <class L>
   static Run run(L& link, methods::ClientState& st, const Clock& clock, const Options& o, RunIO& io) {
     Run run;
     run.sweep = !o.sizes.empty();
     if (!run.sweep) {
       io.progress("round trip");
-      run.sizes.push_back({o.size, methods::pingpong(link, st, clock, {o.iterations, o.warmup, o.size})});
+      run.sizes.push_back({o.size, methods::pingpong(link, st, clock, config(o, o.size))});
       return run;
     }
     const std::vector<std::uint32_t> sizes = method_sizes(*find_method(name), o.sizes, methods::max_message(link));
@@ -51,18 +57,21 @@ struct pingpong {
     for (auto n : sizes) {
       throw_if_interrupted();
       io.progress("round trip " + std::to_string(n) + " B");
-      run.sizes.push_back({n, methods::pingpong(link, st, clock, {o.iterations, o.warmup, n})});
+      run.sizes.push_back({n, methods::pingpong(link, st, clock, config(o, n))});
       so_far += n + 4096.0;
       io.done(so_far / total);
     }
     return run;
   }
   static nlohmann::json record(const Run& r, const Options& o) {
-    if (!r.sweep) return {{"rtt", analysis::distribution_json(r.sizes.front().r.rtt_ns, o.raw)}, {"lost", r.sizes.front().r.lost}};
+    if (!r.sweep)
+      return {{"rtt", analysis::distribution_json(r.sizes.front().r.rtt_ns, o.raw)},
+              {"lost", r.sizes.front().r.lost},
+              {"poll_before_send", kPollBeforeSend}};
     nlohmann::json per = nlohmann::json::array();
     for (const auto& s : r.sizes)
       per.push_back({{"bytes", s.bytes}, {"rtt", analysis::distribution_json(s.r.rtt_ns, o.raw)}, {"lost", s.r.lost}});
-    return {{"per_size", per}};
+    return {{"per_size", per}, {"poll_before_send", kPollBeforeSend}};
   }
   static nlohmann::json analyse(const std::vector<Run>& runs, const Options&) {
     if (!runs.front().sweep) {

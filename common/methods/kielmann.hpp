@@ -170,16 +170,10 @@ KielmannResult kielmann(EP& ep, ClientState& st, const Clock& clock, const Kielm
 
   // o_s(m) is the time inside the send call (section 3): the AM layer's poll before a request is no part of
   // MPI_Send, so the timed round trips send without it (the one-way saturation keeps the layer's default).
-  struct NoPollBeforeSend {
-    EP& ep;
-    bool was;
-    explicit NoPollBeforeSend(EP& e) : ep(e), was(e.polls_before_send()) { ep.poll_before_send(false); }
-    ~NoPollBeforeSend() { ep.poll_before_send(was); }
-  };
   auto measure = [&](std::uint32_t m) -> const KielmannSize& {
     auto it = done.find(m);
     if (it != done.end()) return it->second;
-    const NoPollBeforeSend no_poll(ep);
+    const PollBeforeSend<EP> no_poll(ep, false);
     progress("kielmann " + std::to_string(m) + " B");
     const int max_n = m >= cfg.large_bytes ? cfg.max_large : cfg.max_small;
     KielmannSize k;
@@ -211,7 +205,7 @@ KielmannResult kielmann(EP& ep, ClientState& st, const Clock& clock, const Kielm
     // The first size is measured right after start-up, with cold caches, branch predictors and (over MPI)
     // a library that has moved no message yet; LogP/MPI runs its g(0) saturation of thousands of messages
     // first. Round trips for 2 ms (at most 2000) before anything is timed.
-    const NoPollBeforeSend no_poll(ep);
+    const PollBeforeSend<EP> no_poll(ep, false);
     const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
     for (int i = 0; i < 2000 && (i < 10 || std::chrono::steady_clock::now() < until); ++i) round_trip(ep, st, clock, 0);
   }

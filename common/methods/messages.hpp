@@ -19,6 +19,18 @@
 
 namespace logpb::methods {
 
+// Sets whether the AM layer polls once before each request (am::Endpoint::poll_before_send) for a scope,
+// and restores the endpoint's previous setting after it.
+template <class EP>
+struct PollBeforeSend {
+  EP& ep;
+  bool was;
+  PollBeforeSend(EP& e, bool on) : ep(e), was(e.polls_before_send()) { ep.poll_before_send(on); }
+  ~PollBeforeSend() { ep.poll_before_send(was); }
+  PollBeforeSend(const PollBeforeSend&) = delete;
+  PollBeforeSend& operator=(const PollBeforeSend&) = delete;
+};
+
 template <class EP>
 std::uint32_t max_message(EP& ep) {
   return static_cast<std::uint32_t>(ep.transport().segment().size() / 2);

@@ -19,6 +19,11 @@ struct PingpongConfig {
   int iterations = 10000;
   int warmup = 1000;
   std::uint32_t bytes = 0;  // 0: a small AM (one 64-byte frame); n: a bulk store of n bytes each way out
+  // Whether each request polls once before it is sent, as the AM layer's request() does by default (GAM's
+  // am_request). The signature keeps it: its L = RTT/2 - o_s - o_r takes o_s from requests that poll. The
+  // ping-pong on its own sends without it, as a ping-pong program (and perftest, and MPI's) does: that poll
+  // finds nothing in a ping-pong and costs one empty poll per round trip (40-50 ns over MPI/vader).
+  bool poll_before_send = true;
 };
 
 struct PingpongResult {
@@ -31,6 +36,7 @@ template <class EP>
 PingpongResult pingpong(EP& ep, ClientState& st, const Clock& clock, const PingpongConfig& cfg) {
   std::vector<std::uint64_t> cycles(static_cast<std::size_t>(cfg.iterations));
   PingpongResult r;
+  const PollBeforeSend<EP> poll(ep, cfg.poll_before_send);
   for (int i = 0; i < cfg.warmup; ++i) {
     const std::uint64_t want = st.acks + 1;
     send_message(ep, cfg.bytes);
