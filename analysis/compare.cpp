@@ -268,11 +268,13 @@ std::vector<std::string> parse_names(const std::string& list, std::size_t files)
 }
 
 std::vector<std::string> knob_warnings(const std::vector<json>& docs, const std::vector<std::string>& names) {
-  // Flags that do not change a figure: where output goes, how long to wait for a peer, and the transport,
-  // which is what a comparison is about (it is named in each line). max_burst_time_effective_ns follows each
-  // run's own measured interruptions; max-burst-time, the knob, is compared.
+  // Flags that do not change a figure: where output goes, how long to wait for a peer, what is recorded
+  // (mpi-settings), and the transport, which is what a comparison is about (it is named in each line).
+  // max_burst_time_effective_ns follows each run's own measured interruptions; max-burst-time, the knob,
+  // is compared.
   static const std::set<std::string> ignored = {"json", "csv", "quiet", "port", "connect-timeout", "timeout",
-                                                "link-timeout", "transport", "max_burst_time_effective_ns"};
+                                                "link-timeout", "transport", "max_burst_time_effective_ns",
+                                                "mpi-settings"};
   std::vector<std::string> w;
   if (docs.empty()) return w;
   const json& m0 = docs[0]["meta"];

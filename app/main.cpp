@@ -96,7 +96,7 @@ int main(int argc, char** argv) {
       }
       {
         // How this core is interrupted while spinning: recorded, and the automatic burst cap follows it.
-        const Interruptions irq = measure_interruptions(clock, 100);
+        const Interruptions irq = measure_interruptions(clock, o.probe_ms);
         doc.j["meta"]["interruptions"] = interruptions_json(irq);
         // A quarter of the interval: about one burst in four then holds an interruption, which the median of
         // a point leaves out with room to spare (at 0.4 it was one in three, and the median moved).
@@ -146,7 +146,7 @@ int main(int argc, char** argv) {
       // Was this core taken away from the run? Measured again at the end: a machine shared with another
       // busy process (or a VM moved between hosts) bends figures, and the results must say so.
       t_phase = std::chrono::steady_clock::now();
-      const Interruptions after = measure_interruptions(clock, 50);
+      const Interruptions after = measure_interruptions(clock, o.probe_ms / 2);
       doc.j["meta"]["startup_ms"]["interruptions_after"] = since_ms(t_phase);
       doc.j["meta"]["interruptions_after"] = interruptions_json(after);
       const double before = doc.j["meta"]["interruptions"].value("stolen_fraction", 0.0);

@@ -19,8 +19,13 @@ void run_mpi(Job& job) {
   t.tx_pool = job.o.mpi_pool;
   t.segment_bytes = job.o.segment_bytes;
   t.yield_when_idle = job.oversubscribed;
+  t.read_settings = job.o.mpi_settings == "on";
   mpi::Connection conn(job.ranks, t);
-  if (job.leader()) job.doc.j["meta"]["mpi"] = conn.describe();
+  if (job.leader()) {
+    job.doc.j["meta"]["mpi"] = conn.describe();
+    job.doc.j["meta"]["startup_ms"]["mpi_init"] = conn.init_ms();
+    job.doc.j["meta"]["startup_ms"]["mpi_t_settings"] = conn.settings_ms();
+  }
   run_job(job, conn.transport(), 0, nullptr);  // MPI never loses a message
 }
 

@@ -93,7 +93,10 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
       ("port,p", po::value(&o.port)->default_value(o.port), "TCP port of the out-of-band bootstrap")
       ("timeout", po::value(&o.timeout_s)->default_value(o.timeout_s), "seconds without progress before the peer is declared lost")
       ("connect-timeout", po::value(&o.connect_timeout_s)->default_value(o.connect_timeout_s), "seconds to wait for the peer to connect")
-      ("allow-variant-tsc", po::bool_switch(&o.allow_variant_tsc), "measure even without an invariant TSC");
+      ("allow-variant-tsc", po::bool_switch(&o.allow_variant_tsc), "measure even without an invariant TSC")
+      ("probe-ms", po::value(&o.probe_ms)->default_value(o.probe_ms),
+       "ms this core is watched for interruptions before the run (half that after it): the 'core stayed available' "
+       "check and the signature's automatic --max-burst-time read it; shorter starts sooner and sees fewer of them");
   po::options_description verbs("verbs transport (perftest's -d, -i, -x)");
   std::string gid = "auto";
   int ib_mtu_bytes = 0;
@@ -132,7 +135,8 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
       ("mpi-recv", po::value(&o.mpi_recv)->default_value(o.mpi_recv), "how it is received: irecv (a ring of pre-posted MPI_Irecv) | recv (MPI_Improbe + MPI_Mrecv, nothing posted ahead)")
       ("mpi-inline", po::value(&o.mpi_inline)->default_value(o.mpi_inline), "bytes of payload sent in the frame's own message (one MPI message per AM); larger payloads are a message of their own")
       ("mpi-ring", po::value(&o.mpi_ring)->default_value(o.mpi_ring), "pre-posted MPI_Irecv (irecv), or messages taken in during a blocking send (recv)")
-      ("mpi-pool", po::value(&o.mpi_pool)->default_value(o.mpi_pool), "MPI_Isend in flight at most (power of two)");
+      ("mpi-pool", po::value(&o.mpi_pool)->default_value(o.mpi_pool), "MPI_Isend in flight at most (power of two)")
+      ("mpi-settings", po::value(&o.mpi_settings)->default_value(o.mpi_settings), "on: record the library's settings (eager limits, pml, btl) read through MPI_T in meta.mpi | off: skip it (MPI_T opens every MCA component, which can take 200 ms; meta.startup_ms.mpi_t_settings)");
   po::options_description method("Methods");
   method.add_options()
       ("iters,n", po::value(&o.iterations)->default_value(o.iterations), "ping-pong iterations (timed)")
@@ -315,6 +319,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   positive("credits", o.credits, 2, 1 << 16);
   positive("runs", o.runs, 1, 1000);
   positive("timeout", o.timeout_s, 0.1, 1e6);
+  positive("probe-ms", o.probe_ms, 10, 10000);
   positive("connect-timeout", o.connect_timeout_s, 0.1, 1e6);
   positive("ci", o.rule.rel_precision, 1e-4, 1);
   positive("batch", o.rule.batch, 2, 1e6);
@@ -378,7 +383,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   positive("link-timeout", o.link_timeout_s, 0.01, 3600);
   if (o.loss_timeout_s != -1) positive("loss-timeout", o.loss_timeout_s, 0, 3600);
   if (o.transport != "mpi") {
-    for (const char* k : {"mpi-bulk", "mpi-send", "mpi-recv", "mpi-inline", "mpi-ring", "mpi-pool"})
+    for (const char* k : {"mpi-bulk", "mpi-send", "mpi-recv", "mpi-inline", "mpi-ring", "mpi-pool", "mpi-settings"})
       if (vm.count(k) && !vm[k].defaulted()) throw UsageError(std::string("--") + k + " belongs to --transport mpi");
   } else {
     // MPI's ranks come from its launcher: without one there is no job to join (an MPI singleton would
@@ -395,6 +400,8 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
       throw UsageError("--mpi-send must be send, isend or ssend, not '" + o.mpi_send + "'");
     if (o.mpi_recv != "recv" && o.mpi_recv != "irecv")
       throw UsageError("--mpi-recv must be recv or irecv, not '" + o.mpi_recv + "'");
+    if (o.mpi_settings != "on" && o.mpi_settings != "off")
+      throw UsageError("--mpi-settings must be on or off, not '" + o.mpi_settings + "'");
     positive("mpi-inline", o.mpi_inline, 0, 1 << 20);
     positive("mpi-ring", o.mpi_ring, 2, 65536);
     positive("mpi-pool", o.mpi_pool, 2, 65536);

@@ -40,6 +40,7 @@ struct Options {
   bool all_sizes = false;  // -a: every size 2 .. 2^23, as perftest's -a (o.sizes filled, the segment grown)
   int max_burst = 512;
   double max_burst_time_ns = 0;  // 0: auto (from the measured interruptions)
+  double probe_ms = 100;         // the interruption probe before the run (half of it after)
   std::vector<int> bursts;
   std::vector<double> deltas_ns;  // empty: automatic
   std::vector<double> delta_factors{0.5, 1, 2, 4};
@@ -78,6 +79,7 @@ struct Options {
   std::string mpi_bulk = "send";  // send (two-sided) | put (one-sided): mpi/transport.hpp
   std::string mpi_send = "isend", mpi_recv = "irecv";  // LogP/MPI's send and receive modes
   int mpi_inline = 4096;  // payload bytes sent inside the frame's message
+  std::string mpi_settings = "on";  // read the library's settings through MPI_T into meta.mpi
   int mpi_ring = 256, mpi_pool = 64;
   bool quiet = false;
   bool raw = false;

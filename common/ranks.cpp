@@ -681,6 +681,10 @@ Ranks Ranks::from_launcher(const LaunchOptions& opts) {
   const Deadline dl(opts.timeout_s);
   std::string last = "no rendezvous file yet";
   const std::string me = this_host();
+  // Looks again after 1 ms, then twice as long each time up to 100 ms: the ranks of one launch start
+  // together and rank 0 writes its file tens of ms in (after its clock calibration), so a fixed 100 ms
+  // wait cost every launched job most of 100 ms; a rank 0 that is slow to come is still not polled hard.
+  int wait_ms = 1;
   for (;;) {
     throw_if_interrupted();
     if (dl.passed())
@@ -741,7 +745,8 @@ Ranks Ranks::from_launcher(const LaunchOptions& opts) {
         }
       }
     }
-    ::poll(nullptr, 0, std::min(dl.poll_ms(), 100));
+    ::poll(nullptr, 0, std::min(dl.poll_ms(), wait_ms));
+    wait_ms = std::min(2 * wait_ms, 100);
   }
 }
 

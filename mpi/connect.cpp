@@ -1,5 +1,6 @@
 #include "mpi/connect.hpp"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -89,6 +90,7 @@ const char* thread_level_name(int level) {
 }  // namespace
 
 Connection::Connection(Ranks& ranks, const TransportOptions& opt) : opt_(opt) {
+  const auto t_init = std::chrono::steady_clock::now();
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
@@ -112,6 +114,7 @@ Connection::Connection(Ranks& ranks, const TransportOptions& opt) : opt_(opt) {
                      ": run logpbench as the launched program itself (mpirun -np N logpbench ..., not through a wrapper "
                      "that starts several MPI jobs)");
 
+  init_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_init).count();
   char version[MPI_MAX_LIBRARY_VERSION_STRING];
   int len = 0;
   MPI_Get_library_version(version, &len);
@@ -124,8 +127,10 @@ Connection::Connection(Ranks& ranks, const TransportOptions& opt) : opt_(opt) {
   library_ = {{"library_version", v},
               {"thread_level", thread_level_name(thread_level)},
               {"standard", std::to_string(major) + "." + std::to_string(minor)},
-              {"mca_from_environment", mca_environment()},
-              {"mpi_t_settings", mpit_settings()}};
+              {"mca_from_environment", mca_environment()}};
+  const auto t_settings = std::chrono::steady_clock::now();
+  library_["mpi_t_settings"] = opt.read_settings ? mpit_settings() : nlohmann::json("not read (--mpi-settings off)");
+  settings_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_settings).count();
 
   void* seg = nullptr;
   check_setup(MPI_Alloc_mem(static_cast<MPI_Aint>(opt.segment_bytes), MPI_INFO_NULL, &seg), "MPI_Alloc_mem",

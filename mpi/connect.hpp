@@ -27,6 +27,9 @@ class Connection {
   Transport& transport() { return *transport_; }
   // The MPI library and the path it takes (pml, btl, single-copy mechanism, as mpirun set them).
   nlohmann::json describe() const;
+  // Wall time of MPI_Init (with the communicator's set-up) and of reading the settings through MPI_T (ms).
+  double init_ms() const { return init_ms_; }
+  double settings_ms() const { return settings_ms_; }
 
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
@@ -35,6 +38,7 @@ class Connection {
   std::unique_ptr<Transport> transport_;
   TransportOptions opt_;
   nlohmann::json library_;
+  double init_ms_ = 0, settings_ms_ = 0;
 };
 
 }  // namespace logpb::mpi

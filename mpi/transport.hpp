@@ -82,6 +82,10 @@ struct TransportOptions {
   std::uint32_t inline_bytes = 4096;  // a payload up to this travels in its frame's message
   std::uint32_t segment_bytes = 1 << 20;
   bool yield_when_idle = false;  // more ranks than cores: give the core away after an empty poll
+  // Read the library's settings (eager limits, pml, btl) through MPI_T into describe(). MPI_T_init opens
+  // every MCA component to list its variables, and some run slow constructors (Debian's PSM libraries
+  // sleep for about 200 ms): off spares that start-up and records nothing of the settings.
+  bool read_settings = true;
 };
 
 struct Counters {
