@@ -309,7 +309,8 @@ nlohmann::json Transport::describe() const {
   const bool blocking = send_ != SendMode::isend;
   const char* send_call = send_ == SendMode::isend ? "MPI_Isend"
                           : recv_ == RecvMode::irecv ? (send_ == SendMode::send ? "MPI_Send" : "MPI_Ssend")
-                          : (send_ == SendMode::send ? "MPI_Isend, then MPI_Test until complete, stashing arrivals"
+                          : (send_ == SendMode::send ? "MPI_Send up to 256 bytes (eager everywhere); larger: MPI_Isend, "
+                                                       "then MPI_Test until complete, stashing arrivals"
                                                      : "MPI_Issend, then MPI_Test until complete, stashing arrivals");
   return {{"kind", "mpi"},
           {"rank", rank_},
