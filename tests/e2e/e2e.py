@@ -77,8 +77,10 @@ def test_readme():
     readme = open(os.path.join(SRC, "README.md")).read()
     known = "".join(run(args + ["--help"]).stdout for args in ([], ["model"], ["compare"]))
     scripts = os.path.join(SRC, "scripts")
-    for name in os.listdir(scripts):
-        known += open(os.path.join(scripts, name), errors="replace").read()
+    for d, dirs, files in os.walk(scripts):
+        dirs[:] = [x for x in dirs if x != "__pycache__"]
+        for name in files:
+            known += open(os.path.join(d, name), errors="replace").read()
     # Flags of other programs the README shows beside ours (dpdk-testpmd's forwarding modes).
     foreign = {"--forward-mode", "--tx-first"}
     missing = sorted(f for f in set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", readme))

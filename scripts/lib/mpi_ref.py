@@ -1,7 +1,6 @@
 """What scripts/vs-logp-mpi and scripts/mpi-vs-bare share: one CPU lock for the whole comparison, every
 MPI program launched the same way (scripts/mpirun-lab: Open MPI, 2 ranks, pml ob1, btl self,vader, plus
 --bind-to core), each launch timed with mpirun included, LogP/MPI's driver built against the user's copy."""
-import fcntl
 import json
 import os
 import statistics
@@ -9,7 +8,10 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+from cpu_lock import hold_cpu_lock  # noqa: F401  held for the whole comparison; launches run the lab --no-lock
+from ratios import median_of_ratios  # noqa: F401  the comparisons' one summary of their rounds
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", ".."))
 BUILD = os.path.join(ROOT, os.environ.get("BUILD_DIR", "build"))
 LPB = os.path.join(BUILD, "app", "logpbench")
 BARE = os.path.join(BUILD, "bench", "mpi_bare_pingpong")
@@ -32,18 +34,6 @@ def die(prog, msg, code=2):
 def need(prog, path, what):
     if not os.access(path, os.X_OK):
         die(prog, f"no {path}: {what}")
-
-
-def hold_cpu_lock(prog):
-    """Holds /tmp/logpb-cpu.lock until the process ends, so no other timing run interleaves with the rounds
-    (each launch then runs the lab with --no-lock)."""
-    f = open("/tmp/logpb-cpu.lock", "w")
-    try:
-        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        print(f"{prog}: waiting for /tmp/logpb-cpu.lock (another timing run holds it)", file=sys.stderr)
-        fcntl.flock(f, fcntl.LOCK_EX)
-    return f
 
 
 def mpirun(prog, cmd, log, timeout=900):
