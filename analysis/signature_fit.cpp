@@ -326,12 +326,6 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
   } else if (processor) {
     fit.bottleneck = kBottleneckProcessor;
     fit.idle.note = "zero within its interval: the processor (o_s + o_r per request) is the bottleneck";
-    // A time cannot be negative: a difference below zero but within its interval is reported as 0 (its
-    // arithmetic stays in raw), so no table shows a negative idle time.
-    if (fit.idle.value < 0) {
-      fit.idle.value = 0;
-      fit.idle.note += " (g - o_s - o_r came out negative within its interval; its value is in raw_value_ns)";
-    }
     fit.g_ni = Param::hidden("hidden: Idle = g - o_s - o_r is zero, so the steady state is the processor's o_s + o_r "
                              "(Culler et al. section 5: 'the gap is equal to o_s + o_r'); the NI's own gap is at most this",
                              fit.g.value, fit.g.ci95);
@@ -342,6 +336,22 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
   } else {
     fit.g_ni = Param::hidden("o_r unknown, so Idle = g - o_s - o_r cannot tell the NI from the processor; the NI's gap "
                              "is at most the steady-state cost", fit.g.value, fit.g.ci95);
+  }
+  // A time cannot be negative, whatever the bottleneck. A difference below zero within its interval (the
+  // Idle >= 0 check's allowance) is reported as 0, its arithmetic kept in raw_value_ns; one below zero
+  // beyond it is no time at all: the o_s + o_r measured here exceed the steady state, which the failed
+  // check names, and the value is null with the computed number as raw_value_ns.
+  if (fit.idle.valid && fit.idle.value < 0) {
+    if (fit.idle.value + fit.idle.ci95 + 0.02 * fit.g.value >= 0) {
+      fit.idle.value = 0;
+      fit.idle.note += " (g - o_s - o_r came out negative within its interval; its value is in raw_value_ns)";
+    } else {
+      char buf[240];
+      std::snprintf(buf, sizeof buf, "g - o_s - o_r = %.1f +- %.1f ns, below zero beyond its interval: the o_s + o_r "
+                    "measured here exceed the steady state, which LogP does not allow (see the check Idle >= 0)",
+                    fit.idle.raw, fit.idle.ci95);
+      fit.idle = Param::invalid(buf, fit.idle.raw);
+    }
   }
   if (!fit.bottleneck.empty()) fit.g.note += " (bottleneck: " + fit.bottleneck + ")";
 

@@ -200,3 +200,28 @@ TEST_CASE("a replier whose turnaround is the steady state is named, and its g is
   const SignatureFit fast = fit_signature(cs, rtt_of(7600), 1.2, 32, rtt_of(800, 10));
   CHECK(fast.bottleneck == kBottleneckNI);
 }
+
+TEST_CASE("an Idle below zero beyond its interval is no value, in any regime") {
+  // The Delta = 0 curve settles at g = 1000 ns while the Delta curves read o_r = 1500 off their rise: o_s +
+  // o_r = 1800 exceeds the steady state, which LogP does not allow (a receive that costs more when the
+  // requester computes between sends, as MPI's progress can). The fit must neither print -800 nor call it 0.
+  std::vector<Curve> cs{synth(300, 100, 1000, 7000, 32, 0)};
+  unsigned seed = 2;
+  for (double d : {1000.0, 2000.0, 4000.0}) cs.push_back(synth(300, 1500, 1000, 7000, 32, d, 0, seed++));
+  const SignatureFit f = fit_signature(cs, rtt_of(7000), 1.2, 32);
+  INFO("o_s " << f.o_s.value << " o_r " << f.o_r.value << " g " << f.g.value << " idle raw " << f.idle.raw);
+  REQUIRE(f.o_r.valid);
+  CHECK(f.o_r.value == Approx(1500).epsilon(0.05));
+  CHECK_FALSE(f.idle.valid);
+  CHECK(f.idle.raw < -500);
+  CHECK(f.idle.note.find("below zero beyond its interval") != std::string::npos);
+  CHECK_FALSE(check_ok(f, "Idle >= 0"));
+  // Within its interval a negative Idle is still shown as 0, its arithmetic kept in raw.
+  std::vector<Curve> near{synth(300, 100, 1000, 7000, 32, 0)};
+  for (double d : {1000.0, 2000.0, 4000.0}) near.push_back(synth(300, 710, 1000, 7000, 32, d, 0, seed++));
+  const SignatureFit z = fit_signature(near, rtt_of(7000), 1.2, 32);
+  INFO("near: o_r " << z.o_r.value << " idle raw " << z.idle.raw << " ci " << z.idle.ci95);
+  CHECK(z.idle.valid);
+  CHECK(z.idle.value == 0);
+  CHECK(z.idle.raw < 0);
+}
