@@ -261,11 +261,7 @@ bool Transport::try_store(const am::Frame& f, const void* src, std::uint32_t n, 
           "MPI_Put");
     check(MPI_Win_flush(f.dst, win_), "MPI_Win_flush (after MPI_Put)");
   }
-  const std::uint64_t i = tx_tail_ & tx_mask_;
-  am::Frame& out = tx_frame(i);
-  std::memcpy(&out, &f, sizeof f);
-  out.seq = tx_seq_++;
-  post(i, &out, bytes, f.dst, kTagAm, true, send_);
+  send_frame(f, bytes);
   ++counters_.tx;
   ++counters_.bulk_stores;
   return true;
@@ -307,10 +303,12 @@ bool Transport::try_get(const am::Frame& f, std::uint32_t remote_off, std::uint3
 nlohmann::json Transport::describe() const {
   const Counters& c = counters_;
   const bool blocking = send_ != SendMode::isend;
+  const std::string small_send_then_isend = "MPI_Send up to " + std::to_string(kSurelyEager) +
+                                            " bytes (eager everywhere); larger: MPI_Isend, then MPI_Test until "
+                                            "complete, stashing arrivals";
   const char* send_call = send_ == SendMode::isend ? "MPI_Isend"
                           : recv_ == RecvMode::irecv ? (send_ == SendMode::send ? "MPI_Send" : "MPI_Ssend")
-                          : (send_ == SendMode::send ? "MPI_Send up to 256 bytes (eager everywhere); larger: MPI_Isend, "
-                                                       "then MPI_Test until complete, stashing arrivals"
+                          : (send_ == SendMode::send ? small_send_then_isend.c_str()
                                                      : "MPI_Issend, then MPI_Test until complete, stashing arrivals");
   return {{"kind", "mpi"},
           {"rank", rank_},

@@ -120,11 +120,7 @@ class Transport {
 
   bool try_send(const am::Frame& f) {
     if (tx_full() && !reap_all()) return false;
-    const std::uint64_t i = tx_tail_ & tx_mask_;
-    am::Frame& out = tx_frame(i);
-    std::memcpy(&out, &f, sizeof f);
-    out.seq = tx_seq_++;
-    post(i, &out, static_cast<int>(sizeof(am::Frame)), f.dst, kTagAm, true, send_);
+    send_frame(f, static_cast<int>(sizeof(am::Frame)));
     ++counters_.tx;
     return true;
   }
@@ -225,6 +221,16 @@ class Transport {
     if (r == MPI_REQUEST_NULL && tx_head_ == tx_tail_) ++tx_head_;  // nothing older in flight: retired now
     ++tx_tail_;
     if (ends_op) ++ops_;
+  }
+  // The AM message of an operation from the pool's next slot: a copy of f with the next seq (the AM layer
+  // patches its frames in place), then the slot's first `bytes`, f's payload included when one was put
+  // behind it, sent as the operation's last message.
+  void send_frame(const am::Frame& f, int bytes) {
+    const std::uint64_t i = tx_tail_ & tx_mask_;
+    am::Frame& out = tx_frame(i);
+    std::memcpy(&out, &f, sizeof f);
+    out.seq = tx_seq_++;
+    post(i, &out, bytes, f.dst, kTagAm, true, send_);
   }
   // One MPI_Testsome over the whole pool, then retires completed slots from the head in order. True when
   // a slot is free.
