@@ -11,8 +11,16 @@
 // cost 20-50 ns a round trip over vader on a 2-core AMD VM. Each timed round trip still contains one post,
 // as LogP/MPI's RTT (MPI_Send, then MPI_Recv) contains one receive.
 //
+// --shape transport makes the same MPI calls as logpbench's MPI transport in its default irecv mode
+// (mpi/transport.hpp), with no AM layer on top: a ring of --ring receives from MPI_ANY_SOURCE, each of
+// --recv-bytes, polled by MPI_Test on the head slot alone and re-posted by the next poll that finds nothing;
+// sends by MPI_Isend from a pool of --pool requests, reaped by one MPI_Testsome when it is full (or by
+// MPI_Send with --send send). Between the two shapes lies what the transport's way of using MPI costs;
+// between this one and logpbench, what its AM layer and bookkeeping cost (scripts/mpi-vs-bare).
+//
 // usage (under mpirun, 2 ranks):
 //   mpi_bare_pingpong [--size BYTES] [--iters N] [--warmup N] [--send send|isend] [--cpus A,B] [--json FILE]
+//                     [--shape bare|transport] [--ring N] [--recv-bytes B] [--pool N]
 // prints one line to stderr for a reader and one JSON object on stdout (and in FILE), from rank 0.
 #include <mpi.h>
 
@@ -38,6 +46,8 @@ struct Args {
   long iters = 100000;
   long warmup = -1;  // -1: iters / 10 + 100, as shm_bare_pingpong
   bool isend = false;
+  bool transport_shape = false;
+  long ring = 256, recv_bytes = 4160, pool = 64;  // the transport's defaults: --mpi-ring, 64 + --mpi-inline
   int cpu[2] = {0, 1};
   std::string json;
 };
@@ -49,7 +59,8 @@ int g_rank = 0;  // only rank 0 speaks: both ranks parse the same arguments
     std::fprintf(stderr,
                  "mpi_bare_pingpong: %s\n"
                  "usage (2 ranks under mpirun): mpi_bare_pingpong [--size BYTES>=0] [--iters N>0] [--warmup N>=0]\n"
-                 "       [--send send|isend] [--cpus A,B] [--json FILE]\n",
+                 "       [--send send|isend] [--cpus A,B] [--json FILE]\n"
+                 "       [--shape bare|transport] [--ring N>0] [--recv-bytes B] [--pool N>0]\n",
                  why);
   MPI_Finalize();
   std::exit(2);
@@ -89,11 +100,24 @@ Args parse(int argc, char** argv) {
         usage("--cpus wants two cores, e.g. 0,1");
     } else if (o == "--json") {
       a.json = v;
+    } else if (o == "--shape") {
+      if (std::strcmp(v, "bare") && std::strcmp(v, "transport")) usage("--shape must be bare or transport");
+      a.transport_shape = !std::strcmp(v, "transport");
+    } else if (o == "--ring") {
+      a.ring = number("--ring", v, 1);
+      if (a.ring > 65536) usage("--ring is at most 65536");
+    } else if (o == "--recv-bytes") {
+      a.recv_bytes = number("--recv-bytes", v, 0);
+      if (a.recv_bytes > (1L << 30)) usage("--recv-bytes is at most 1 GiB");
+    } else if (o == "--pool") {
+      a.pool = number("--pool", v, 1);
+      if (a.pool > 65536) usage("--pool is at most 65536");
     } else {
       usage(("unknown option " + o).c_str());
     }
   }
   if (a.warmup < 0) a.warmup = a.iters / 10 + 100;
+  if (a.transport_shape && a.recv_bytes < a.size) usage("--recv-bytes must hold a message of --size bytes");
   return a;
 }
 
@@ -148,6 +172,96 @@ void pong(const Args& a, char* sbuf, char* rbuf[2], long total) {
   }
 }
 
+// The transport's shape (see the top): both ranks run the same end, rank 0 sending first and timing.
+class TransportShape {
+ public:
+  TransportShape(const Args& a, int peer)
+      : a_(a), peer_(peer), rx_(static_cast<std::size_t>(a.ring), MPI_REQUEST_NULL),
+        tx_(static_cast<std::size_t>(a.pool), MPI_REQUEST_NULL),
+        done_(static_cast<std::size_t>(a.pool)),
+        rbuf_(static_cast<std::size_t>(a.ring * a.recv_bytes) + 1),
+        sbuf_(static_cast<std::size_t>(a.pool * a.size) + 1, 'x') {
+    for (long i = 0; i < a.ring; ++i) post(i);
+  }
+  ~TransportShape() {
+    for (auto& r : rx_)
+      if (r != MPI_REQUEST_NULL) {
+        MPI_Cancel(&r);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+      }
+    MPI_Waitall(static_cast<int>(tx_.size()), tx_.data(), MPI_STATUSES_IGNORE);
+  }
+  void send() {
+    const long len = a_.size;
+    if (!a_.isend) {
+      MPI_Send(sbuf_.data(), static_cast<int>(len), MPI_BYTE, peer_, 0, MPI_COMM_WORLD);
+      return;
+    }
+    if (tail_ - head_ == a_.pool) reap();
+    const long i = tail_++ % a_.pool;
+    MPI_Isend(sbuf_.data() + i * len, static_cast<int>(len), MPI_BYTE, peer_, 0, MPI_COMM_WORLD,
+              &tx_[static_cast<std::size_t>(i)]);
+  }
+  void receive() {
+    for (;;) {
+      int flag = 0;
+      MPI_Status st;
+      MPI_Test(&rx_[static_cast<std::size_t>(rx_head_)], &flag, &st);
+      if (!flag) {
+        repost();
+        continue;
+      }
+      int bytes = 0;
+      MPI_Get_count(&st, MPI_BYTE, &bytes);  // the transport reads the size to validate the frame
+      (void)bytes;
+      repost();
+      pending_ = rx_head_;
+      rx_head_ = rx_head_ + 1 == a_.ring ? 0 : rx_head_ + 1;
+      return;
+    }
+  }
+
+ private:
+  void post(long i) {
+    MPI_Irecv(rbuf_.data() + i * a_.recv_bytes, static_cast<int>(a_.recv_bytes), MPI_BYTE, MPI_ANY_SOURCE, 0,
+              MPI_COMM_WORLD, &rx_[static_cast<std::size_t>(i)]);
+  }
+  void repost() {
+    if (pending_ < 0) return;
+    post(pending_);
+    pending_ = -1;
+  }
+  void reap() {
+    int n = 0;
+    MPI_Testsome(static_cast<int>(a_.pool), tx_.data(), &n, done_.data(), MPI_STATUSES_IGNORE);
+    while (head_ < tail_ && tx_[static_cast<std::size_t>(head_ % a_.pool)] == MPI_REQUEST_NULL) ++head_;
+  }
+  const Args& a_;
+  int peer_;
+  std::vector<MPI_Request> rx_, tx_;
+  std::vector<int> done_;
+  std::vector<char> rbuf_, sbuf_;
+  long rx_head_ = 0, pending_ = -1, head_ = 0, tail_ = 0;
+};
+
+void ping_transport(const Args& a, long total, std::uint64_t* cyc) {
+  TransportShape t(a, 1);
+  for (long k = 0; k < total; ++k) {
+    const std::uint64_t t0 = logpb::tsc::now();
+    t.send();
+    t.receive();
+    cyc[k] = logpb::tsc::now_end() - t0;
+  }
+}
+
+void pong_transport(const Args& a, long total) {
+  TransportShape t(a, 0);
+  for (long k = 0; k < total; ++k) {
+    t.receive();
+    t.send();
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -174,7 +288,10 @@ int main(int argc, char** argv) {
   const logpb::Clock* clock = rank == 0 ? new logpb::Clock() : nullptr;  // 0.2 s of calibration, rank 0 only
 
   check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
-  if (rank == 0) {
+  if (a.transport_shape) {
+    if (rank == 0) ping_transport(a, total, cyc.data());
+    else pong_transport(a, total);
+  } else if (rank == 0) {
     ping(a, sbuf.data(), rbuf, total, cyc.data());
   } else {
     pong(a, sbuf.data(), rbuf, total);
@@ -199,7 +316,9 @@ int main(int argc, char** argv) {
                         {"iterations", a.iters},
                         {"warmup", a.warmup},
                         {"send", a.isend ? "isend" : "send"},
-                        {"recv", "irecv pre-posted"},
+                        {"recv", a.transport_shape ? "a ring of MPI_Irecv from MPI_ANY_SOURCE, MPI_Test on its head"
+                                                   : "irecv pre-posted"},
+                        {"shape", a.transport_shape ? "transport" : "bare"},
                         {"cpus", {a.cpu[0], a.cpu[1]}},
                         {"tsc_hz", clock->hz()},
                         {"timer_cost_ns", clock->ns(clock->timer_cost_cycles())},
@@ -208,9 +327,17 @@ int main(int argc, char** argv) {
                         {"rtt", s}};
     char ci[32] = "n/a";  // the median's interval needs six
     if (std::isfinite(s.ci95_median)) std::snprintf(ci, sizeof ci, "%.1f", s.ci95_median);
-    std::fprintf(stderr,
-                 "mpi_bare_pingpong: %ld B, MPI_%s + pre-posted MPI_Irecv: rtt median %.1f ns ± %s (95%%), n=%ld\n",
-                 a.size, a.isend ? "Isend" : "Send", s.median, ci, a.iters);
+    if (a.transport_shape) {
+      j["ring"] = a.ring;
+      j["recv_bytes"] = a.recv_bytes;
+      j["pool"] = a.pool;
+    }
+    const char* how = a.transport_shape ? (a.isend ? "the transport's shape, MPI_Isend pool"
+                                                   : "the transport's shape, MPI_Send")
+                                        : (a.isend ? "MPI_Isend + pre-posted MPI_Irecv"
+                                                   : "MPI_Send + pre-posted MPI_Irecv");
+    std::fprintf(stderr, "mpi_bare_pingpong: %ld B, %s: rtt median %.1f ns ± %s (95%%), n=%ld\n", a.size, how,
+                 s.median, ci, a.iters);
     std::printf("%s\n", j.dump().c_str());
     if (!a.json.empty()) {
       std::ofstream f(a.json);

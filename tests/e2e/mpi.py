@@ -286,7 +286,9 @@ def test_bare_pingpong(bare):
     """bench/mpi_bare_pingpong (the floor scripts/mpi-vs-bare divides by) runs under the lab in both send
     modes and at 0 bytes, and prints a positive RTT with its interval; bad input is refused. Functional
     only: its figures belong to scripts/mpi-vs-bare."""
-    for args in (["--iters", "2000"], ["--iters", "2000", "--send", "isend", "--size", "0"]):
+    for args in (["--iters", "2000"], ["--iters", "2000", "--send", "isend", "--size", "0"],
+                 ["--iters", "2000", "--shape", "transport", "--send", "isend", "--ring", "8", "--pool", "4"],
+                 ["--iters", "2000", "--shape", "transport", "--send", "send", "--recv-bytes", "128"]):
         out = os.path.join(TMP, "bare.json")
         cmd = [LAB, "--no-lock", "-np", "2", "--timeout", "120", "--", bare] + args + ["--json", out]
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=150)
@@ -296,11 +298,15 @@ def test_bare_pingpong(bare):
         assert printed == doc, (printed, doc)
         rtt = doc["rtt"]
         assert doc["bench"] == "mpi_bare_pingpong" and rtt["n"] == 2000, doc
+        assert doc["shape"] == ("transport" if "--shape" in args else "bare"), doc
         assert rtt["median_ns"] > 0 and rtt["ci95_median_ns"] >= 0 and math.isfinite(rtt["median_ns"]), rtt
         assert "rtt median" in p.stderr, p.stderr
         print(f"mpi_bare_pingpong {' '.join(args)}: {doc['bytes']} B, rtt {rtt['median_ns']:.0f} ns")
     for np, args, needle in ((2, ["--size", "-1"], "--size wants an integer"),
                              (2, ["--send", "ssend"], "--send must be"),
+                             (2, ["--shape", "ring"], "--shape must be"),
+                             (2, ["--shape", "transport", "--size", "256", "--recv-bytes", "128"], "must hold"),
+                             (2, ["--ring", "0"], "--ring wants an integer"),
                              (1, [], "exactly 2 ranks")):
         cmd = [LAB, "--no-lock", "-np", str(np), "--timeout", "60", "--", bare] + args
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=90)
