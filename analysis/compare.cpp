@@ -7,6 +7,8 @@
 #include <set>
 #include <sstream>
 
+#include "analysis/figures.hpp"
+
 namespace logpb::analysis::compare {
 
 using nlohmann::json;
@@ -41,6 +43,8 @@ std::string size_text(double s) {
 
 // Is this object a parameter entry (a figure, perhaps null)?
 bool is_param(const json& p) { return p.is_object() && p.contains("value_ns"); }
+
+Estimate estimate(const Figure& f) { return {f.value, f.ci95}; }
 
 void add(std::vector<Quantity>& out, std::string param, const std::string& kind, double size, Unit u, Figure f) {
   Quantity q;
@@ -128,9 +132,10 @@ Figure difference(const Figure& base, const Figure& other, const std::string& ba
     return d;
   }
   d.valid = true;
-  d.value = other.value - base.value;
   // Independent runs: the half-widths add in quadrature (see the header).
-  if (std::isfinite(base.ci95) && std::isfinite(other.ci95)) d.ci95 = std::hypot(base.ci95, other.ci95);
+  const Estimate e = analysis::difference(estimate(base), estimate(other));
+  d.value = e.value;
+  if (std::isfinite(base.ci95) && std::isfinite(other.ci95)) d.ci95 = e.ci95;
   else d.error = std::string("no interval: ") + (std::isfinite(base.ci95) ? other_name : base_name) + " gave none";
   return d;
 }
@@ -367,7 +372,9 @@ Pair compare_pair(const json& base, const json& other, const std::string& a, con
       continue;
     }
     Row r{q, *it->second, difference(q.fig, it->second->fig, a, b), false};
-    r.resolved = r.added.valid && std::isfinite(r.added.ci95) && std::fabs(r.added.value) > r.added.ci95;
+    // Resolved: the runs differ beyond the interval of their difference, with no allowance besides.
+    r.resolved = r.added.valid &&
+                 !analysis::agree(estimate(q.fig), estimate(it->second->fig), {analysis::Intervals::quadrature}).agree;
     p.rows.push_back(std::move(r));
   }
   for (const auto& q : qb)

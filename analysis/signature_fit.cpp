@@ -1,4 +1,4 @@
-#include "signature_fit.hpp"
+#include "analysis/signature_fit.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,40 +6,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../common/stats.hpp"
+#include "common/stats.hpp"
 
 namespace logpb::analysis {
-
-Param Param::invalid(std::string why, double raw) {
-  Param p;
-  p.valid = false;
-  p.value = p.ci95 = std::nan("");
-  p.note = std::move(why);
-  p.raw = raw;
-  return p;
-}
-
-Param Param::hidden(std::string why, double bound, double bound_ci) {
-  Param p = invalid(std::move(why));
-  p.upper_bound = bound + (std::isfinite(bound_ci) ? bound_ci : 0);
-  return p;
-}
-
-void to_json(nlohmann::json& j, const Param& p) {
-  auto num = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); };
-  if (p.valid) {
-    j = {{"value_ns", num(p.value)}, {"ci95_ns", num(p.ci95)}};
-    if (!p.note.empty()) j["note"] = p.note;
-    if (std::isfinite(p.raw) && p.raw != p.value) j["raw_value_ns"] = p.raw;  // the value was bounded (idle at 0)
-  } else {
-    j = {{"value_ns", nullptr}, {"ci95_ns", nullptr}, {"error", p.note}};
-    if (std::isfinite(p.raw)) j["raw_value_ns"] = p.raw;
-    if (std::isfinite(p.upper_bound)) j["upper_bound_ns"] = p.upper_bound;
-  }
-  if (!p.ci_method.empty()) j["ci_method"] = p.ci_method;
-}
-
-void to_json(nlohmann::json& j, const Check& c) { j = {{"name", c.name}, {"ok", c.ok}, {"detail", c.detail}}; }
 
 namespace {
 // A point whose interval is zero or unknown would get infinite weight; floor it at 0.1% of its value.
@@ -254,7 +223,8 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
         hi = std::max(hi, d.o_r.value);
         ci_max = std::max(ci_max, d.o_r.ci95);
       }
-    const bool agree = k < 2 || hi - lo <= std::max(0.2 * v, 2 * ci_max);
+    // Within 20% of o_r, or within the widest interval on each side.
+    const bool agree = k < 2 || analysis::agree({lo, ci_max}, {hi, ci_max}, {Intervals::sum, 0.2, v}).agree;
     char buf[160];
     std::snprintf(buf, sizeof buf, "o_r from the raised Deltas ranges %.1f..%.1f ns%s", lo, hi,
                   agree ? "" : ": the per-reply cost depends on Delta, so LogP's o_r is not one number here");
@@ -358,7 +328,7 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
   auto ge = [&](const char* name, const Param& a, const Param& b, const char* why) {
     if (!a.valid || !b.valid) return;
     // Allow for the intervals: only a difference the data can resolve counts as a violation.
-    const bool ok = a.value + a.ci95 + b.ci95 >= b.value;
+    const bool ok = at_least(a.estimate(), b.estimate());
     fit.checks.push_back({name, ok, ok ? "" : why});
   };
   ge("g >= o_s", fit.g, fit.o_s, "the steady-state gap is below the send overhead: LogP cannot describe this");
@@ -375,75 +345,6 @@ void to_json(nlohmann::json& j, const SignatureFit& f) {
        {"replier_service", f.replier},
        {"window", f.window},   {"send_only_M", f.send_only_M},         {"steady_M", f.steady_M},
        {"per_delta", pd},      {"checks", f.checks}};
-}
-
-}  // namespace logpb::analysis
-
-namespace logpb::analysis {
-
-Combined combine_runs(const std::vector<Param>& per_run) {
-  Combined c;
-  std::vector<double> v;
-  double within = 0;
-  std::string why;
-  for (const auto& p : per_run) {
-    c.runs.push_back(p.valid ? p.value : std::nan(""));
-    if (p.valid) {
-      v.push_back(p.value);
-      within += p.ci95 * p.ci95;
-    } else if (why.empty()) {
-      why = p.note;
-    }
-  }
-  if (v.empty()) {
-    c.param = Param::invalid(why.empty() ? "no run produced this parameter" : why);
-    double bound = -INFINITY;
-    for (const auto& p : per_run)
-      if (std::isfinite(p.upper_bound)) bound = std::max(bound, p.upper_bound);
-    if (std::isfinite(bound)) c.param.upper_bound = bound;  // the loosest of the runs' bounds
-    c.min = c.max = std::nan("");
-    return c;
-  }
-  const double n = static_cast<double>(v.size());
-  double mean = 0;
-  for (double x : v) mean += x;
-  mean /= n;
-  double ss = 0;
-  for (double x : v) ss += (x - mean) * (x - mean);
-  c.min = *std::min_element(v.begin(), v.end());
-  c.max = *std::max_element(v.begin(), v.end());
-  const double within_ci = std::sqrt(within) / n;
-  double ci = within_ci;
-  std::string own;  // how the runs computed their own intervals, when they said
-  for (const auto& p : per_run)
-    if (p.valid && !p.ci_method.empty()) own = p.ci_method;
-  c.ci_method = own.empty() ? "propagated within the run" : own;
-  if (v.size() >= 2) {
-    const double between = ci95_of_mean(std::sqrt(ss / (n - 1)), n);
-    if (between > ci) {
-      ci = between;
-      c.ci_method = "Student-t over " + std::to_string(v.size()) + " runs";
-    } else {
-      c.ci_method = (own.empty() ? std::string("propagated within runs") : own) + " (exceeds the between-run interval)";
-    }
-  }
-  c.param.value = c.param.raw = mean;
-  c.param.ci95 = ci;
-  c.param.valid = true;
-  if (v.size() < per_run.size())
-    c.param.note = std::to_string(per_run.size() - v.size()) + " of " + std::to_string(per_run.size()) +
-                   " runs gave no value: " + why;
-  return c;
-}
-
-void to_json(nlohmann::json& j, const Combined& c) {
-  to_json(j, c.param);
-  if (!c.param.valid) return;
-  nlohmann::json runs = nlohmann::json::array();
-  for (double x : c.runs) runs.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr));
-  j["runs_ns"] = runs;
-  j["spread_ns"] = {{"min", c.min}, {"max", c.max}};
-  j["ci_method"] = c.ci_method;
 }
 
 }  // namespace logpb::analysis

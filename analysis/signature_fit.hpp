@@ -16,27 +16,9 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "analysis/figures.hpp"
+
 namespace logpb::analysis {
-
-struct Param {
-  double value = 0, ci95 = 0;
-  bool valid = false;
-  std::string note;  // why it is invalid, or how it was obtained
-  static Param invalid(std::string why, double raw = std::nan(""));
-  // Not observable here, but known to be at most `bound` (e.g. the NI's gap hidden behind the processor).
-  static Param hidden(std::string why, double bound, double bound_ci = 0);
-  double raw = std::nan("");  // the computed number even when invalid, for the record
-  double upper_bound = std::nan("");  // with !valid: the parameter is at most this (JSON upper_bound_ns)
-  std::string ci_method;              // how ci95 was computed, when it is not the obvious one
-};
-void to_json(nlohmann::json& j, const Param& p);
-
-struct Check {
-  std::string name;
-  bool ok = true;
-  std::string detail;
-};
-void to_json(nlohmann::json& j, const Check& c);
 
 struct Curve {
   double delta_ns = 0;  // the achieved compute delay
@@ -95,21 +77,5 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
 
 // The automatic Delta grid: factors x g, rounded to 10 ns.
 std::vector<double> auto_deltas(double g_ns, const std::vector<double>& factors);
-
-}  // namespace logpb::analysis
-
-namespace logpb::analysis {
-
-// One parameter over repeated runs: the mean of the valid runs, a 95% interval that is the larger of
-// the between-run Student-t interval and the within-run one, and the spread, so a figure that moves
-// between runs is never reported with a falsely tight interval.
-struct Combined {
-  Param param;
-  std::vector<double> runs;  // NaN where a run could not produce the parameter
-  double min = 0, max = 0;
-  std::string ci_method;
-};
-Combined combine_runs(const std::vector<Param>& per_run);
-void to_json(nlohmann::json& j, const Combined& c);
 
 }  // namespace logpb::analysis

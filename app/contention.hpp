@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/figures.hpp"
 #include "app/method.hpp"
 #include "app/options.hpp"
 #include "common/errors.hpp"
@@ -78,29 +79,19 @@ inline nlohmann::json gap_json(const methods::Gap& g) {
           {"ci_method", "batch means of the timed messages (Student-t)"}};
 }
 
-// The mean of per-rank gaps, with the interval of a mean of independent estimates.
-struct Combined {
-  double value = NAN, ci95 = NAN;
-};
+// A per-K figure: a rank's gap, their mean, or a ratio of two (analysis/figures.hpp does the arithmetic).
+using Combined = Estimate;
+using analysis::ratio;
+
+// The mean of per-rank gaps (gap_json records), with the interval of a mean of independent estimates; none
+// when a rank has no gap.
 inline Combined combine(const nlohmann::json& gaps) {
-  double s = 0, v = 0;
-  int n = 0;
+  std::vector<Estimate> v;
   for (const auto& g : gaps) {
     if (!g["value_ns"].is_number()) return {};
-    s += g["value_ns"].get<double>();
-    const double c = g["ci95_ns"].is_number() ? g["ci95_ns"].get<double>() : 0;
-    v += c * c;
-    ++n;
+    v.push_back({g["value_ns"].get<double>(), g["ci95_ns"].is_number() ? g["ci95_ns"].get<double>() : 0});
   }
-  if (n == 0) return {};
-  return {s / n, std::sqrt(v) / n};
-}
-
-// a / b with the delta method's interval.
-inline Combined ratio(const Combined& a, const Combined& b) {
-  if (!(a.value > 0 && b.value > 0)) return {};
-  const double r = a.value / b.value;
-  return {r, r * std::hypot(a.ci95 / a.value, b.ci95 / b.value)};
+  return analysis::mean_of_independent(v);
 }
 
 inline nlohmann::json ns_json(const Combined& c) {

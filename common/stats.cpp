@@ -28,6 +28,19 @@ double ci95_student(double se, double dof) { return dof >= 1 ? t975(dof) * se : 
 
 double ci95_of_mean(double sd, double n) { return n >= 2 ? ci95_student(sd / std::sqrt(n), n - 1) : std::nan(""); }
 
+Estimate mean_ci95(const std::vector<double>& v) {
+  Estimate e;
+  if (v.empty()) return e;
+  const double n = static_cast<double>(v.size());
+  double mean = 0, ss = 0;
+  for (double x : v) mean += x;
+  mean /= n;
+  for (double x : v) ss += (x - mean) * (x - mean);
+  e.value = mean;
+  if (v.size() >= 2) e.ci95 = ci95_of_mean(std::sqrt(ss / (n - 1)), n);
+  return e;
+}
+
 namespace {
 double g_ci_floor_ns = 0;
 }  // namespace

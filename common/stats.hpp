@@ -36,6 +36,14 @@ double t975(double dof);
 double ci95_of_mean(double sd, double n);
 double ci95_student(double se, double dof);  // t(0.975, dof) x a standard error; NaN for dof < 1
 
+// A number with its 95% half-width (NaN: none known).
+struct Estimate {
+  double value = NAN, ci95 = NAN;
+};
+// The mean of a handful of values (runs, ranks) with the Student-t half-width of ci95_of_mean, not floored
+// at the clock's resolution (the values need not be times). NaN mean for none, NaN half-width for one.
+Estimate mean_ci95(const std::vector<double>& v);
+
 // The floor of every reported interval: the clock's resolution (a TSC that advances in 10 ns steps cannot
 // tell a median to better than that, whatever the order statistics say). Set once, from the Clock.
 void set_ci_floor_ns(double ns);

@@ -82,16 +82,12 @@ struct bw {
         }
         nlohmann::json j = {{"runs", all}, {"value", nullptr}, {"ci95", nullptr}};
         if (v.empty()) return j;
-        double mean = 0, ss = 0;
-        for (double x : v) mean += x;
-        mean /= static_cast<double>(v.size());
-        for (double x : v) ss += (x - mean) * (x - mean);
         if (peak) {
           j["value"] = *std::max_element(v.begin(), v.end());
         } else {
-          j["value"] = mean;
-          const double ci = v.size() >= 2 ? ci95_of_mean(std::sqrt(ss / static_cast<double>(v.size() - 1)), static_cast<double>(v.size())) : NAN;
-          if (std::isfinite(ci)) j["ci95"] = ci;
+          const Estimate m = mean_ci95(v);
+          j["value"] = m.value;
+          if (std::isfinite(m.ci95)) j["ci95"] = m.ci95;
         }
         return j;
       };

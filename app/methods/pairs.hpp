@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/figures.hpp"
 #include "app/method.hpp"
 #include "app/options.hpp"
 #include "common/errors.hpp"
@@ -111,7 +112,7 @@ struct pairs {
         v.push_back(x);
         if (a > 0) dev = std::max(dev, std::abs(x - a) / a);
         // "The same to two significant digits": within 5%, or within the two intervals together.
-        if (std::abs(x - a) > std::max(0.05 * a, a_ci + x_ci)) {
+        if (!analysis::agree({a, a_ci}, {x, x_ci}, {analysis::Intervals::sum, 0.05, a}).agree) {
           agree = false;
           char buf[160];
           std::snprintf(buf, sizeof buf, "%s of pair %d: %.4g ns against %.4g ns alone", pname.c_str(),

@@ -1,0 +1,131 @@
+#include "analysis/figures.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+namespace logpb::analysis {
+
+Param Param::invalid(std::string why, double raw) {
+  Param p;
+  p.valid = false;
+  p.value = p.ci95 = std::nan("");
+  p.note = std::move(why);
+  p.raw = raw;
+  return p;
+}
+
+Param Param::hidden(std::string why, double bound, double bound_ci) {
+  Param p = invalid(std::move(why));
+  p.upper_bound = bound + (std::isfinite(bound_ci) ? bound_ci : 0);
+  return p;
+}
+
+void to_json(nlohmann::json& j, const Param& p) {
+  auto num = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); };
+  if (p.valid) {
+    j = {{"value_ns", num(p.value)}, {"ci95_ns", num(p.ci95)}};
+    if (!p.note.empty()) j["note"] = p.note;
+    if (std::isfinite(p.raw) && p.raw != p.value) j["raw_value_ns"] = p.raw;  // the value was bounded (idle at 0)
+  } else {
+    j = {{"value_ns", nullptr}, {"ci95_ns", nullptr}, {"error", p.note}};
+    if (std::isfinite(p.raw)) j["raw_value_ns"] = p.raw;
+    if (std::isfinite(p.upper_bound)) j["upper_bound_ns"] = p.upper_bound;
+  }
+  if (!p.ci_method.empty()) j["ci_method"] = p.ci_method;
+}
+
+void to_json(nlohmann::json& j, const Check& c) { j = {{"name", c.name}, {"ok", c.ok}, {"detail", c.detail}}; }
+
+Combined combine_runs(const std::vector<Param>& per_run) {
+  Combined c;
+  std::vector<double> v;
+  std::vector<Estimate> own;
+  std::string why;
+  for (const auto& p : per_run) {
+    c.runs.push_back(p.valid ? p.value : std::nan(""));
+    if (p.valid) {
+      v.push_back(p.value);
+      own.push_back(p.estimate());
+    } else if (why.empty()) {
+      why = p.note;
+    }
+  }
+  if (v.empty()) {
+    c.param = Param::invalid(why.empty() ? "no run produced this parameter" : why);
+    double bound = -INFINITY;
+    for (const auto& p : per_run)
+      if (std::isfinite(p.upper_bound)) bound = std::max(bound, p.upper_bound);
+    if (std::isfinite(bound)) c.param.upper_bound = bound;  // the loosest of the runs' bounds
+    c.min = c.max = std::nan("");
+    return c;
+  }
+  const Estimate between = mean_ci95(v);  // the runs' scatter
+  const Estimate within = mean_of_independent(own);  // the runs' own intervals
+  c.min = *std::min_element(v.begin(), v.end());
+  c.max = *std::max_element(v.begin(), v.end());
+  double ci = within.ci95;
+  std::string how;  // how the runs computed their own intervals, when they said
+  for (const auto& p : per_run)
+    if (p.valid && !p.ci_method.empty()) how = p.ci_method;
+  c.ci_method = how.empty() ? "propagated within the run" : how;
+  if (v.size() >= 2) {
+    if (between.ci95 > ci) {
+      ci = between.ci95;
+      c.ci_method = "Student-t over " + std::to_string(v.size()) + " runs";
+    } else {
+      c.ci_method = (how.empty() ? std::string("propagated within runs") : how) + " (exceeds the between-run interval)";
+    }
+  }
+  c.param.value = c.param.raw = between.value;
+  c.param.ci95 = ci;
+  c.param.valid = true;
+  if (v.size() < per_run.size())
+    c.param.note = std::to_string(per_run.size() - v.size()) + " of " + std::to_string(per_run.size()) +
+                   " runs gave no value: " + why;
+  return c;
+}
+
+void to_json(nlohmann::json& j, const Combined& c) {
+  to_json(j, c.param);
+  if (!c.param.valid) return;
+  nlohmann::json runs = nlohmann::json::array();
+  for (double x : c.runs) runs.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr));
+  j["runs_ns"] = runs;
+  j["spread_ns"] = {{"min", c.min}, {"max", c.max}};
+  j["ci_method"] = c.ci_method;
+}
+
+Estimate mean_of_independent(const std::vector<Estimate>& v) {
+  if (v.empty()) return {};
+  double s = 0, var = 0;
+  for (const auto& e : v) {
+    s += e.value;
+    var += e.ci95 * e.ci95;
+  }
+  const double n = static_cast<double>(v.size());
+  return {s / n, std::sqrt(var) / n};
+}
+
+Estimate difference(const Estimate& a, const Estimate& b) { return {b.value - a.value, std::hypot(a.ci95, b.ci95)}; }
+
+Estimate ratio(const Estimate& a, const Estimate& b) {
+  if (!(a.value > 0 && b.value > 0)) return {};
+  const double r = a.value / b.value;
+  return {r, r * std::hypot(a.ci95 / a.value, b.ci95 / b.value)};
+}
+
+Agreement agree(const Estimate& a, const Estimate& b, const AgreeRule& rule) {
+  Agreement r;
+  r.difference = std::fabs(b.value - a.value);
+  const double intervals = rule.intervals == Intervals::sum ? a.ci95 + b.ci95 : std::hypot(a.ci95, b.ci95);
+  const double share = rule.relative > 0 ? rule.relative * rule.of : NAN;
+  r.allowed = std::isnan(intervals) ? share : std::isnan(share) ? intervals : std::max(share, intervals);
+  r.agree = !(r.difference > r.allowed);
+  return r;
+}
+
+bool at_least(const Estimate& a, const Estimate& b) { return a.value + a.ci95 + b.ci95 >= b.value; }
+
+}  // namespace logpb::analysis
