@@ -1,4 +1,4 @@
-#include "logpc.hpp"
+#include "analysis/logpc.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -198,6 +198,153 @@ OneToK one_to_k(const LogGP& p, int K) {
   if (std::isnan(p.g) || std::isnan(p.o_s + p.o_r)) r.g_k = kNaN;
   r.gain = r.g_k / r.g_k;
   return r;
+}
+
+
+// ---- a measured run's predictions ----------------------------------------------------------------------
+
+using json = nlohmann::json;
+
+double Setting::occupancy(double b) const { return std::ceil(b / flit_bytes) * flit_bytes * channel; }
+double Setting::s() const { return channel_known() ? occupancy(bytes) : kNaN; }
+
+json predicted(const RunParameters& in, const std::function<double(const LogGP&)>& f, double scale) {
+  const double v = f(in.loggp());
+  if (!std::isfinite(v)) {
+    std::string why;
+    for (int i = 0; i < 5; ++i)  // the missing ones this prediction depends on
+      if (std::isnan(in.v[i])) {
+        RunParameters probe = in;
+        probe.v[i] = 1;  // any finite value: does the prediction exist then?
+        if (std::isfinite(f(probe.loggp())))
+          why += std::string(why.empty() ? "" : ", ") + kParameterKeys[i] + " missing (" + in.why[i] + ")";
+      }
+    if (why.empty()) why = std::isinf(v) ? "saturated: no finite value" : "needs parameters this run lacks";
+    return {{"value_ns", nullptr}, {"ci95_ns", nullptr}, {"error", why}};
+  }
+  double sum = 0;
+  bool partial = false;
+  for (int i = 0; i < 5; ++i) {
+    if (std::isnan(in.v[i])) continue;
+    if (std::isnan(in.ci[i])) {
+      RunParameters probe = in;
+      probe.v[i] *= 1.001;
+      if (f(probe.loggp()) != v) partial = true;
+      continue;
+    }
+    RunParameters probe = in;
+    probe.v[i] += in.ci[i];
+    const double d = f(probe.loggp()) - v;
+    if (std::isfinite(d)) sum += d * d;
+  }
+  json j = {{"value_ns", v * scale}, {"ci95_ns", std::sqrt(sum) * scale}};
+  if (partial) j["ci_note"] = "omits a parameter given without an interval";
+  return j;
+}
+
+namespace {
+json finite_or_null(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
+
+json synchronous(const RunParameters& in, const Setting& st) {
+  const double sv = st.s();
+  auto sync = [&](const LogGP& p) { return sync_all_to_all(p, st.net, sv); };
+  const auto r = sync(in.loggp());
+  json j = {{"logp", predicted(in, [&](const LogGP& p) { return sync(p).logp; })},
+            {"C_r", predicted(in, [&](const LogGP& p) { return sync(p).C_r; })},
+            {"lopc", predicted(in, [&](const LogGP& p) { return sync(p).lopc; })},
+            {"C_n", predicted(in, [&](const LogGP& p) { return sync(p).C_n; })},
+            {"logpc", predicted(in, [&](const LogGP& p) { return sync(p).logpc; })},
+            {"injection_per_us", std::isfinite(r.fp.m_c) ? json(r.fp.m_c * 1e3) : json(nullptr)},
+            {"rho", finite_or_null(r.fp.rho)},
+            {"converged", r.fp.converged}, {"iterations", r.fp.iterations},
+            {"formula", "LogP 2(o_s+L+o_r); LoPC + C_r, C_r = o_r+o_s (the paper's approximation of LoPC, no MVA); "
+                        "LoGPC + 2 C_n, C_n from eq. 7 closed with 2 messages and 2 C_n per iteration"}};
+  if (!r.fp.note.empty()) j["note"] = r.fp.note;
+  return j;
+}
+
+json asynchronous(const RunParameters& in, const Setting& st) {
+  const double sv = st.s();
+  auto async = [&](const LogGP& p) { return async_all_to_all(p, st.net, sv); };
+  const auto r = async(in.loggp());
+  json j = {{"logp", predicted(in, [&](const LogGP& p) { return async(p).logp; })},
+            {"logpc", predicted(in, [&](const LogGP& p) { return async(p).logpc; })},
+            {"C_n", predicted(in, [&](const LogGP& p) { return async(p).C_n; })},
+            {"saturated", r.saturated},
+            {"rho", finite_or_null(r.open.rho)},
+            {"formula", "LogP max(g, o_s+o_r) per message; LoGPC the same, C_n (open model, m = 1/that) is added latency, "
+                        "unless the open rate saturates the network: then the closed fixed point, sends block"}};
+  if (r.saturated) j["note"] = r.open.note;
+  return j;
+}
+
+json long_messages(const RunParameters& in, const Setting& st) {
+  auto lng = [&](const LogGP& p) { return long_all_to_all(p, st.net, st.bytes, st.channel_known() ? st.channel : kNaN); };
+  const auto r = lng(in.loggp());
+  return {{"bytes", st.bytes},
+          {"T", predicted(in, [&](const LogGP& p) { return lng(p).T; })},
+          {"T_c", predicted(in, [&](const LogGP& p) { return lng(p).T_c; })},
+          {"ratio", finite_or_null(r.ratio)},
+          {"formula", "T = 2 B G (section 5.1.3); T_c = 1/m_c of eq. 13; T_c/T is eq. 14's bound"}};
+}
+}  // namespace
+
+json all_to_all_predictions(const RunParameters& in, const Setting& st) {
+  return {{"synchronous", synchronous(in, st)}, {"asynchronous", asynchronous(in, st)}, {"long_message", long_messages(in, st)}};
+}
+
+json k_to_one_predictions(const RunParameters& in, int kmax) {
+  json kto = json::array();
+  for (int K = 1; K <= kmax; ++K) {
+    const auto r = k_to_one(in.loggp(), K);
+    kto.push_back({{"k", K},
+                   {"logp", {{"g", predicted(in, [&](const LogGP& p) { return k_to_one(p, K).g_k; })},
+                             {"ratio", finite_or_null(r.ratio)},
+                             {"replier_bound", r.replier_bound}}},
+                   {"logpc", {{"g", predicted(in, [&](const LogGP& p) { return k_to_one(p, K).g_k; })},
+                              {"queueing", predicted(in, [&](const LogGP& p) { return k_to_one(p, K).queueing; })}}}});
+  }
+  return kto;
+}
+
+json one_to_k_predictions(const RunParameters& in, int kmax) {
+  json otk = json::array();
+  for (int K = 1; K <= kmax; ++K)
+    otk.push_back({{"k", K}, {"g", predicted(in, [&](const LogGP& p) { return one_to_k(p, K).g_k; })},
+                   {"gain", std::isfinite(one_to_k(in.loggp(), K).gain) ? json(1.0) : json(nullptr)}});
+  return otk;
+}
+
+const char* const kKToOneFormula =
+    "LogP: g(K) = max(g1, K max(g, o_r+o_s)), g1 = max(g, o_s+o_r): ratio K once the replier binds (Culler 3.5). "
+    "LoGPC adds no gap (an endpoint hot spot, not uniform network traffic); it adds queueing latency (K-1) max(g, o_r+o_s)";
+
+json all_to_all_by_bytes(const RunParameters& in, const Setting& st) {
+  json curve = json::array();
+  for (double b = 8; b <= 65536; b *= 2) {
+    const double sb = st.channel_known() ? st.occupancy(b) : kNaN;
+    const auto sy = sync_all_to_all(in.loggp(), st.net, sb);
+    const auto as = async_all_to_all(in.loggp(), st.net, sb);
+    const auto lg = long_all_to_all(in.loggp(), st.net, b, st.channel_known() ? st.channel : kNaN);
+    curve.push_back({{"bytes", b}, {"sync_logp_ns", finite_or_null(sy.logp)}, {"sync_lopc_ns", finite_or_null(sy.lopc)},
+                     {"sync_logpc_ns", finite_or_null(sy.logpc)}, {"async_logp_ns", finite_or_null(as.logp)},
+                     {"async_logpc_ns", finite_or_null(as.logpc)}, {"long_T_ns", finite_or_null(lg.T)},
+                     {"long_T_c_ns", finite_or_null(lg.T_c)}});
+  }
+  return curve;
+}
+
+void predict_k_to_one_row(const RunParameters& in, int K, json& row) {
+  row["predicted_g"] = predicted(in, [&](const LogGP& q) { return k_to_one(q, K).g_k; });
+  const json& g = row["predicted_g"];
+  const bool has = g.is_object() && g.contains("value_ns") && !g["value_ns"].is_null();
+  row["predicted_ratio"] = has ? json(k_to_one(in.loggp(), K).ratio) : json(nullptr);
+  row["expected_ratio_logp"] = K;
+}
+
+void predict_one_to_k_row(const RunParameters& in, int K, json& row) {
+  row["predicted_g"] = predicted(in, [&](const LogGP& q) { return one_to_k(q, K).g_k; });
+  row["predicted_gain"] = 1.0;
 }
 
 }  // namespace logpb::analysis::logpc

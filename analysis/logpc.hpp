@@ -11,7 +11,11 @@
 // cycle, which the paper leaves unstated, are the caller's choice and are recorded by it.
 #pragma once
 
+#include <functional>
+#include <limits>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 namespace logpb::analysis::logpc {
 
@@ -134,5 +138,49 @@ struct OneToK {
   double g_k = 0, gain = 0;
 };
 OneToK one_to_k(const LogGP& p, int K);
+
+
+// ---- a measured run's predictions (logpbench model) -----------------------------------------------------
+// The run's LogGP parameters in kParameterKeys' order, each with its 95% half-width; NaN when the run lacks
+// the parameter (why[] says why) or gives no interval.
+inline constexpr const char* kParameterKeys[5] = {"o_s", "o_r", "L", "g", "G"};
+struct RunParameters {
+  static constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+  double v[5] = {kNaN, kNaN, kNaN, kNaN, kNaN};
+  double ci[5] = {kNaN, kNaN, kNaN, kNaN, kNaN};
+  std::string why[5];
+  LogGP loggp() const { return {v[0], v[1], v[2], v[3], v[4]}; }
+};
+
+// The network and the message the model assumes: P ranks, B-byte messages cut into flits, and the time a
+// byte holds a channel (`channel`, meaningful when have_channel; a crossbar never needs one).
+struct Setting {
+  Network net;
+  int ranks = 0;
+  double bytes = 0, flit_bytes = 1, channel = 0;
+  bool have_channel = false;
+  bool channel_known() const { return have_channel || net.topology == "crossbar"; }
+  // The channel time of a b-byte message in whole flits (the paper's s).
+  double occupancy(double b) const;
+  // occupancy(bytes), NaN without a channel time.
+  double s() const;
+};
+
+// A prediction as {value_ns, ci95_ns}: the parameters' 95% half-widths propagated one at a time (finite
+// differences, in quadrature: the parameters come from different fits); null with the reason when a
+// parameter it needs is missing.
+nlohmann::json predicted(const RunParameters& in, const std::function<double(const LogGP&)>& f, double scale = 1);
+
+// Sections 5.1.1-5.1.3 for the setting: {synchronous, asynchronous, long_message}.
+nlohmann::json all_to_all_predictions(const RunParameters& in, const Setting& st);
+// Culler et al. 3.5 for K = 1 .. kmax.
+nlohmann::json k_to_one_predictions(const RunParameters& in, int kmax);
+nlohmann::json one_to_k_predictions(const RunParameters& in, int kmax);
+extern const char* const kKToOneFormula;
+// The all-to-all costs over message sizes 8 B .. 64 KiB (the paper's Figs. 6 and 9 draw against size).
+nlohmann::json all_to_all_by_bytes(const RunParameters& in, const Setting& st);
+// A measured K's row of a k-to-one or one-to-k run gets the prediction for that K.
+void predict_k_to_one_row(const RunParameters& in, int K, nlohmann::json& row);
+void predict_one_to_k_row(const RunParameters& in, int K, nlohmann::json& row);
 
 }  // namespace logpb::analysis::logpc

@@ -133,6 +133,135 @@ void run_transport(Job& job) {
   throw std::logic_error("--transport " + t + " does not run as a job yet");
 }
 
+// The mode (launched when a launcher's variables are set and no mode was given), and in a local job every
+// rank's core checked before the fork: one clear error, not a child's.
+void settle_mode(Options& o) {
+  if (!o.mode_given && detect_launcher()) o.mode = "launched";
+  if (o.mode == "local" && o.reflector) o.ranks = 1;  // the peer is a reflector, not a rank
+  if (o.mode == "local")
+    for (int r = 0; r < o.ranks; ++r) check_cpu(choose_core(o, r, r, o.ranks), r == 0 ? "--cpu" : (o.cpus.empty() ? "--peer-cpu" : "--cpus"));
+}
+
+// A link-level method measures one pair; a job-level method checks the size itself.
+void check_job_size(const Options& o, int n) {
+  bool job_level = false;
+  with_method(o.bench, [&]<class M>() {
+    if constexpr (M::scope == Scope::job) {
+      job_level = true;
+      M::check_size(n);
+    }
+  });
+  if (!job_level && n != 2 && !(n == 1 && o.reflector))
+    throw UsageError("--bench " + o.bench + " measures one pair: run 2 ranks (this job has " + std::to_string(n) +
+                     "), or a method of the whole job (e.g. --bench pairs)");
+}
+
+// What one allgather settles: the leader's settings (the others adopt them) and every rank's host.
+struct Agreed {
+  std::uint32_t session = 0;
+  std::string host;                     // this rank's
+  std::map<std::string, int> per_host;  // ranks on each host
+  int host_rank = 0;                    // this rank's index among the ranks of its host
+};
+
+Agreed agree(Options& o, Ranks& ranks, int leader) {
+  const int n = ranks.size();
+  const std::uint32_t session = new_session();
+  nlohmann::json mine = {{"host", ranks.placement(-1).at("host")}};
+  if (ranks.rank() == leader) mine["agreement"] = agreement(o, session);
+  const nlohmann::json all = ranks.allgather(mine);
+  const nlohmann::json& a = all.at(static_cast<std::size_t>(leader)).at("agreement");
+  if (ranks.rank() != leader) apply_agreement(o, a, leader);
+  Agreed g;
+  g.session = a.at("session").get<std::uint32_t>();
+  g.host = mine["host"].get<std::string>();
+  for (int r = 0; r < n; ++r) {
+    const auto h = all[static_cast<std::size_t>(r)].at("host").get<std::string>();
+    if (r == ranks.rank()) g.host_rank = g.per_host[h];
+    ++g.per_host[h];
+  }
+  return g;
+}
+
+// Ranks on one core measure it in turns, not each other: this rank's turn, and the most any core needs.
+struct CoreSharing {
+  bool shared = false;
+  int turn = 0, turns = 1;
+};
+
+CoreSharing share_cores(Ranks& ranks, const std::string& host, int cpu) {
+  const nlohmann::json cores = ranks.allgather({{"host", host}, {"cpu", cpu}});
+  CoreSharing cs;
+  std::map<std::pair<std::string, int>, int> used;
+  for (int r = 0; r < ranks.size(); ++r) {
+    const auto& c = cores[static_cast<std::size_t>(r)];
+    const int k = used[{c.at("host").get<std::string>(), c.at("cpu").get<int>()}]++;
+    if (k > 0) cs.shared = true;
+    if (r == ranks.rank()) cs.turn = k;
+    cs.turns = std::max(cs.turns, k + 1);
+  }
+  return cs;
+}
+
+void take_turns(Ranks& ranks, const CoreSharing& cs, const std::function<void()>& on_pinned) {
+  for (int t = 0; t < cs.turns; ++t) {
+    if (t == cs.turn) on_pinned();
+    if (cs.turns > 1) ranks.barrier();
+  }
+}
+
+// Ranks that share cores are fit for timing only on an emulated NI that sleeps through parameters of
+// milliseconds (shm/emulation.hpp, wait): each rank then needs its core for microseconds per millisecond.
+struct Fitness {
+  bool sleeps = false, fit = true;
+};
+
+Fitness fitness_for_timing(const Emulation& em, bool shared) {
+  double smallest = 1e300;
+  for (double v : {em.o_s_ns, em.o_r_ns, em.g_ns, em.L_ns, em.handler_ns})
+    if (v > 0) smallest = std::min(smallest, v);
+  Fitness f;
+  f.sleeps = em.enabled && (em.waiting == "sleep" || (em.waiting == "auto" && shared));
+  f.fit = !shared || (f.sleeps && smallest >= 1e6);
+  return f;
+}
+
+// Warns about shared cores, and (leader) records the job in meta.job.
+void announce_job(Job& job, const Fitness& f, std::size_t hosts) {
+  const int n = job.ranks.size();
+  const bool shared = job.oversubscribed;
+  if (shared && !f.fit && job.leader())
+    std::fprintf(stderr, "logpbench: warning: %d ranks share cores on one host: waits yield the core, and the "
+                         "figures are unfit for timing (recorded in meta.job)\n", n);
+  else if (shared && job.leader())
+    std::fprintf(stderr, "logpbench: %d ranks share cores; the emulated NI sleeps through its millisecond "
+                         "parameters, so each rank needs its core only briefly (recorded in meta.job)\n", n);
+  if (!job.leader()) return;
+  auto& doc = job.doc;
+  doc.j["meta"]["job"] = {{"launcher", job.ranks.launcher()},
+                          {"mode", job.o.mode},
+                          {"size", n},
+                          {"leader_rank", job.leader_rank},
+                          {"hosts", hosts},
+                          {"oversubscribed", shared},
+                          {"fit_for_timing", f.fit},
+                          {"waiting", f.sleeps ? "the emulated NI sleeps: overheads slept, idle ranks wait on a doorbell"
+                                      : shared ? "yields the core when idle (ranks share cores)" : "busy polling"}};
+  if (!doc.j.contains("checks")) doc.j["checks"] = nlohmann::json::array();
+}
+
+// The job's own check, after the methods rebuilt theirs.
+void check_own_cores(ResultsDoc& doc, bool shared, bool fit, int n) {
+  if (!doc.j.contains("checks")) doc.j["checks"] = nlohmann::json::array();
+  const std::string detail =
+      !shared ? "each rank pinned to its own core"
+      : fit   ? std::to_string(n) + " ranks on fewer cores, on an emulated NI that sleeps through parameters of a "
+                "millisecond or more: each rank needs its core for microseconds per millisecond, so sharing does not "
+                "bend the emulated figures"
+              : std::to_string(n) + " ranks on fewer cores: a functional run, unfit for timing";
+  doc.j["checks"].push_back({{"name", "every rank had a core of its own"}, {"ok", fit}, {"detail", detail}});
+}
+
 }  // namespace
 
 Role role_of(const Job& job) {
@@ -147,10 +276,7 @@ Role role_of(const Job& job) {
 
 void run_job_main(Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress, RankKind& kind,
                   const std::function<void()>& on_pinned) {
-  if (!o.mode_given && detect_launcher()) o.mode = "launched";
-  if (o.mode == "local" && o.reflector) o.ranks = 1;  // the peer is a reflector, not a rank
-  if (o.mode == "local")  // every rank's core checked before the fork: one clear error, not a child's
-    for (int r = 0; r < o.ranks; ++r) check_cpu(choose_core(o, r, r, o.ranks), r == 0 ? "--cpu" : (o.cpus.empty() ? "--peer-cpu" : "--cpus"));
+  settle_mode(o);
   Ranks ranks = make_ranks(o);
   const int leader = o.mode == "server" || o.mode == "client" ? 1 : 0;
   kind = ranks.rank() == leader ? RankKind::leader : (o.mode == "local" ? RankKind::local_child : RankKind::member);
@@ -159,93 +285,23 @@ void run_job_main(Options& o, const Clock& clock, ResultsDoc& doc, Progress& pro
   Children children{ranks, false, o.timeout_s + 5};
   try {
     const int n = ranks.size();
-    bool job_level = false;
-    with_method(o.bench, [&]<class M>() {
-      if constexpr (M::scope == Scope::job) {
-        job_level = true;
-        M::check_size(n);
-      }
-    });
-    if (!job_level && n != 2 && !(n == 1 && o.reflector))
-      throw UsageError("--bench " + o.bench + " measures one pair: run 2 ranks (this job has " + std::to_string(n) +
-                       "), or a method of the whole job (e.g. --bench pairs)");
-
-    // The settings, the hosts and cores: one allgather.
-    const std::uint32_t session = new_session();
-    nlohmann::json mine = {{"host", ranks.placement(-1).at("host")}};
-    if (ranks.rank() == leader) mine["agreement"] = agreement(o, session);
-    const nlohmann::json all = ranks.allgather(mine);
-    const nlohmann::json& a = all.at(static_cast<std::size_t>(leader)).at("agreement");
-    if (ranks.rank() != leader) apply_agreement(o, a, leader);
-    std::map<std::string, int> per_host;
-    int host_rank = 0;
-    for (int r = 0; r < n; ++r) {
-      const auto h = all[static_cast<std::size_t>(r)].at("host").get<std::string>();
-      if (r == ranks.rank()) host_rank = per_host[h];
-      ++per_host[h];
-    }
-    o.cpu = choose_core(o, ranks.rank(), host_rank, n);
+    check_job_size(o, n);
+    const Agreed agreed = agree(o, ranks, leader);
+    o.cpu = choose_core(o, ranks.rank(), agreed.host_rank, n);
     pin_to_cpu(o.cpu, "--cpu/--cpus");
-    const nlohmann::json cores = ranks.allgather({{"host", mine["host"]}, {"cpu", o.cpu}});
-    bool shared = false;
-    std::map<std::pair<std::string, int>, int> used;
-    int turn = 0, turns = 1;  // ranks sharing a core measure it in turns, not each other
-    for (int r = 0; r < n; ++r) {
-      const auto& c = cores[static_cast<std::size_t>(r)];
-      const int k = used[{c.at("host").get<std::string>(), c.at("cpu").get<int>()}]++;
-      if (k > 0) shared = true;
-      if (r == ranks.rank()) turn = k;
-      turns = std::max(turns, k + 1);
-    }
-    for (int t = 0; t < turns; ++t) {
-      if (t == turn) on_pinned();
-      if (turns > 1) ranks.barrier();
-    }
-    // Ranks that share cores are fit for timing only on an emulated NI that sleeps through parameters of
-    // milliseconds (shm/emulation.hpp, wait): each rank then needs its core for microseconds per millisecond.
-    const Emulation& em = o.emulation;
-    double smallest = 1e300;
-    for (double v : {em.o_s_ns, em.o_r_ns, em.g_ns, em.L_ns, em.handler_ns})
-      if (v > 0) smallest = std::min(smallest, v);
-    const bool sleeps = em.enabled && (em.waiting == "sleep" || (em.waiting == "auto" && shared));
-    const bool fit = !shared || (sleeps && smallest >= 1e6);
+    const CoreSharing cores = share_cores(ranks, agreed.host, o.cpu);
+    take_turns(ranks, cores, on_pinned);
+    const Fitness fitness = fitness_for_timing(o.emulation, cores.shared);
 
     Job job{ranks, o, clock, doc, progress};
-    job.session = a.at("session").get<std::uint32_t>();
-    job.one_host = per_host.size() == 1;
-    job.oversubscribed = shared;
-    job.fit_for_timing = fit;
+    job.session = agreed.session;
+    job.one_host = agreed.per_host.size() == 1;
+    job.oversubscribed = cores.shared;
+    job.fit_for_timing = fitness.fit;
     job.leader_rank = leader;
-    if (shared && !fit && job.leader())
-      std::fprintf(stderr, "logpbench: warning: %d ranks share cores on one host: waits yield the core, and the "
-                           "figures are unfit for timing (recorded in meta.job)\n", n);
-    else if (shared && job.leader())
-      std::fprintf(stderr, "logpbench: %d ranks share cores; the emulated NI sleeps through its millisecond "
-                           "parameters, so each rank needs its core only briefly (recorded in meta.job)\n", n);
-    if (job.leader()) {
-      doc.j["meta"]["job"] = {{"launcher", ranks.launcher()},
-                              {"mode", o.mode},
-                              {"size", n},
-                              {"leader_rank", leader},
-                              {"hosts", per_host.size()},
-                              {"oversubscribed", shared},
-                              {"fit_for_timing", fit},
-                              {"waiting", sleeps ? "the emulated NI sleeps: overheads slept, idle ranks wait on a doorbell"
-                                          : shared ? "yields the core when idle (ranks share cores)" : "busy polling"}};
-      if (!doc.j.contains("checks")) doc.j["checks"] = nlohmann::json::array();
-    }
+    announce_job(job, fitness, agreed.per_host.size());
     run_transport(job);
-    if (job.leader()) {
-      // Methods rebuild their checks; the job's own goes last.
-      if (!doc.j.contains("checks")) doc.j["checks"] = nlohmann::json::array();
-      const std::string detail =
-          !shared ? "each rank pinned to its own core"
-          : fit   ? std::to_string(n) + " ranks on fewer cores, on an emulated NI that sleeps through parameters of a "
-                    "millisecond or more: each rank needs its core for microseconds per millisecond, so sharing does not "
-                    "bend the emulated figures"
-                  : std::to_string(n) + " ranks on fewer cores: a functional run, unfit for timing";
-      doc.j["checks"].push_back({{"name", "every rank had a core of its own"}, {"ok", fit}, {"detail", detail}});
-    }
+    if (job.leader()) check_own_cores(doc, cores.shared, fitness.fit, n);
     children.ok = true;
   } catch (const Interrupted&) {
     ranks.abort("interrupted");

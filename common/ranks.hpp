@@ -33,7 +33,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bootstrap.hpp"
+#include "common/bootstrap.hpp"
 
 namespace logpb {
 
@@ -200,6 +200,9 @@ class Ranks {
   nlohmann::json member_exchange(const char* op, const nlohmann::json& mine, bool expect_reply_only);
   [[noreturn]] void fail(const std::string& why, int dead_rank);
   void throw_if_broken() const;
+  // A member whose hello rank 0 (at `host`, process `pid`) welcomed over `ch`: tcp_member, from_launcher.
+  static Ranks joined_member(Channel ch, const std::string& host, long pid, int rank, int size, double timeout_s,
+                             const std::string& job_key);
 
   int rank_ = 0;
   int size_ = 1;

@@ -408,6 +408,15 @@ class Transport {
   // stashed: then src is kStashed). src is the frame's source rank when it was taken in sequence.
   static constexpr int kStashed = -2, kStashFull = -3;
   const am::Frame* accept(rte_mbuf* m, bool again, int& src);
+  // accept()'s steps, in the order it takes them (dpdk/transport.cpp).
+  [[gnu::always_inline]] inline Peer* admit(rte_mbuf* m, const std::uint8_t* b, bool again, WireHdr& h) noexcept;
+  [[gnu::always_inline]] inline void drop_behind(Peer& p, std::int32_t ahead) noexcept;
+  [[gnu::always_inline]] inline void stash_ahead(rte_mbuf* m, Peer& p, const WireHdr& h, int& src) noexcept;
+  [[gnu::always_inline]] inline void take_in_sequence(Peer& p, const WireHdr& h, std::int32_t ahead, bool again,
+                                                       int& src) noexcept;
+  [[gnu::always_inline]] inline void store_chunk(Peer& p, const WireHdr& h, const std::uint8_t* body) noexcept;
+  [[gnu::always_inline]] inline void take_get_request(Peer& p, const WireHdr& h, const std::uint8_t* body);
+  [[gnu::always_inline]] inline const am::Frame* take_am(Peer& p, const WireHdr& h, const std::uint8_t* body) noexcept;
   // The stashed frame that comes next: from `src` the one its stream expects (or none), or with src -1
   // the oldest of any stream (or none).
   rte_mbuf* unstash(int src) noexcept;
