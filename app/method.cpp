@@ -1,7 +1,6 @@
 #include "app/method.hpp"
 
 #include "app/all_methods.hpp"
-#include "app/options.hpp"
 #include "common/errors.hpp"
 
 namespace logpb::app {
@@ -17,6 +16,8 @@ MethodInfo info_of() {
   i.needs = M::needs;
   i.scope = M::scope;
   if constexpr (requires { M::default_sizes; }) i.default_sizes = M::default_sizes;
+  if constexpr (requires { M::takes; }) i.takes = M::takes;
+  if constexpr (requires(const Given& g, Options& o) { M::budgets(g, o); }) i.budgets = &M::budgets;
   if constexpr (requires(std::FILE* f, const nlohmann::json& j) { M::print(f, j); }) i.print = &M::print;
   if constexpr (requires { M::options; }) i.options = M::options;
   if constexpr (requires(const Options& o) { M::check(o); }) i.check = &M::check;

@@ -19,6 +19,9 @@
 //                                   // options (--NAME VALUE), kept as strings in Options::method_args, agreed
 //                                   // by every rank and recorded in meta.flags
 //   static void check(const Options&);                          // optional: validates them (UsageError)
+//   static constexpr Takes takes;                               // optional: which shared options it takes
+//   static void budgets(const Given&, Options&);                // optional: a method that sets its own
+//                                   // budgets refuses the options it sets and may give others defaults
 // The timed loops stay in common/methods/, the analysis in analysis/; the descriptor binds them to the
 // command line. --runs repeats run() in the one loop of bench_runner.hpp, for every method.
 //
@@ -72,7 +75,18 @@ struct Needs {
 
 enum class Scope { link, job };
 
+// Which options shared by several methods a method takes, so the command line asks the method, never
+// its name.
+struct Takes {
+  bool size_sweep = false;  // runs over a list of sizes (-a, --sizes) even without default sizes
+  bool one_size = false;    // -s is its one size, so -s and --sizes contradict each other
+  bool tx_burst = false;    // measures a rate, so a stream's sends may reach the NI together (--tx-burst)
+  bool ud = false;          // small AMs only, so it runs over an unreliable datagram QP (--ud)
+};
+
 struct Options;
+// Whether the user gave an option (by its name on the command line), not just its default.
+using Given = std::function<bool(const char*)>;
 
 // One option a method owns: --NAME VALUE on the command line, its default given as text.
 struct MethodOption {
@@ -95,6 +109,8 @@ struct MethodInfo {
   Needs needs;
   Scope scope = Scope::link;
   std::vector<std::uint32_t> default_sizes;  // empty: the method is not run over a list of sizes
+  Takes takes;
+  void (*budgets)(const Given&, Options&) = nullptr;  // sets its own budgets
   void (*print)(std::FILE*, const nlohmann::json& doc) = nullptr;
   std::vector<MethodOption> options;           // the method's own options
   void (*check)(const Options&) = nullptr;     // validates them

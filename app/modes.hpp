@@ -5,6 +5,7 @@
 #include "app/options.hpp"
 #include "app/progress.hpp"
 #include "common/clock.hpp"
+#include "common/cpu.hpp"
 
 namespace logpb::app {
 
@@ -13,10 +14,5 @@ void run_shm(Job& job);    // app/shm_modes.cpp
 void run_verbs(Job& job);  // app/verbs_modes.cpp
 void run_dpdk(Job& job);   // app/dpdk_modes.cpp
 void run_mpi(Job& job);    // app/mpi_modes.cpp
-
-// Pins the calling thread to `cpu`; throws UsageError naming the cores that exist.
-void pin_to_cpu(int cpu, const char* what);
-// Throws that UsageError without pinning.
-void check_cpu(int cpu, const char* what);
 
 }  // namespace logpb::app

@@ -11,13 +11,18 @@
 
 #include <nlohmann/json.hpp>
 
-#include "shm/emulation.hpp"
 #include "common/errors.hpp"
 #include "common/stats.hpp"
+#include "dpdk/options.hpp"
+#include "mpi/options.hpp"
+#include "shm/options.hpp"
+#include "verbs/options.hpp"
 
 namespace logpb::app {
 
-struct Options {
+// The whole command line: the job's and the methods' options here, each transport's in its own part
+// (<transport>/options.hpp, which also gives its --help section and its checks).
+struct Options : shm::CliOptions, verbs::CliOptions, dpdk::CliOptions, mpi::CliOptions {
   std::string mode = "local";  // local | server | client | launched (mpirun/srun, no mode given)
   bool mode_given = false;     // the user named a mode (otherwise a launcher's environment makes it "launched")
   int ranks = 2;               // local: processes of the job (-N)
@@ -27,8 +32,6 @@ struct Options {
   std::string host;            // client: the server's address
   std::string transport = "shm";
   std::string bench = "signature";
-  std::string emulate_spec;
-  Emulation emulation;
   std::string json_path;
   std::string csv_path;  // --csv: the run's table(s) as CSV (app/table.hpp)
   int cpu = 0;       // this process's core (local: the client)
@@ -45,7 +48,6 @@ struct Options {
   std::vector<double> deltas_ns;  // empty: automatic
   std::vector<double> delta_factors{0.5, 1, 2, 4};
   int window = 32;
-  int ring = 1024;
   int credits = 256;  // one-way requests in flight (the NI's queues may allow fewer)
   std::uint32_t segment_bytes = 1 << 20;
   StopRule rule;
@@ -58,29 +60,6 @@ struct Options {
   double timeout_s = 10;
   double connect_timeout_s = 30;
   bool allow_variant_tsc = false;
-  double loss_timeout_s = -1;  // -1: the transport's default (0 for shm, which never loses)
-  // verbs
-  std::string ib_dev;
-  int ib_port = 1;
-  int gid_index = -1;  // -1: auto
-  int inline_bytes = 64, signal_every = 16, recv_batch = 32, sq_depth = 256, rq_depth = 512, ib_mtu = 0;
-  bool event_mode = false;
-  bool ud = false;
-  // DPDK
-  std::string eal;             // EAL arguments, split on spaces
-  int dpdk_port = -1;
-  int burst = 32, tx_burst = 1, rx_ring = 1024, tx_ring = 1024, mtu = 0;
-  double drop_rate = 0;
-  double dup_rate = 0, reorder_rate = 0;
-  bool no_huge = false;
-  bool reflector = false;
-  double link_timeout_s = 10;
-  // MPI
-  std::string mpi_bulk = "send";  // send (two-sided) | put (one-sided): mpi/transport.hpp
-  std::string mpi_send = "isend", mpi_recv = "irecv";  // LogP/MPI's send and receive modes
-  int mpi_inline = 4096;  // payload bytes sent inside the frame's message
-  std::string mpi_settings = "on";  // read the library's settings through MPI_T into meta.mpi
-  int mpi_ring = 256, mpi_pool = 64;
   bool quiet = false;
   bool raw = false;
   // The methods' own options (MethodOption in app/method.hpp), by name, as text: every method's, with its

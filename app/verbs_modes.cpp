@@ -14,37 +14,13 @@
 namespace logpb::app {
 namespace {
 
-verbs::DeviceOptions device_options(const Options& o) {
-  verbs::DeviceOptions d;
-  d.device = o.ib_dev;
-  d.port = o.ib_port;
-  d.gid_index = o.gid_index;
-  d.segment_bytes = o.segment_bytes;
-  // Only runs with a get let peers read the segment (the same on every rank: the bench is agreed).
-  d.remote_read = run_needs(o.bench, o.method_args).get;  // the method registry says who reads remotely
-  d.sq_depth = o.sq_depth;
-  d.rq_depth = o.rq_depth;
-  d.recv_batch = o.recv_batch;
-  d.inline_bytes = o.inline_bytes;
-  d.mtu = o.ib_mtu;
-  d.events = o.event_mode;
-  d.ud = o.ud;
-  return d;
-}
-
-verbs::TransportOptions transport_options(const Options& o) {
-  verbs::TransportOptions t;
-  t.signal_every = o.signal_every;
-  return t;
-}
-
-// UD may drop datagrams: re-measure after 50 ms of silence. RC retransmits, so it never loses one.
-double loss_timeout(const Options& o) { return o.ud ? 0.05 : 0; }
-
 template <class T>
 void run_as(Job& job) {
-  auto t = verbs::connect<T>(job.ranks, device_options(job.o), transport_options(job.o));
-  run_job(job, *t, loss_timeout(job.o), numa_placement(job.o.cpu, t->context().numa_node()));
+  const verbs::CliOptions& v = job.o;
+  // Only runs with a get let peers read the segment (the same on every rank: the bench is agreed).
+  const bool remote_read = run_needs(job.o.bench, job.o.method_args).get;
+  auto t = verbs::connect<T>(job.ranks, v.device(job.o.segment_bytes, remote_read), v.transport());
+  run_job(job, *t, v.default_loss_timeout_s(), numa_placement(job.o.cpu, t->context().numa_node()));
 }
 
 }  // namespace

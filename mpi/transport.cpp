@@ -27,33 +27,6 @@ void fail_setup(int rc, const char* call, const char* what_to_check) {
   throw std::runtime_error(m);
 }
 
-BulkMode parse_bulk_mode(const std::string& s) {
-  if (s == "send") return BulkMode::send;
-  if (s == "put") return BulkMode::put;
-  throw UsageError("--mpi-bulk must be send or put, not '" + s + "'");
-}
-const char* to_string(BulkMode m) { return m == BulkMode::put ? "put" : "send"; }
-
-SendMode parse_send_mode(const std::string& s) {
-  if (s == "send") return SendMode::send;
-  if (s == "isend") return SendMode::isend;
-  if (s == "ssend") return SendMode::ssend;
-  throw UsageError("--mpi-send must be send, isend or ssend, not '" + s + "'");
-}
-const char* to_string(SendMode m) {
-  switch (m) {
-    case SendMode::send: return "send";
-    case SendMode::ssend: return "ssend";
-    default: return "isend";
-  }
-}
-RecvMode parse_recv_mode(const std::string& s) {
-  if (s == "recv") return RecvMode::recv;
-  if (s == "irecv") return RecvMode::irecv;
-  throw UsageError("--mpi-recv must be recv or irecv, not '" + s + "'");
-}
-const char* to_string(RecvMode m) { return m == RecvMode::recv ? "recv" : "irecv"; }
-
 Transport::Transport(MPI_Comm comm, MPI_Win win, std::byte* segment, const TransportOptions& opt,
                      std::function<bool()> peer_alive)
     : comm_(comm), win_(win), bulk_(opt.bulk), send_(opt.send), recv_(opt.recv), segment_(segment),

@@ -57,37 +57,9 @@
 #include "common/frame.hpp"
 #include "common/transport.hpp"
 #include "mpi/errors.hpp"
+#include "mpi/options.hpp"
 
 namespace logpb::mpi {
-
-enum class BulkMode { send, put };
-BulkMode parse_bulk_mode(const std::string& s);  // UsageError for anything but send|put
-const char* to_string(BulkMode m);
-enum class SendMode { send, isend, ssend };
-SendMode parse_send_mode(const std::string& s);  // UsageError for anything but send|isend|ssend
-const char* to_string(SendMode m);
-enum class RecvMode { recv, irecv };
-RecvMode parse_recv_mode(const std::string& s);  // UsageError for anything but recv|irecv
-const char* to_string(RecvMode m);
-
-struct TransportOptions {
-  int rx_ring = 256;   // pre-posted receives (irecv), or messages stashed during a blocking send (recv)
-  int tx_pool = 64;    // Isends in flight (a power of two)
-  // Frames delivered per poll at most. One: a test that finds nothing runs MPI's progress engine (tens of
-  // ns), so a poll that went on after its frame would charge every round trip one more on each side,
-  // while frames that are already in are found by the next poll at no progress cost.
-  int burst = 1;
-  BulkMode bulk = BulkMode::send;
-  SendMode send = SendMode::isend;
-  RecvMode recv = RecvMode::irecv;
-  std::uint32_t inline_bytes = 4096;  // a payload up to this travels in its frame's message
-  std::uint32_t segment_bytes = 1 << 20;
-  bool yield_when_idle = false;  // more ranks than cores: give the core away after an empty poll
-  // Read the library's settings (eager limits, pml, btl) through MPI_T into describe(). MPI_T_init opens
-  // every MCA component to list its variables, and some run slow constructors (Debian's PSM libraries
-  // sleep for about 200 ms): off spares that start-up and records nothing of the settings.
-  bool read_settings = true;
-};
 
 struct Counters {
   std::uint64_t tx = 0, tx_pool_full = 0, rx = 0, delivered = 0, bulk_stores = 0, bulk_gets = 0;

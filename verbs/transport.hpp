@@ -55,13 +55,9 @@
 #include "common/errors.hpp"
 #include "common/frame.hpp"
 #include "verbs/context.hpp"
+#include "verbs/options.hpp"
 
 namespace logpb::verbs {
-
-struct TransportOptions {
-  int signal_every = 16;  // one signaled send in this many per QP: fewer completions to reap (o_s)
-  int cq_batch = 16;      // completions taken per ibv_poll_cq
-};
 
 struct Counters {
   std::uint64_t sends = 0, signaled = 0, sq_full = 0, recvs = 0, stores = 0, store_bytes = 0, medium_stores = 0,

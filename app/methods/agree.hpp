@@ -41,9 +41,22 @@ struct agree {
     if (n != 2) throw UsageError("agree measures one pair: run 2 ranks, not " + std::to_string(n));
   }
   static Role role(int r, int) { return {r == 0, r == 0 ? 1 : 0, 0}; }
+  // budget() sets these for each method, so they are refused; --runs, --messages and --bell-runs raise
+  // the budgets, which otherwise keep the four methods within about a minute on shm.
+  static void budgets(const Given& given, Options& o) {
+    for (const char* k : {"all", "sizes", "size", "iters", "warmup", "eps", "no-saturation-compare", "max-burst",
+                          "bursts", "deltas", "delta-factors", "max-samples", "max-point-seconds"})
+      if (given(k))
+        throw UsageError(std::string("--") + k + ": logpbench agree sets it for each method (recorded in the results' "
+                         "agree.budgets); --runs, --messages and --bell-runs raise its budgets, or run the methods "
+                         "themselves for your own");
+    if (!given("runs")) o.runs = 1;
+    if (!given("messages")) o.messages = 2000;
+    if (!given("bell-runs")) o.bell_runs = 3;
+  }
 
   // Each phase's settings over the user's: --runs, --messages, --bell-runs, --queue-depth and the
-  // availability thresholds stay the user's (app/options.cpp gives agree smaller defaults for the first
+  // availability thresholds stay the user's (budgets() gives agree smaller defaults for the first
   // three); what the budgets set, the options refuse.
   static void budget(const std::string& bench, Options& o) {
     if (bench == "signature") {

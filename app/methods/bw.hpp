@@ -28,6 +28,7 @@ struct bw {
   static constexpr const char* plot = "";
   static constexpr Needs needs{.bulk = true};  // sizes above 0 are one-way bulk stores (-s 0: the frame alone)
   static constexpr Scope scope = Scope::link;
+  static constexpr Takes takes{.one_size = true, .tx_burst = true};
   static inline const std::vector<std::uint32_t> default_sizes{64, 4096, 65536};  // perftest's default is 65536
   static constexpr int kDefaultIterations = 5000;  // perftest's bandwidth tests (DEF_ITERS_WB)
   static constexpr double kMB = 1048576.0, kGb = 125e6, kM = 1e6;

@@ -18,6 +18,7 @@ struct flood {
   static constexpr const char* plot = "flood";
   static constexpr Needs needs{.bulk = true, .local_completion = true};
   static constexpr Scope scope = Scope::link;
+  static constexpr Takes takes{.tx_burst = true};
   static inline const std::vector<std::uint32_t> default_sizes{8, 32, 128, 512, 2048, 8192, 32768, 131072};  // 8 B .. 128 KiB
   using Run = std::vector<methods::BellSize>;
   // no: the flood's rate alone, without the overlap test that names the limiting stage (which costs far

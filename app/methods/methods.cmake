@@ -27,4 +27,4 @@ using AllMethods = MethodList<@LOGPB_METHOD_TYPES@>;
 add_library(logpb_methods STATIC ${CMAKE_CURRENT_LIST_DIR}/../method.cpp ${CMAKE_CURRENT_LIST_DIR}/../table.cpp
             ${CMAKE_CURRENT_LIST_DIR}/../options.cpp ${CMAKE_CURRENT_LIST_DIR}/../quick.cpp)
 target_include_directories(logpb_methods PUBLIC ${LOGPB_METHODS_GENERATED})
-target_link_libraries(logpb_methods PUBLIC logpb_analysis logpb_shm logpb_common Boost::program_options)
+target_link_libraries(logpb_methods PUBLIC logpb_options logpb_analysis logpb_shm logpb_common Boost::program_options)

@@ -26,6 +26,7 @@ struct pingpong {
   static constexpr const char* plot = "rtt";
   static constexpr Needs needs{};
   static constexpr Scope scope = Scope::link;
+  static constexpr Takes takes{.size_sweep = true, .one_size = true, .ud = true};
   struct Sized {
     std::uint32_t bytes = 0;
     methods::PingpongResult r;

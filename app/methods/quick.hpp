@@ -39,6 +39,13 @@ struct quick {
     if (n != 2) throw UsageError("quick measures one pair: run 2 ranks, not " + std::to_string(n));
   }
   static Role role(int r, int) { return {r == 0, r == 0 ? 1 : 0, 0}; }
+  // Its budgets are fixed: the options that would change them are refused.
+  static void budgets(const Given& given, Options&) {
+    for (const char* k : {"all", "sizes", "size", "iters", "warmup", "runs"})
+      if (given(k))
+        throw UsageError(std::string("--") + k + ": logpbench quick sets its own budgets (recorded in the results' quick.budgets); "
+                         "run --bench pingpong, bw or signature for your own");
+  }
 
   // Each phase's settings over the user's (transport, placement and window stay the user's).
   static void pingpong_budget(Options& o) {

@@ -23,6 +23,7 @@ struct signature {
   static constexpr const char* plot = "signature";
   static constexpr Needs needs{};
   static constexpr Scope scope = Scope::link;
+  static constexpr Takes takes{.ud = true};
   struct Run {
     methods::SignatureData data;
     analysis::SignatureFit fit;

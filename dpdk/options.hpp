@@ -1,0 +1,34 @@
+// The DPDK transport's part of the command line: EAL arguments passed through, the port and its rings,
+// and injected loss, duplicates and reordering for testing. Free of DPDK headers, so --help lists the
+// section on every build.
+#pragma once
+
+#include <string>
+
+#include <boost/program_options/options_description.hpp>
+#include <boost/program_options/variables_map.hpp>
+
+namespace logpb::dpdk {
+
+// The options as the command line names them (the job agrees on mtu across its ranks; the reflector
+// makes a local job of one rank). dpdk/setup.hpp turns them into connect()'s options.
+struct CliOptions {
+  std::string eal;  // EAL arguments, split on spaces
+  int dpdk_port = -1;
+  int burst = 32, tx_burst = 1, rx_ring = 1024, tx_ring = 1024, mtu = 0;
+  double drop_rate = 0;
+  double dup_rate = 0, reorder_rate = 0;
+  bool no_huge = false;
+  bool reflector = false;
+  double link_timeout_s = 10;
+  double loss_timeout_s = -1;  // -1: the transport's default (0 for shm, which never loses)
+};
+
+// The section "DPDK transport" of --help, bound to `o`.
+boost::program_options::options_description describe(CliOptions& o);
+// Range and consistency checks (UsageError). `batches_sends`: the method measures a rate, so a stream's
+// sends may go to the PMD together (--tx-burst).
+void validate(const CliOptions& o, const boost::program_options::variables_map& vm, const std::string& transport,
+              const std::string& mode, bool batches_sends);
+
+}  // namespace logpb::dpdk

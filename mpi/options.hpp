@@ -1,0 +1,60 @@
+// The MPI transport's part of the command line (Kielmann et al.'s LogP/MPI send and receive modes, and
+// one-sided bulk), and what the transport is configured with. Free of mpi.h: the command line is read,
+// and --help lists the section, on builds without MPI too.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <boost/program_options/options_description.hpp>
+#include <boost/program_options/variables_map.hpp>
+
+namespace logpb::mpi {
+
+enum class BulkMode { send, put };
+BulkMode parse_bulk_mode(const std::string& s);  // UsageError for anything but send|put
+const char* to_string(BulkMode m);
+enum class SendMode { send, isend, ssend };
+SendMode parse_send_mode(const std::string& s);  // UsageError for anything but send|isend|ssend
+const char* to_string(SendMode m);
+enum class RecvMode { recv, irecv };
+RecvMode parse_recv_mode(const std::string& s);  // UsageError for anything but recv|irecv
+const char* to_string(RecvMode m);
+
+struct TransportOptions {
+  int rx_ring = 256;   // pre-posted receives (irecv), or messages stashed during a blocking send (recv)
+  int tx_pool = 64;    // Isends in flight (a power of two)
+  // Frames delivered per poll at most. One: a test that finds nothing runs MPI's progress engine (tens of
+  // ns), so a poll that went on after its frame would charge every round trip one more on each side,
+  // while frames that are already in are found by the next poll at no progress cost.
+  int burst = 1;
+  BulkMode bulk = BulkMode::send;
+  SendMode send = SendMode::isend;
+  RecvMode recv = RecvMode::irecv;
+  std::uint32_t inline_bytes = 4096;  // a payload up to this travels in its frame's message
+  std::uint32_t segment_bytes = 1 << 20;
+  bool yield_when_idle = false;  // more ranks than cores: give the core away after an empty poll
+  // Read the library's settings (eager limits, pml, btl) through MPI_T into describe(). MPI_T_init opens
+  // every MCA component to list its variables, and some run slow constructors (Debian's PSM libraries
+  // sleep for about 200 ms): off spares that start-up and records nothing of the settings.
+  bool read_settings = true;
+};
+
+// The options as the command line names them; validate() reads them into mpi_options.
+struct CliOptions {
+  std::string mpi_bulk = "send";  // send (two-sided) | put (one-sided): mpi/transport.hpp
+  std::string mpi_send = "isend", mpi_recv = "irecv";  // LogP/MPI's send and receive modes
+  int mpi_inline = 4096;  // payload bytes sent inside the frame's message
+  std::string mpi_settings = "on";  // read the library's settings through MPI_T into meta.mpi
+  int mpi_ring = 256, mpi_pool = 64;
+  TransportOptions mpi_options;  // the above, checked; the segment and yielding are the job's
+};
+
+// The section "MPI transport (run under mpirun or srun)" of --help, bound to `o`.
+boost::program_options::options_description describe(CliOptions& o);
+// Checks (UsageError) and fills o.mpi_options. MPI's ranks come from its launcher: `mode_given` (the user
+// named local/server/client) is refused, and so is a command line with no launcher around it.
+void validate(CliOptions& o, const boost::program_options::variables_map& vm, const std::string& transport,
+              bool mode_given, const std::string& mode);
+
+}  // namespace logpb::mpi
