@@ -1,4 +1,4 @@
-#include "compare.hpp"
+#include "app/compare.hpp"
 
 #include <cerrno>
 #include <cstdio>

@@ -25,7 +25,7 @@
 #include "app/progress.hpp"
 #include "common/am.hpp"
 #include "common/clock.hpp"
-#include "common/methods/protocol.hpp"
+#include "methods/protocol.hpp"
 #include "common/ranks.hpp"
 
 namespace logpb::app {

@@ -1,4 +1,4 @@
-#include "report.hpp"
+#include "app/report.hpp"
 
 #include "app/method.hpp"
 #include "app/table.hpp"

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "common/clock.hpp"
-#include "common/methods/bell.hpp"
-#include "common/methods/messages.hpp"
+#include "methods/bell/loops.hpp"
+#include "methods/messages.hpp"
 
 using namespace logpb;
 using methods::OverlapPoint;

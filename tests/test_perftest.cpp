@@ -12,13 +12,13 @@
 #include <string>
 #include <vector>
 
-#include "app/methods/bw.hpp"
-#include "app/methods/pingpong.hpp"
+#include "methods/bw/bw.hpp"
+#include "methods/pingpong/pingpong.hpp"
 #include "app/options.hpp"
 #include "app/progress.hpp"
 #include "app/quick.hpp"
 #include "app/table.hpp"
-#include "common/methods/bw.hpp"
+#include "methods/bw/loops.hpp"
 #include "common/results.hpp"
 
 using namespace logpb;
