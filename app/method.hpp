@@ -1,8 +1,9 @@
 // One descriptor per measurement method, and the catalogue of them that option validation, --help, the
 // printed table, the plots (through meta.method.plot) and the run dispatch all read.
 //
-// A method is a file app/methods/<stem>.hpp defining `struct logpb::app::method::<stem>`: CMake lists every
-// file of that folder (app/methods/methods.cmake), so adding a method edits no shared file. Its members:
+// A method lives in a folder methods/<folder>/ whose CMakeLists.txt names it (logpb_methods(NAME)); its
+// descriptor methods/<folder>/NAME.hpp defines `struct logpb::app::method::NAME`, and methods/CMakeLists.txt
+// generates the list of them, so adding a method edits no shared file. Its members:
 //   static constexpr const char* name, summary, plot;  // --bench NAME; one line for --help; the figure kind
 //                                                      // analysis/logpb_plots.py draws ("" for none)
 //   static constexpr Needs needs;                      // what it asks of a transport (checked before it runs)
@@ -22,8 +23,8 @@
 //   static constexpr Takes takes;                               // optional: which shared options it takes
 //   static void budgets(const Given&, Options&);                // optional: a method that sets its own
 //                                   // budgets refuses the options it sets and may give others defaults
-// The timed loops stay in common/methods/, the analysis in analysis/; the descriptor binds them to the
-// command line. --runs repeats run() in the one loop of bench_runner.hpp, for every method.
+// The timed loops (loops.hpp) and the analysis (analysis.*) sit beside the descriptor, which binds them to
+// the command line. --runs repeats run() in the one loop of bench_runner.hpp, for every method.
 //
 // A job-level method (Scope::job: it drives several links, as Culler et al. 3.5's pairs) has no run() on a
 // link; the job runner (app/job.hpp) hands it the whole job instead. Its members, besides name, summary,

@@ -5,7 +5,7 @@
 //   3. overlap (Bell et al. 4.3) at 8 B;
 //   4. availability (Doerfler & Brightwell 2) at 8 B;
 // then sets the parameters they share (o_s, o_r, g, RTT, L) side by side: "agree within 10%", or the
-// difference in definition that parts them (analysis/agree.hpp). --runs, --messages and --bell-runs
+// difference in definition that parts them (methods/agree/analysis.hpp). --runs, --messages and --bell-runs
 // raise the budgets; what was used is in agree.budgets with each phase's wall time in agree.seconds.
 // A job-level method only because it runs four methods on one link (app/job.hpp measure_link).
 #pragma once

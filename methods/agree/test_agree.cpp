@@ -1,4 +1,4 @@
-// analysis/agree.hpp: the verdict per shared parameter, the intervals it allows, the named definitions
+// methods/agree/analysis.hpp: the verdict per shared parameter, the intervals it allows, the named definitions
 // when figures part, and a figure a method could not observe. The records are small hand-written ones in
 // the shape the methods write (their numbers are test inputs, not measurements); tests/e2e/agree.py runs
 // `logpbench agree` on emulated machines.

@@ -1,5 +1,5 @@
 // --bench bw: one-way bandwidth and message rate per size, perftest's ib_send_bw in its meaning (the loop
-// and what is timed: common/methods/bw.hpp). Units as perftest computes them (perftest_parameters.c,
+// and what is timed: methods/bw/loops.hpp). Units as perftest computes them (perftest_parameters.c,
 // print_report_bw): MB = 2^20 bytes (its MB/sec divides by 0x100000), Gb = 10^9 bits (its Gb/sec divides
 // bytes by 125,000,000), Mpps = 10^6 messages per second. The Gb/sec column is always printed (perftest
 // shows it instead of MB/sec with --report_gbits). Across --runs: the average and the message rate are
@@ -102,7 +102,7 @@ struct bw {
     return {{"per_size", per},
             {"units", {{"MB", "2^20 bytes (perftest's MB/sec)"}, {"Gb", "10^9 bits"}, {"Mpps", "10^6 messages per second"}}},
             {"timed", "from just before the first message is posted until the sender sees the reply to a request sent "
-                      "after the last one: the receiver has handled every message (common/methods/bw.hpp)"},
+                      "after the last one: the receiver has handled every message (methods/bw/loops.hpp)"},
             {"peak", "the highest rate between two of the receiver's credit frames at least 8 credit windows apart, or "
                      "the average if higher; over runs the highest run's"},
             {"interval", "Student-t 95% interval of the mean over the runs (none from one run)"}};

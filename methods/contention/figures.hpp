@@ -1,4 +1,4 @@
-// What the contention methods (app/methods/k_to_one.hpp, one_to_k.hpp, all_to_all.hpp) share: their options,
+// What the contention methods (k_to_one.hpp, one_to_k.hpp, all_to_all.hpp here) share: their options,
 // the number of messages a round needs, and the arithmetic of per-sender gaps into per-K figures.
 #pragma once
 

@@ -1,7 +1,7 @@
 // --bench pingpong: the round trip of one small AM, or with -s n of an n-byte store and its reply
 // (Culler et al. 3.2's RTT; perftest's latency test). With -a (perftest's: every size 2 .. 2^23) or
 // --sizes it sweeps: each size n > 0 is a bulk store of n bytes whose handler replies (the path every
-// bulk method uses: common/methods/messages.hpp), one row of the latency table per size.
+// bulk method uses: methods/messages.hpp), one row of the latency table per size.
 #pragma once
 
 #include <algorithm>
@@ -36,7 +36,7 @@ struct pingpong {
     std::vector<Sized> sizes;
   };
 
-  // The round trip of a ping-pong program: no poll before each request (common/methods/pingpong.hpp).
+  // The round trip of a ping-pong program: no poll before each request (methods/pingpong/loops.hpp).
   static constexpr bool kPollBeforeSend = false;
   static methods::PingpongConfig config(const Options& o, std::uint32_t bytes) {
     return {o.iterations, o.warmup, bytes, kPollBeforeSend};

@@ -1,4 +1,4 @@
-// --bench verify: a self-check, not a measurement (common/methods/verify.hpp): bulk stores and gets of
+// --bench verify: a self-check, not a measurement (methods/verify/loops.hpp): bulk stores and gets of
 // sizes across the NI's frame size land byte for byte. A transport that fails it is broken: the run ends
 // with an error once the results are saved.
 #pragma once
