@@ -21,6 +21,7 @@
 //                                   // by every rank and recorded in meta.flags
 //   static void check(const Options&);                          // optional: validates them (UsageError)
 //   static constexpr Takes takes;                               // optional: which shared options it takes
+//   static constexpr analysis::compare::Reading compare_as;     // optional: how `compare` names its figures
 //   static void budgets(const Given&, Options&);                // optional: a method that sets its own
 //                                   // budgets refuses the options it sets and may give others defaults
 // The timed loops (loops.hpp) and the analysis (analysis.*) sit beside the descriptor, which binds them to
@@ -52,6 +53,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/compare.hpp"
 #include "common/results.hpp"
 
 namespace logpb::app {
@@ -116,6 +118,7 @@ struct MethodInfo {
   std::vector<MethodOption> options;           // the method's own options
   void (*check)(const Options&) = nullptr;     // validates them
   std::string link_option;                     // a job-level method: the option naming its link-level method
+  analysis::compare::Reading compare_as;       // how `compare` names its figures
 };
 
 // Every registered method, by name.
@@ -126,6 +129,9 @@ std::string method_names(const char* sep, const char* last_sep);
 // What a run asks of the transport: the method's needs, and for a job-level method that runs a link-level
 // method on each link (its link_option, e.g. --pairs-bench) that method's too. Unknown names need nothing.
 Needs run_needs(std::string_view bench, const std::map<std::string, std::string>& method_args);
+// How `compare` reads a result of that method (its descriptor's compare_as; the plain reading for a name
+// no method has, as an old result's may be).
+analysis::compare::Reading compare_reading(const std::string& bench);
 // --bench's help: every method with its one-line summary.
 std::string bench_help();
 // The sizes a method over sizes runs: --sizes, or its defaults that fit; a size past half the segment

@@ -16,6 +16,8 @@ struct bulk {
   static constexpr const char* name = "bulk";
   static constexpr const char* summary = "Culler et al. 4: T(n), BW(n), get, o_s(n) per size";
   static constexpr const char* plot = "bulk";
+  // The round trip of an n-byte store is Culler et al.'s T(n) (section 4), and n / T(n) its bandwidth.
+  static constexpr analysis::compare::Reading compare_as{.per_size_rtt = "T", .bandwidth = true};
   static constexpr Needs needs{.bulk = true, .get = true};
   static constexpr Scope scope = Scope::link;
   static inline const std::vector<std::uint32_t> default_sizes{8, 64, 256, 1024, 4096};  // Figure 12 goes to 4 KiB

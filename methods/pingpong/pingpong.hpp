@@ -27,6 +27,8 @@ struct pingpong {
   static constexpr Needs needs{};
   static constexpr Scope scope = Scope::link;
   static constexpr Takes takes{.size_sweep = true, .one_size = true, .ud = true};
+  // A ping-pong of -s n measures one size: its round trip is rtt(n), not the small-AM rtt of the others.
+  static constexpr analysis::compare::Reading compare_as{.rtt_at_size = true};
   struct Sized {
     std::uint32_t bytes = 0;
     methods::PingpongResult r;
