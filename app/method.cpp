@@ -23,6 +23,7 @@ MethodInfo info_of() {
   if constexpr (requires(const Options& o) { M::check(o); }) i.check = &M::check;
   if constexpr (requires { M::link_option; }) i.link_option = M::link_option;
   if constexpr (requires { M::compare_as; }) i.compare_as = M::compare_as;
+  if constexpr (requires { M::shares; }) i.shares = M::shares;
   return i;
 }
 

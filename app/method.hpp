@@ -22,6 +22,8 @@
 //   static void check(const Options&);                          // optional: validates them (UsageError)
 //   static constexpr Takes takes;                               // optional: which shared options it takes
 //   static constexpr analysis::compare::Reading compare_as;     // optional: how `compare` names its figures
+//   static inline const std::vector<SharedFigure> shares;       // optional: the LogP figures it shares with
+//                                   // other methods and its paper's definition of each (read by `agree`)
 //   static void budgets(const Given&, Options&);                // optional: a method that sets its own
 //                                   // budgets refuses the options it sets and may give others defaults
 // The timed loops (loops.hpp) and the analysis (analysis.*) sit beside the descriptor, which binds them to
@@ -99,6 +101,18 @@ struct MethodOption {
   const char* default_value;
 };
 
+// A figure a method shares with other methods under LogP's name, and what it is by the method's own paper.
+// `agree` sets these side by side and names the definitions where the figures part. The definition may
+// hold what only the run knows: {local_completion} (what the transport's local completion means),
+// {bottleneck} (the bottleneck the method named for it), {first_bytes} (the method's smallest size).
+struct SharedFigure {
+  const char* param;       // LogP's name: o_s, o_r, g, rtt, L
+  const char* key;         // where the method's parameters hold it
+  const char* definition;
+  int table_rank = -1;     // agree's usual table takes each parameter from the lowest rank with a value
+                           // (-1: never from this method)
+};
+
 // What one rank does in a job: request from `peer` (requester), or serve it; peer -1: no part.
 struct Role {
   bool requester = false;
@@ -119,6 +133,7 @@ struct MethodInfo {
   void (*check)(const Options&) = nullptr;     // validates them
   std::string link_option;                     // a job-level method: the option naming its link-level method
   analysis::compare::Reading compare_as;       // how `compare` names its figures
+  std::vector<SharedFigure> shares;            // the figures it shares with other methods
 };
 
 // Every registered method, by name.

@@ -35,13 +35,13 @@ struct agree {
   static constexpr const char* plot = "";
   static constexpr Needs needs{.bulk = true, .local_completion = true};
   static constexpr Scope scope = Scope::job;
-  static constexpr const char* phases[] = {"signature", "kielmann", "overlap", "availability"};
+  static constexpr const auto& phases = analysis::kAgreeMethods;
 
   static void check_size(int n) {
     if (n != 2) throw UsageError("agree measures one pair: run 2 ranks, not " + std::to_string(n));
   }
   static Role role(int r, int) { return {r == 0, r == 0 ? 1 : 0, 0}; }
-  // budget() sets these for each method, so they are refused; --runs, --messages and --bell-runs raise
+  // The phase budgets set these for each method, so they are refused; --runs, --messages and --bell-runs raise
   // the budgets, which otherwise keep the four methods within about a minute on shm.
   static void budgets(const Given& given, Options& o) {
     for (const char* k : {"all", "sizes", "size", "iters", "warmup", "eps", "no-saturation-compare", "max-burst",
@@ -58,27 +58,30 @@ struct agree {
   // Each phase's settings over the user's: --runs, --messages, --bell-runs, --queue-depth and the
   // availability thresholds stay the user's (budgets() gives agree smaller defaults for the first
   // three); what the budgets set, the options refuse.
-  static void budget(const std::string& bench, Options& o) {
-    if (bench == "signature") {
-      quick::signature_budget(o);  // its single run is quick's; phase_options keeps the user's --runs
-    } else if (bench == "kielmann") {
-      o.sizes = {8};  // the largest size bounds the adaptive range: 0 .. 8 B, o_s(1) and o_r(1) among them
-      o.eps = 0.05;   // the paper's eps is the user's precision; 0.01 may not saturate in a minute on a busy core
-      o.compare_saturation = false;
-    } else {
-      o.sizes = {8};  // Bell et al.'s minimum message (4.1) for both
-    }
+  static void signature_budget(Options& o) {
+    quick::signature_budget(o);  // its single run is quick's; phase_options keeps the user's --runs
   }
-  static Options phase_options(const std::string& bench, const Options& user) {
+  static void kielmann_budget(Options& o) {
+    o.sizes = {8};  // the largest size bounds the adaptive range: 0 .. 8 B, o_s(1) and o_r(1) among them
+    o.eps = 0.05;   // the paper's eps is the user's precision; 0.01 may not saturate in a minute on a busy core
+    o.compare_saturation = false;
+  }
+  static void bell_budget(Options& o) {
+    o.sizes = {8};  // Bell et al.'s minimum message (4.1), for overlap and availability alike
+  }
+  // Each phase's budget, in the order of `phases`.
+  static constexpr void (*budgets_of[])(Options&) = {signature_budget, kielmann_budget, bell_budget, bell_budget};
+  static_assert(std::size(budgets_of) == std::size(phases));
+  static Options phase_options(std::size_t phase, const Options& user) {
     Options o = user;
-    budget(bench, o);
+    budgets_of[phase](o);
     o.runs = user.runs;
     return o;
   }
   static nlohmann::json budgets_json(const Options& user) {
     nlohmann::json b = nlohmann::json::object();
-    const Options s = phase_options("signature", user), k = phase_options("kielmann", user),
-                  ov = phase_options("overlap", user), av = phase_options("availability", user);
+    const Options s = phase_options(0, user), k = phase_options(1, user), ov = phase_options(2, user),
+                  av = phase_options(3, user);
     b["signature"] = {{"max_burst", s.max_burst},         {"delta_factors", s.delta_factors},
                       {"rtt_iterations", s.iterations},   {"max_samples_per_point", s.rule.max_samples},
                       {"max_point_seconds", s.rule.max_seconds}, {"runs", s.runs}};
@@ -107,7 +110,7 @@ struct agree {
     const double share[] = {0.0, 0.5, 0.6, 0.9, 1.0};
     for (std::size_t p = 0; p < std::size(phases); ++p) {
       const std::string bench = phases[p];
-      job.o = phase_options(bench, user);
+      job.o = phase_options(p, user);
       job.progress.span(share[p], share[p + 1]);
       const auto t0 = std::chrono::steady_clock::now();
       records[bench] = job.measure_link(ep, role.peer, bench);  // ends with a one-way quit (Job::measure_link)

@@ -1,5 +1,7 @@
 #include "methods/agree/analysis.hpp"
 
+#include "app/method.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -10,27 +12,18 @@ namespace logpb::analysis {
 namespace {
 
 struct Source {
-  const char* method;
-  const char* key;  // in that method's parameters
+  std::string method;
+  const app::SharedFigure* figure;
 };
 
-struct Shared {
-  const char* param;
-  std::vector<Source> sources;
-};
-
-// Which figure of which method stands for each shared parameter. Kielmann's LogP g is g(1), which is
-// g(0) plus a byte's round-trip cost: g(0) is the saturation itself, the figure the papers set against
-// the signature's steady state.
-const std::vector<Shared>& shared_parameters() {
-  static const std::vector<Shared> s{
-      {"o_s", {{"signature", "o_s"}, {"kielmann", "o_s"}, {"overlap", "o_s"}, {"availability", "o_s"}}},
-      {"o_r", {{"signature", "o_r"}, {"kielmann", "o_r"}, {"overlap", "o_r"}, {"availability", "o_r"}}},
-      {"g", {{"signature", "g"}, {"kielmann", "g0"}}},
-      {"rtt", {{"signature", "rtt"}, {"kielmann", "rtt"}, {"overlap", "rtt"}}},
-      {"L", {{"signature", "L"}, {"kielmann", "L"}}},
-  };
-  return s;
+// Each shared parameter's figures, from the descriptors of the methods agree runs, in their order.
+std::vector<Source> sources_of(const std::string& param) {
+  std::vector<Source> out;
+  for (const char* name : kAgreeMethods)
+    if (const app::MethodInfo* m = app::find_method(name))
+      for (const auto& f : m->shares)
+        if (f.param == param) out.push_back({name, &f});
+  return out;
 }
 
 std::string local_completion_text(const nlohmann::json& transport) {
@@ -52,49 +45,21 @@ std::string bottleneck(const nlohmann::json& p) {
   return b.empty() || b == "unknown" ? std::string() : " (bottleneck here: " + b + ")";
 }
 
-// What each method's figure is, in its own paper's terms.
-std::string definition(const std::string& param, const std::string& method, const nlohmann::json& p,
-                       const nlohmann::json& record, const nlohmann::json& transport) {
-  if (param == "o_s") {
-    if (method == "signature")
-      return "signature's o_s is the send-only cost: the time per request of a burst too short to fill the "
-             "window (Culler et al. 3.2)";
-    if (method == "kielmann")
-      return "Kielmann's o_s is the time inside the send call of one 1-byte message (Kielmann et al. 3)";
-    if (method == "overlap")
-      return "overlap's o_s is inferred from the computation a stream of sends cannot hide (Bell et al. 4.3)";
-    return "availability's o_s is post, work, then wait for local completion, less the work (Doerfler & Brightwell "
-           "2): it holds what local completion costs, here: " + local_completion_text(transport);
-  }
-  if (param == "o_r") {
-    if (method == "signature")
-      return "signature's o_r is read off the Delta curves, g' - Delta - o_s (Culler et al. 3.3)";
-    if (method == "kielmann")
-      return "Kielmann's o_r is the receive call's time after waiting Delta > RTT, the message already there "
-             "(Kielmann et al. 3)";
-    if (method == "overlap")
-      return "overlap's o_r is the per-message receive cost under a flood, from the computation it cannot hide "
-             "(Bell et al. 4.3)";
-    return "availability's o_r is a receive posted, work, then the receive completed, less the work (Doerfler & "
-           "Brightwell 2)";
-  }
-  if (param == "g") {
-    if (method == "signature")
-      return "signature's g is the request/reply steady state at Delta = 0: the slowest of g_NI, o_s + o_r per "
-             "pair at the requester, the replier's turnaround and RTT/W (Culler et al. 3.2)" + bottleneck(p);
-    return "Kielmann's g(0) is a one-way saturation, n messages and one reply: max(g_NI, o_s, o_r) (Kielmann et "
-           "al. 3)" + bottleneck(p);
-  }
-  if (param == "rtt") {
-    if (method == "signature") return "signature's RTT is the median round trip of one small request/reply";
-    if (method == "kielmann") return "Kielmann's RTT(0) is the round trip of an empty message";
+// What the method's figure is, in its own paper's terms, with what only the run knows filled in.
+std::string definition(const app::SharedFigure& f, const nlohmann::json& p, const nlohmann::json& record,
+                       const nlohmann::json& transport) {
+  std::string text = f.definition;
+  auto fill = [&](const std::string& hole, const auto& value) {
+    const auto at = text.find(hole);
+    if (at != std::string::npos) text.replace(at, hole.size(), value());
+  };
+  fill("{local_completion}", [&] { return local_completion_text(transport); });
+  fill("{bottleneck}", [&] { return bottleneck(p); });
+  fill("{first_bytes}", [&] {
     const auto& per = record.value("per_size", nlohmann::json::array());
-    const std::string bytes = !per.empty() && per[0].contains("bytes") ? per[0]["bytes"].dump() : std::string("?");
-    return "overlap's RTT is the median round trip of its smallest message (" + bytes + " B, a bulk store)";
-  }
-  if (method == "signature") return "signature's L is RTT/2 - o_s - o_r (Culler et al. 3.3)";
-  return "Kielmann's L is LogP's by their Table 1: (RTT(0) - 2 g(0))/2 + g(1) - o_s(1) - o_r(1), so it carries "
-         "their g(0)";
+    return !per.empty() && per[0].contains("bytes") ? per[0]["bytes"].dump() : std::string("?");
+  });
+  return text;
 }
 
 struct Entry {
@@ -128,16 +93,16 @@ nlohmann::json agreement(const nlohmann::json& records, const nlohmann::json& tr
                          double tolerance) {
   floor_ns = std::isfinite(floor_ns) && floor_ns > 0 ? floor_ns : 0.0;
   nlohmann::json out = {{"tolerance", tolerance}, {"floor_ns", floor_ns}};
-  for (const auto& sh : shared_parameters()) {
+  for (const char* param : kSharedParameters) {
     nlohmann::json methods = nlohmann::json::object(), defs = nlohmann::json::object();
     std::vector<Entry> entries;
     std::string unobserved;
-    for (const auto& src : sh.sources) {
+    for (const auto& src : sources_of(param)) {
       if (!records.contains(src.method)) continue;
       const auto& rec = records[src.method];
       const auto& params = rec.value("parameters", nlohmann::json::object());
-      const nlohmann::json p = params.value(src.key, nlohmann::json::object());
-      nlohmann::json m = {{"key", src.key},
+      const nlohmann::json p = params.value(src.figure->key, nlohmann::json::object());
+      nlohmann::json m = {{"key", src.figure->key},
                           {"value_ns", p.value("value_ns", nlohmann::json(nullptr))},
                           {"ci95_ns", p.value("ci95_ns", nlohmann::json(nullptr))}};
       Entry e{src.method};
@@ -160,7 +125,7 @@ nlohmann::json agreement(const nlohmann::json& records, const nlohmann::json& tr
                       why + ")";
       }
       methods[src.method] = m;
-      defs[src.method] = definition(sh.param, src.method, p, rec, transport);
+      defs[src.method] = definition(*src.figure, p, rec, transport);
     }
     nlohmann::json r = {{"methods", methods}, {"definitions", defs}};
     if (entries.size() < 2) {
@@ -169,7 +134,7 @@ nlohmann::json agreement(const nlohmann::json& records, const nlohmann::json& tr
       r["max_rel_diff_beyond_ci95"] = nullptr;
       r["explanation"] = std::string(entries.empty() ? "no method" : "only " + entries.front().method) +
                          " observed it" + (unobserved.empty() ? "" : "; " + unobserved);
-      out[sh.param] = r;
+      out[param] = r;
       continue;
     }
     // raw: as measured; past_floor: less the floor; beyond: less the floor and both intervals.
@@ -226,31 +191,33 @@ nlohmann::json agreement(const nlohmann::json& records, const nlohmann::json& tr
       }
       r["explanation"] = text + d + (unobserved.empty() ? "" : "; " + unobserved);
     }
-    out[sh.param] = r;
+    out[param] = r;
   }
   return out;
 }
 
 nlohmann::json agreed_parameters(const nlohmann::json& records) {
   nlohmann::json out = nlohmann::json::object();
-  auto param = [&](const char* method, const char* key) -> nlohmann::json {
-    if (!records.contains(method)) return nullptr;
-    const auto& p = records[method].value("parameters", nlohmann::json::object());
-    if (!p.contains(key) || !p[key].is_object()) return nullptr;
-    nlohmann::json j = p[key];
-    j["source"] = std::string(method) + " " + key;
-    return j;
-  };
-  for (const char* k : {"o_s", "o_r", "L", "rtt"}) {
-    const auto j = param("signature", k);
-    if (!j.is_null()) out[k] = j;
+  for (const char* param : kSharedParameters) {
+    std::vector<Source> ranked;
+    for (const auto& src : sources_of(param))
+      if (src.figure->table_rank >= 0) ranked.push_back(src);
+    std::stable_sort(ranked.begin(), ranked.end(),
+                     [](const Source& a, const Source& b) { return a.figure->table_rank < b.figure->table_rank; });
+    // The first figure with a value; else the last one there is (its error and bound with it).
+    nlohmann::json chosen;
+    for (const auto& src : ranked) {
+      if (!records.contains(src.method)) continue;
+      const auto& p = records[src.method].value("parameters", nlohmann::json::object());
+      if (!p.contains(src.figure->key) || !p[src.figure->key].is_object()) continue;
+      nlohmann::json j = p[src.figure->key];
+      j["source"] = src.method + " " + src.figure->key;
+      const bool has_value = j.contains("value_ns") && j["value_ns"].is_number();
+      chosen = j;
+      if (has_value) break;
+    }
+    if (!chosen.is_null()) out[param] = chosen;
   }
-  nlohmann::json g = param("kielmann", "g0");
-  if (g.is_null() || !g["value_ns"].is_number()) {
-    const auto s = param("signature", "g");
-    if (!s.is_null()) g = s;
-  }
-  if (!g.is_null()) out["g"] = g;
   return out;
 }
 

@@ -19,7 +19,13 @@ namespace logpb::analysis {
 // few ticks (raw shm: 10 against 30 ns on a TSC that steps by 10 ns) cannot be told apart.
 inline constexpr double kAgreeTolerance = 0.10;
 
-// records: each method's record by its --bench name ("signature", "kielmann", "overlap", "availability"),
+// The methods agree runs, in the order it runs them and sets their figures side by side; each says which
+// figures it shares and how its paper defines them (SharedFigure in app/method.hpp).
+inline constexpr const char* kAgreeMethods[] = {"signature", "kielmann", "overlap", "availability"};
+// The parameters they share.
+inline constexpr const char* kSharedParameters[] = {"o_s", "o_r", "g", "rtt", "L"};
+
+// records: each method's record by its --bench name (kAgreeMethods),
 // each with a "parameters" object ({value_ns, ci95_ns} or null with upper_bound_ns and error); a method
 // that is absent is left out. transport: the transport's describe() (its local_completion says what an
 // overhead that waits for it includes). Returns, per shared parameter (o_s, o_r, g, rtt, L):
@@ -34,8 +40,8 @@ nlohmann::json agreement(const nlohmann::json& records, const nlohmann::json& tr
                          double tolerance = kAgreeTolerance);
 
 // One figure per parameter for the usual table (each with "source" naming the method and key it came
-// from): the signature's o_s, o_r, L and rtt; Kielmann's g(0) for g (the one-way gap, nearer LogP's g than
-// a request/reply steady state), else the signature's g.
+// from), by the methods' table_rank: the signature's o_s, o_r, L and rtt; Kielmann's g(0) for g (the
+// one-way gap, nearer LogP's g than a request/reply steady state), else the signature's g.
 nlohmann::json agreed_parameters(const nlohmann::json& records);
 
 }  // namespace logpb::analysis

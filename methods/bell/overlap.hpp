@@ -15,6 +15,13 @@ struct overlap {
   static constexpr const char* name = "overlap";
   static constexpr const char* summary = "Bell et al. 4.3: o_s(n), o_r(n) by CPU overlap";
   static constexpr const char* plot = "overlap";
+  static inline const std::vector<SharedFigure> shares{
+      {"o_s", "o_s", "overlap's o_s is inferred from the computation a stream of sends cannot hide (Bell et al. 4.3)"},
+      {"o_r", "o_r",
+       "overlap's o_r is the per-message receive cost under a flood, from the computation it cannot hide (Bell et "
+       "al. 4.3)"},
+      {"rtt", "rtt", "overlap's RTT is the median round trip of its smallest message ({first_bytes} B, a bulk store)"},
+  };
   static constexpr Needs needs{.bulk = true, .local_completion = true};
   static constexpr Scope scope = Scope::link;
   static inline const std::vector<std::uint32_t> default_sizes{8, 32, 128, 512, 2048, 8192, 32768, 131072};

@@ -18,6 +18,22 @@ struct kielmann {
   static constexpr const char* name = "kielmann";
   static constexpr const char* summary = "Kielmann et al. 3: parameterized LogP, LogGP by Table 1";
   static constexpr const char* plot = "kielmann";
+  // Its LogP g is g(1), g(0) plus a byte's round-trip cost: g(0) is the saturation itself, the figure the
+  // papers set against the signature's steady state.
+  static inline const std::vector<SharedFigure> shares{
+      {"o_s", "o_s", "Kielmann's o_s is the time inside the send call of one 1-byte message (Kielmann et al. 3)"},
+      {"o_r", "o_r",
+       "Kielmann's o_r is the receive call's time after waiting Delta > RTT, the message already there (Kielmann et "
+       "al. 3)"},
+      {"g", "g0",
+       "Kielmann's g(0) is a one-way saturation, n messages and one reply: max(g_NI, o_s, o_r) (Kielmann et al. "
+       "3){bottleneck}",
+       0},
+      {"rtt", "rtt", "Kielmann's RTT(0) is the round trip of an empty message"},
+      {"L", "L",
+       "Kielmann's L is LogP's by their Table 1: (RTT(0) - 2 g(0))/2 + g(1) - o_s(1) - o_r(1), so it carries their "
+       "g(0)"},
+  };
   static constexpr Needs needs{.bulk = true};
   static constexpr Scope scope = Scope::link;
   using Run = methods::KielmannResult;

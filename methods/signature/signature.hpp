@@ -24,6 +24,19 @@ struct signature {
   static constexpr Needs needs{};
   static constexpr Scope scope = Scope::link;
   static constexpr Takes takes{.ud = true};
+  static inline const std::vector<SharedFigure> shares{
+      {"o_s", "o_s",
+       "signature's o_s is the send-only cost: the time per request of a burst too short to fill the window "
+       "(Culler et al. 3.2)",
+       0},
+      {"o_r", "o_r", "signature's o_r is read off the Delta curves, g' - Delta - o_s (Culler et al. 3.3)", 0},
+      {"g", "g",
+       "signature's g is the request/reply steady state at Delta = 0: the slowest of g_NI, o_s + o_r per pair at "
+       "the requester, the replier's turnaround and RTT/W (Culler et al. 3.2){bottleneck}",
+       1},
+      {"rtt", "rtt", "signature's RTT is the median round trip of one small request/reply", 0},
+      {"L", "L", "signature's L is RTT/2 - o_s - o_r (Culler et al. 3.3)", 0},
+  };
   struct Run {
     methods::SignatureData data;
     analysis::SignatureFit fit;
