@@ -140,13 +140,12 @@ Figure difference(const Figure& base, const Figure& other, const std::string& ba
   return d;
 }
 
-std::vector<Quantity> quantities(const json& doc) {
+std::vector<Quantity> quantities(const json& doc, const ReadingOf& reading) {
   std::vector<Quantity> out;
-  const std::string bench = bench_of(doc);
+  const Reading how = reading(bench_of(doc));
   if (doc.contains("parameters") && doc["parameters"].is_object()) {
-    // A ping-pong of -s n measures one size: its round trip is rtt(n), not the small-AM rtt of the others.
     double pp_size = 0;
-    if (bench == "pingpong") {
+    if (how.rtt_at_size) {
       const json& fl = doc["meta"].value("flags", json::object());
       if (num(fl, "size")) pp_size = fl["size"].get<double>();
     }
@@ -170,8 +169,7 @@ std::vector<Quantity> quantities(const json& doc) {
       const double n = e["bytes"].get<double>();
       for (const auto& [k, p] : e.items()) {
         if (is_param(p)) {
-          // Bulk's round trip of an n-byte store is Culler et al.'s T(n) (section 4).
-          const std::string name = bench == "bulk" && k == "rtt" ? "T" : k;
+          const std::string name = k == "rtt" ? how.per_size_rtt : k;
           add(out, name, "bytes", n, Unit::ns, figure_of(p));
         } else if ((k == "send" || k == "recv") && p.is_object() && p.contains("availability")) {
           // Doerfler & Brightwell's availability, a fraction; its overhead is already o_s / o_r here.
@@ -187,7 +185,7 @@ std::vector<Quantity> quantities(const json& doc) {
           add(out, "availability_" + k, "bytes", n, Unit::ratio, f);
         }
       }
-      if (bench == "bulk" && e.contains("rtt")) {
+      if (how.bandwidth && e.contains("rtt")) {
         // BW(n) = n / T(n); its half-width from T's (first order: n ciT / T²).
         const Figure t = figure_of(e["rtt"]);
         Figure bw;
@@ -358,9 +356,10 @@ std::vector<std::string> harness_lines(const std::vector<json>& docs, const std:
   return out;
 }
 
-Pair compare_pair(const json& base, const json& other, const std::string& a, const std::string& b) {
+Pair compare_pair(const json& base, const json& other, const std::string& a, const std::string& b,
+                  const ReadingOf& reading) {
   Pair p{a, b, {}, {}, {}};
-  const auto qa = quantities(base), qb = quantities(other);
+  const auto qa = quantities(base, reading), qb = quantities(other, reading);
   std::map<std::string, const Quantity*> in_b;
   for (const auto& q : qb) in_b.emplace(q.label, &q);
   std::set<std::string> in_a;
@@ -439,13 +438,13 @@ std::string csv(const std::vector<Pair>& pairs) {
   return s;
 }
 
-json figure_inputs(const json& doc) {
+json figure_inputs(const json& doc, const ReadingOf& reading) {
   json out = {{"bench", bench_of(doc)}, {"transport", transport_of(doc)}};
   const json& ps = doc.value("parameters", json::object());
   for (const char* k : {"o_s", "o_r", "rtt", "g"})
     out[k] = ps.contains(k) && is_param(ps[k]) ? figure_json(figure_of(ps[k]), Unit::ns) : json(nullptr);
   json curve = json::array();
-  for (const auto& q : quantities(doc))
+  for (const auto& q : quantities(doc, reading))
     if (q.param == "g" && q.size_kind == "bytes") {
       json pt = figure_json(q.fig, q.unit);
       pt["bytes"] = q.size;

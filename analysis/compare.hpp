@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -56,9 +57,19 @@ struct Quantity {
   Unit unit = Unit::ns;
   Figure fig;
 };
+// How a method's figures are read where LogP's name alone would mislead. Each method's descriptor gives
+// its own (`compare_as`, app/method.hpp); compare looks it up by the result's bench name.
+struct Reading {
+  bool rtt_at_size = false;          // its rtt is the round trip of its one size (meta.flags.size), so a
+                                     // ping-pong of -s n is rtt(n), not the small-AM rtt of the others
+  const char* per_size_rtt = "rtt";  // the name of its per-size round trip (bulk's is T(n), Culler et al. 4)
+  bool bandwidth = false;            // BW(n) = n / T(n) beside each per-size round trip
+};
+using ReadingOf = std::function<Reading(const std::string& bench)>;
+
 // Every quantity of a result, in the document's order: its `parameters`, then `per_size` (by bytes),
-// then `per_k`. Bulk's per-size round trip is T(n) and its bandwidth BW(n) (interval from T's).
-std::vector<Quantity> quantities(const nlohmann::json& doc);
+// then `per_k`, each named as the method's Reading says.
+std::vector<Quantity> quantities(const nlohmann::json& doc, const ReadingOf& reading);
 
 std::string bench_of(const nlohmann::json& doc);
 std::string transport_of(const nlohmann::json& doc);
@@ -92,7 +103,8 @@ struct Pair {
   std::vector<std::string> only_a, only_b;  // labels one of the two lacks
 };
 // Refuses a pair that shares no quantity (e.g. a pingpong beside a k-to-one).
-Pair compare_pair(const nlohmann::json& base, const nlohmann::json& other, const std::string& a, const std::string& b);
+Pair compare_pair(const nlohmann::json& base, const nlohmann::json& other, const std::string& a, const std::string& b,
+                  const ReadingOf& reading);
 
 // "3.1 ± 0.4 ns", "n/a (reason)", "hidden, at most 1241.9 ns (reason)", "312.0 ns (no interval)".
 std::string format_figure(const Figure& f, Unit u);
@@ -105,6 +117,6 @@ nlohmann::json pair_json(const Pair& p);
 std::string csv(const std::vector<Pair>& pairs);
 
 // What the figure (analysis/logpb_plots.py, draw_compare) needs of a run: o_s, o_r, rtt and the g(m) curve.
-nlohmann::json figure_inputs(const nlohmann::json& doc);
+nlohmann::json figure_inputs(const nlohmann::json& doc, const ReadingOf& reading);
 
 }  // namespace logpb::analysis::compare

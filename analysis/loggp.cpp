@@ -1,9 +1,9 @@
-#include "loggp.hpp"
+#include "analysis/loggp.hpp"
 
 #include <cmath>
 #include <cstdio>
 
-#include "../common/stats.hpp"
+#include "common/stats.hpp"
 
 namespace logpb::analysis {
 

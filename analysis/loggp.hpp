@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "signature_fit.hpp"
+#include "analysis/signature_fit.hpp"
 
 namespace logpb::analysis {
 

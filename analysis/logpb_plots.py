@@ -1,7 +1,7 @@
 """Figures and the one-page summary for logpbench results, drawn the way the papers draw them.
 Used by scripts/plot (one figure) and scripts/report (all figures and a Markdown summary)."""
+import importlib.util
 import json
-import math
 import os
 
 import matplotlib
@@ -102,30 +102,30 @@ def draw_sizes(doc, out, series, ylabel, title, logy=False, fit=None):
     save(fig, out)
 
 
-def draw_availability(doc, out):
-    """Doerfler & Brightwell Figures 3-6: overhead and availability against message size."""
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.5))
-    for side in ("send", "recv"):
-        xs = [e["bytes"] for e in doc["per_size"]]
-        ov = [(e[side]["overhead"]["value_ns"] or math.nan) / 1e3 for e in doc["per_size"]]
-        av = [e[side]["availability"] if e[side]["availability"] is not None else math.nan for e in doc["per_size"]]
-        a.plot(xs, ov, marker="o", label=side)
-        b.plot(xs, [100 * x for x in av], marker="o", label=side)
-    for ax, yl in ((a, "overhead (µs)"), (b, "application availability (%)")):
-        ax.set_xscale("log", base=2)
-        ax.set_xlabel("message size (bytes)")
-        ax.set_ylabel(yl)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    b.set_ylim(0, 105)
-    fig.suptitle("Overhead and availability: " + title_of(doc), fontsize=9)
-    save(fig, out)
-
-
 def save(fig, out):
     fig.tight_layout()
     fig.savefig(out, dpi=110)
     plt.close(fig)
+
+
+def method_plots():
+    """Each method's own figures: methods/<folder>/plot.py, a module with figures(doc, kind, path_for) that
+    draws what belongs to `kind` (meta.method.plot) with the helpers here and returns [(caption, file)]."""
+    global _METHOD_PLOTS
+    if _METHOD_PLOTS is None:
+        root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "methods")
+        _METHOD_PLOTS = []
+        for folder in sorted(os.listdir(root)):
+            path = os.path.join(root, folder, "plot.py")
+            if os.path.isfile(path):
+                spec = importlib.util.spec_from_file_location(f"logpb_method_plot_{folder}", path)
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+                _METHOD_PLOTS.append(module)
+    return _METHOD_PLOTS
+
+
+_METHOD_PLOTS = None
 
 
 def plot_kind(doc):
@@ -150,29 +150,8 @@ def figures(doc, outdir, stem):
     if runs and runs[0].get("rtt", {}).get("histogram"):
         draw_rtt(doc, f("rtt"))
         made.append(("Round-trip distribution", f("rtt")))
-    if bench == "bulk":
-        draw_sizes(doc, f("bulk"), [("o_s(n) from the signature", per_size_series(doc, "o_s")),
-                                    ("T(n) store round trip", per_size_series(doc, "rtt")),
-                                    ("get round trip", per_size_series(doc, "get_rtt"))],
-                   "µs", "Bulk transfer (Culler et al. Fig. 12)", logy=True)
-        made.append(("Bulk: o_s(n) and T(n)", f("bulk")))
-    if bench == "flood":
-        p = doc["parameters"]
-        g, G = p.get("g", {}).get("value_ns"), p.get("G", {}).get("value_ns")
-        fit = (lambda n: g + G * n) if g is not None and G is not None else None
-        draw_sizes(doc, f("flood"), [("flood time per message", per_size_series(doc, "g"))], "µs",
-                   "Flood g(n) (Bell et al. §4)", logy=True, fit=fit)
-        made.append(("Flood: time per message against size", f("flood")))
-    if bench in ("overlap", "kielmann"):
-        series = [("o_s(n)", per_size_series(doc, "o_s")), ("o_r(n)", per_size_series(doc, "o_r"))]
-        if bench == "kielmann":
-            series += [("g(m) fast", per_size_series(doc, "g")), ("g(m) saturation", per_size_series(doc, "g_saturation"))]
-        draw_sizes(doc, f(bench), series, "µs", "Kielmann et al. parameterized LogP" if bench == "kielmann"
-                   else "CPU overlap (Bell et al. §4)", logy=True)
-        made.append((f"{bench}: parameters against size", f(bench)))
-    if bench == "availability":
-        draw_availability(doc, f("availability"))
-        made.append(("Overhead and availability (Doerfler & Brightwell Figs. 3-6)", f("availability")))
+    for module in method_plots():
+        made += module.figures(doc, bench, f)
     return made
 
 

@@ -36,53 +36,6 @@ nlohmann::json distribution_json(const std::vector<double>& samples, bool raw) {
   return j;
 }
 
-nlohmann::json signature_curves_json(const methods::SignatureData& d, bool raw) {
-  nlohmann::json curves = nlohmann::json::array();
-  for (const auto& c : d.curves) {
-    nlohmann::json pts = nlohmann::json::array();
-    for (const auto& p : c.points) {
-      nlohmann::json jp = {{"M", p.M},
-                           {"cost_ns", p.point.value},
-                           {"net_of_delta_ns", p.net.n ? nlohmann::json(p.net.median) : nlohmann::json(nullptr)},
-                           {"ci95_ns", p.point.ci95},
-                           {"converged", p.point.converged},
-                           {"discarded", p.point.discarded},
-                           {"summary", p.point.summary}};
-      if (raw) jp["samples_ns"] = p.point.samples;
-      pts.push_back(std::move(jp));
-    }
-    curves.push_back({{"delta_ns", c.delta_ns},
-                      {"delta_achieved_ns", c.delta_achieved_ns},
-                      {"delta_source", "spent inside the timed bursts (median per message)"},
-                      {"delta_calibrated_ns", c.delta_calibrated_ns},
-                      {"steady_reached", c.steady_reached},
-                      {"extended_M_points", c.extended},
-                      {"points", pts}});
-  }
-  return curves;
-}
-
-Curve to_fit_curve(const methods::SignatureCurve& c) {
-  // With Delta > 0 the fit reads each point as its bursts' own cost net of their own Delta, plus the
-  // curve's median Delta (so the fit's g' - Delta is the net cost, as spent in the same bursts).
-  Curve f;
-  f.delta_ns = c.delta_achieved_ns;
-  for (const auto& p : c.points) {
-    f.M.push_back(p.M);
-    const bool net = c.delta_ns > 0 && p.net.n > 0 && std::isfinite(p.net.median);
-    f.cost_ns.push_back(net ? p.net.median + c.delta_achieved_ns : p.point.value);
-    f.ci95_ns.push_back(net && std::isfinite(p.net.ci95_median) ? p.net.ci95_median : p.point.ci95);
-    f.converged.push_back(p.point.converged);
-  }
-  return f;
-}
-
-std::vector<Curve> to_fit_curves(const methods::SignatureData& d) {
-  std::vector<Curve> out;
-  for (const auto& c : d.curves) out.push_back(to_fit_curve(c));
-  return out;
-}
-
 Param rtt_param(const Summary& s) {
   if (s.n == 0 || !(s.median > 0)) return Param::invalid("no round trip measured", s.median);
   Param p;

@@ -1,6 +1,5 @@
 // The JSON shapes every method's record shares: a sample distribution (summary, percentiles, histogram),
-// signature curves, a parameter over runs, a check in words; and the step from a measured signature
-// curve to the plain curve the fit reads.
+// a parameter over runs, a check in words.
 #pragma once
 
 #include <string>
@@ -9,7 +8,6 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/signature_fit.hpp"
-#include "common/methods/signature.hpp"
 #include "common/stats.hpp"
 
 namespace logpb::analysis {
@@ -17,11 +15,6 @@ namespace logpb::analysis {
 // Summary, percentiles (stats' one percentile definition), a 64-bin histogram up to p99.9; the samples
 // themselves with raw.
 nlohmann::json distribution_json(const std::vector<double>& samples, bool raw);
-nlohmann::json signature_curves_json(const methods::SignatureData& d, bool raw);
-
-// With Delta > 0 each point is its bursts' own cost net of their own Delta, plus the curve's median Delta.
-Curve to_fit_curve(const methods::SignatureCurve& c);
-std::vector<Curve> to_fit_curves(const methods::SignatureData& d);
 
 // The median round trip with its order-statistic interval, or invalid with the reason.
 Param rtt_param(const Summary& s);

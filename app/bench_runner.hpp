@@ -19,8 +19,8 @@
 #include "common/am.hpp"
 #include "common/clock.hpp"
 #include "common/errors.hpp"
-#include "common/methods/messages.hpp"
-#include "common/methods/protocol.hpp"
+#include "methods/messages.hpp"
+#include "methods/protocol.hpp"
 #include "common/transport.hpp"
 
 namespace logpb::app {

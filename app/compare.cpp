@@ -1,4 +1,4 @@
-#include "compare.hpp"
+#include "app/compare.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/compare.hpp"
+#include "app/method.hpp"
 #include "common/errors.hpp"
 #include "common/results.hpp"
 
@@ -80,7 +81,7 @@ int run_compare(int argc, const char* const* argv) {
         vm.count("names") ? cmp::parse_names(names_list, docs.size()) : cmp::default_names(docs);
 
     std::vector<cmp::Pair> pairs;
-    for (std::size_t i = 1; i < docs.size(); ++i) pairs.push_back(cmp::compare_pair(docs[0], docs[i], names[0], names[i]));
+    for (std::size_t i = 1; i < docs.size(); ++i) pairs.push_back(cmp::compare_pair(docs[0], docs[i], names[0], names[i], compare_reading));
     const auto warnings = cmp::knob_warnings(docs, names);
     const auto harness = cmp::harness_lines(docs, names);
 
@@ -128,7 +129,7 @@ int run_compare(int argc, const char* const* argv) {
                   {"transport", cmp::transport_of(docs[i])}, {"status", docs[i].value("status", json(nullptr))},
                   {"host", m.value("host", json(nullptr))}, {"cpu", m.value("cpu", json(nullptr))},
                   {"version", m.value("version", json(nullptr))}, {"emulation", m.value("emulation", json(nullptr))},
-                  {"figure", cmp::figure_inputs(docs[i])}};
+                  {"figure", cmp::figure_inputs(docs[i], compare_reading)}};
         out["runs"].push_back(r);
       }
       out["warnings"] = warnings;

@@ -8,7 +8,7 @@
 #include "app/job.hpp"
 #include "app/modes.hpp"
 #include "app/modes_common.hpp"
-#include "common/methods/protocol.hpp"
+#include "methods/protocol.hpp"
 #include "dpdk/connect.hpp"
 #include "dpdk/setup.hpp"
 

@@ -5,7 +5,7 @@
 // to their replier while repliers serve.
 //
 // Roles. A link-level method (signature, pingpong, ...) needs exactly two ranks: the leader requests, the
-// other replies. A job-level method (app/methods/, Scope::job, e.g. pairs: Culler et al. 3.5) says each
+// other replies. A job-level method (Scope::job, e.g. pairs: Culler et al. 3.5) says each
 // rank's role and plays the whole job.
 //
 // The leader writes the JSON: rank 0, except in server/client where the client (rank 1 of the
@@ -25,7 +25,7 @@
 #include "app/progress.hpp"
 #include "common/am.hpp"
 #include "common/clock.hpp"
-#include "common/methods/protocol.hpp"
+#include "methods/protocol.hpp"
 #include "common/ranks.hpp"
 
 namespace logpb::app {
@@ -123,7 +123,7 @@ void run_job(Job& job, T& t, double loss_timeout_s, const nlohmann::json& numa) 
       if (job.leader()) job.doc.j["meta"]["transport"] = t.describe();
     }
   } describe{job, t};
-  // A job-level method (app/methods/, Scope::job) plays the whole job; a link-level one runs on the pair.
+  // A job-level method (Scope::job) plays the whole job; a link-level one runs on the pair.
   bool job_level = false;
   with_method(job.o.bench, [&]<class M>() {
     if constexpr (M::scope == Scope::job) {

@@ -22,6 +22,8 @@ MethodInfo info_of() {
   if constexpr (requires { M::options; }) i.options = M::options;
   if constexpr (requires(const Options& o) { M::check(o); }) i.check = &M::check;
   if constexpr (requires { M::link_option; }) i.link_option = M::link_option;
+  if constexpr (requires { M::compare_as; }) i.compare_as = M::compare_as;
+  if constexpr (requires { M::shares; }) i.shares = M::shares;
   return i;
 }
 
@@ -41,6 +43,11 @@ const MethodInfo* find_method(std::string_view name) {
   for (const auto& m : all_methods())
     if (m.name == name) return &m;
   return nullptr;
+}
+
+analysis::compare::Reading compare_reading(const std::string& bench) {
+  const MethodInfo* m = find_method(bench);
+  return m ? m->compare_as : analysis::compare::Reading{};
 }
 
 std::string method_names(const char* sep, const char* last_sep) {

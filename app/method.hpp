@@ -1,8 +1,9 @@
 // One descriptor per measurement method, and the catalogue of them that option validation, --help, the
 // printed table, the plots (through meta.method.plot) and the run dispatch all read.
 //
-// A method is a file app/methods/<stem>.hpp defining `struct logpb::app::method::<stem>`: CMake lists every
-// file of that folder (app/methods/methods.cmake), so adding a method edits no shared file. Its members:
+// A method lives in a folder methods/<folder>/ whose CMakeLists.txt names it (logpb_methods(NAME)); its
+// descriptor methods/<folder>/NAME.hpp defines `struct logpb::app::method::NAME`, and methods/CMakeLists.txt
+// generates the list of them, so adding a method edits no shared file. Its members:
 //   static constexpr const char* name, summary, plot;  // --bench NAME; one line for --help; the figure kind
 //                                                      // analysis/logpb_plots.py draws ("" for none)
 //   static constexpr Needs needs;                      // what it asks of a transport (checked before it runs)
@@ -20,10 +21,13 @@
 //                                   // by every rank and recorded in meta.flags
 //   static void check(const Options&);                          // optional: validates them (UsageError)
 //   static constexpr Takes takes;                               // optional: which shared options it takes
+//   static constexpr analysis::compare::Reading compare_as;     // optional: how `compare` names its figures
+//   static inline const std::vector<SharedFigure> shares;       // optional: the LogP figures it shares with
+//                                   // other methods and its paper's definition of each (read by `agree`)
 //   static void budgets(const Given&, Options&);                // optional: a method that sets its own
 //                                   // budgets refuses the options it sets and may give others defaults
-// The timed loops stay in common/methods/, the analysis in analysis/; the descriptor binds them to the
-// command line. --runs repeats run() in the one loop of bench_runner.hpp, for every method.
+// The timed loops (loops.hpp) and the analysis (analysis.*) sit beside the descriptor, which binds them to
+// the command line. --runs repeats run() in the one loop of bench_runner.hpp, for every method.
 //
 // A job-level method (Scope::job: it drives several links, as Culler et al. 3.5's pairs) has no run() on a
 // link; the job runner (app/job.hpp) hands it the whole job instead. Its members, besides name, summary,
@@ -51,6 +55,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/compare.hpp"
 #include "common/results.hpp"
 
 namespace logpb::app {
@@ -96,6 +101,18 @@ struct MethodOption {
   const char* default_value;
 };
 
+// A figure a method shares with other methods under LogP's name, and what it is by the method's own paper.
+// `agree` sets these side by side and names the definitions where the figures part. The definition may
+// hold what only the run knows: {local_completion} (what the transport's local completion means),
+// {bottleneck} (the bottleneck the method named for it), {first_bytes} (the method's smallest size).
+struct SharedFigure {
+  const char* param;       // LogP's name: o_s, o_r, g, rtt, L
+  const char* key;         // where the method's parameters hold it
+  const char* definition;
+  int table_rank = -1;     // agree's usual table takes each parameter from the lowest rank with a value
+                           // (-1: never from this method)
+};
+
 // What one rank does in a job: request from `peer` (requester), or serve it; peer -1: no part.
 struct Role {
   bool requester = false;
@@ -115,6 +132,8 @@ struct MethodInfo {
   std::vector<MethodOption> options;           // the method's own options
   void (*check)(const Options&) = nullptr;     // validates them
   std::string link_option;                     // a job-level method: the option naming its link-level method
+  analysis::compare::Reading compare_as;       // how `compare` names its figures
+  std::vector<SharedFigure> shares;            // the figures it shares with other methods
 };
 
 // Every registered method, by name.
@@ -125,6 +144,9 @@ std::string method_names(const char* sep, const char* last_sep);
 // What a run asks of the transport: the method's needs, and for a job-level method that runs a link-level
 // method on each link (its link_option, e.g. --pairs-bench) that method's too. Unknown names need nothing.
 Needs run_needs(std::string_view bench, const std::map<std::string, std::string>& method_args);
+// How `compare` reads a result of that method (its descriptor's compare_as; the plain reading for a name
+// no method has, as an old result's may be).
+analysis::compare::Reading compare_reading(const std::string& bench);
 // --bench's help: every method with its one-line summary.
 std::string bench_help();
 // The sizes a method over sizes runs: --sizes, or its defaults that fit; a size past half the segment

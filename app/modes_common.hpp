@@ -14,7 +14,7 @@
 #include "app/progress.hpp"
 #include "common/am.hpp"
 #include "common/bootstrap.hpp"
-#include "common/methods/protocol.hpp"
+#include "methods/protocol.hpp"
 
 namespace logpb::app {
 

@@ -1,6 +1,6 @@
-// `logpbench quick [local | server | client HOST] [options]`: the first look at a NI (app/methods/quick.hpp
+// `logpbench quick [local | server | client HOST] [options]`: the first look at a NI (methods/quick/quick.hpp
 // says what it runs and with which budgets); `logpbench agree ...`: the methods' shared parameters side by
-// side (app/methods/agree.hpp). Each command is --bench NAME under the usual options.
+// side (methods/agree/agree.hpp). Each command is --bench NAME under the usual options.
 #pragma once
 
 #include <string>

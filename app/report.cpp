@@ -1,4 +1,4 @@
-#include "report.hpp"
+#include "app/report.hpp"
 
 #include "app/method.hpp"
 #include "app/table.hpp"
@@ -63,7 +63,8 @@ void print_table(std::FILE* out, const nlohmann::json& doc) {
                     p["spread_ns"]["max"].get<double>() / 1e3);
       range = b;
     }
-    const double ci = p["ci95_ns"].is_null() ? 0.0 : p["ci95_ns"].get<double>();
+    // A method may give a figure without an interval: printed as such, never read as a missing key.
+    const double ci = p.contains("ci95_ns") && p["ci95_ns"].is_number() ? p["ci95_ns"].get<double>() : 0.0;
     std::string how = p.value("ci_method", std::string());
     if (p.contains("bottleneck") && p["bottleneck"].is_string()) how += (how.empty() ? "" : "; ") + std::string("limited by the ") + p["bottleneck"].get<std::string>();
     // A negative figure is never shown without what explains it.

@@ -4,7 +4,7 @@
 #include "app/modes.hpp"
 #include "common/am.hpp"
 #include "common/bootstrap.hpp"
-#include "common/methods/protocol.hpp"
+#include "methods/protocol.hpp"
 #include "shm/connect.hpp"
 
 namespace logpb::app {

@@ -24,10 +24,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "clock.hpp"
-#include "errors.hpp"
-#include "frame.hpp"
-#include "transport.hpp"
+#include "common/clock.hpp"
+#include "common/errors.hpp"
+#include "common/frame.hpp"
+#include "common/transport.hpp"
 
 namespace logpb::am {
 

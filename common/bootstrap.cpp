@@ -1,4 +1,4 @@
-#include "bootstrap.hpp"
+#include "common/bootstrap.hpp"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -15,7 +15,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "errors.hpp"
+#include "common/errors.hpp"
 
 namespace logpb {
 namespace {

@@ -1,4 +1,4 @@
-#include "clock.hpp"
+#include "common/clock.hpp"
 
 #include <cpuid.h>
 #include <time.h>
@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "stats.hpp"
+#include "common/stats.hpp"
 
 namespace logpb {
 namespace {

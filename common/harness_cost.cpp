@@ -1,4 +1,4 @@
-#include "harness_cost.hpp"
+#include "common/harness_cost.hpp"
 
 #include <chrono>
 #include <memory>
@@ -6,10 +6,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "am.hpp"
-#include "errors.hpp"
-#include "null_transport.hpp"
-#include "stats.hpp"
+#include "common/am.hpp"
+#include "common/errors.hpp"
+#include "common/null_transport.hpp"
+#include "common/stats.hpp"
 
 namespace logpb {
 namespace {

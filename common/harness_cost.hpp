@@ -11,7 +11,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "clock.hpp"
+#include "common/clock.hpp"
 
 namespace logpb {
 

@@ -16,8 +16,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "frame.hpp"
-#include "transport.hpp"
+#include "common/frame.hpp"
+#include "common/transport.hpp"
 
 namespace logpb {
 

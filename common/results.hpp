@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "clock.hpp"
+#include "common/clock.hpp"
 
 namespace logpb {
 

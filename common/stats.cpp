@@ -1,4 +1,4 @@
-#include "stats.hpp"
+#include "common/stats.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "frame.hpp"
+#include "common/frame.hpp"
 
 namespace logpb {
 

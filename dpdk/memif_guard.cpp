@@ -1,4 +1,4 @@
-#include "memif_guard.hpp"
+#include "dpdk/memif_guard.hpp"
 
 #include <rte_ethdev.h>
 

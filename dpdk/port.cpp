@@ -1,4 +1,4 @@
-#include "port.hpp"
+#include "dpdk/port.hpp"
 
 #include <rte_eal.h>
 #include <rte_errno.h>
@@ -20,7 +20,7 @@
 #include <thread>
 
 #include "common/errors.hpp"
-#include "memif_guard.hpp"
+#include "dpdk/memif_guard.hpp"
 
 namespace logpb::dpdk {
 namespace {

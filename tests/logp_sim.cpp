@@ -1,4 +1,4 @@
-#include "logp_sim.hpp"
+#include "tests/logp_sim.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -6,7 +6,7 @@
 #include <limits>
 #include <random>
 
-#include "common/methods/signature.hpp"  // default_bursts: the real run's M grid
+#include "methods/signature/loops.hpp"  // default_bursts: the real run's M grid
 
 namespace logpb::sim {
 namespace {

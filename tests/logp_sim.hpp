@@ -1,7 +1,7 @@
 // A small discrete-event simulation of the system the signature method measures: two hosts, each a CPU
 // and an emulated NI (shm/transport.hpp), the client running the timed loop of
-// common/methods/signature.hpp through am::Endpoint::request(), the server the echo loop of
-// common/methods/protocol.hpp. It produces the curves and the round trip that fit_signature reads, so
+// methods/signature/loops.hpp through am::Endpoint::request(), the server the echo loop of
+// methods/protocol.hpp. It produces the curves and the round trip that fit_signature reads, so
 // the extractor is tested on data made by the mechanism, not by the extractor's own closed-form model.
 //
 // What is simulated, and why it is enough:

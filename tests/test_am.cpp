@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "common/am.hpp"
-#include "common/methods/protocol.hpp"
+#include "methods/protocol.hpp"
 #include "common/ranks.hpp"
 #include "shm/connect.hpp"
 

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "analysis/signature_fit.hpp"
-#include "logp_sim.hpp"
+#include "tests/logp_sim.hpp"
 
 using namespace logpb;
 using analysis::Param;

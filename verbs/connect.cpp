@@ -1,4 +1,4 @@
-#include "connect.hpp"
+#include "verbs/connect.hpp"
 
 #include "common/errors.hpp"
 

@@ -1,4 +1,4 @@
-#include "context.hpp"
+#include "verbs/context.hpp"
 
 #include <arpa/inet.h>
 #include <numa.h>

@@ -1,4 +1,4 @@
-#include "transport.hpp"
+#include "verbs/transport.hpp"
 
 #include <poll.h>
 

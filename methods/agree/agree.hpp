@@ -1,0 +1,217 @@
+// --bench agree (what `logpbench agree` runs): agreement between methods where there is no ground truth.
+// On one connected pair it runs four link-level methods one after another, each with a small budget:
+//   1. signature (Culler et al. 3), cut short as quick's;
+//   2. kielmann (Kielmann et al. 3): up to 8 B, eps 0.05, no saturation comparison per size;
+//   3. overlap (Bell et al. 4.3) at 8 B;
+//   4. availability (Doerfler & Brightwell 2) at 8 B;
+// then sets the parameters they share (o_s, o_r, g, RTT, L) side by side: "agree within 10%", or the
+// difference in definition that parts them (methods/agree/analysis.hpp). --runs, --messages and --bell-runs
+// raise the budgets; what was used is in agree.budgets with each phase's wall time in agree.seconds.
+// A job-level method only because it runs four methods on one link (app/job.hpp measure_link).
+#pragma once
+
+#include <chrono>
+#include <cstdio>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "methods/agree/analysis.hpp"
+#include "app/method.hpp"
+#include "methods/quick/quick.hpp"
+#include "app/options.hpp"
+#include "app/table.hpp"
+#include "common/errors.hpp"
+#include "methods/protocol.hpp"
+
+namespace logpb::app::method {
+
+struct agree {
+  static constexpr const char* name = "agree";
+  static constexpr const char* summary =
+      "logpbench agree: signature, kielmann, overlap and availability on one link, their shared parameters compared";
+  static constexpr const char* plot = "";
+  static constexpr Needs needs{.bulk = true, .local_completion = true};
+  static constexpr Scope scope = Scope::job;
+  static constexpr const auto& phases = analysis::kAgreeMethods;
+
+  static void check_size(int n) {
+    if (n != 2) throw UsageError("agree measures one pair: run 2 ranks, not " + std::to_string(n));
+  }
+  static Role role(int r, int) { return {r == 0, r == 0 ? 1 : 0, 0}; }
+  // The phase budgets set these for each method, so they are refused; --runs, --messages and --bell-runs raise
+  // the budgets, which otherwise keep the four methods within about a minute on shm.
+  static void budgets(const Given& given, Options& o) {
+    for (const char* k : {"all", "sizes", "size", "iters", "warmup", "eps", "no-saturation-compare", "max-burst",
+                          "bursts", "deltas", "delta-factors", "max-samples", "max-point-seconds"})
+      if (given(k))
+        throw UsageError(std::string("--") + k + ": logpbench agree sets it for each method (recorded in the results' "
+                         "agree.budgets); --runs, --messages and --bell-runs raise its budgets, or run the methods "
+                         "themselves for your own");
+    if (!given("runs")) o.runs = 1;
+    if (!given("messages")) o.messages = 2000;
+    if (!given("bell-runs")) o.bell_runs = 3;
+  }
+
+  // Each phase's settings over the user's: --runs, --messages, --bell-runs, --queue-depth and the
+  // availability thresholds stay the user's (budgets() gives agree smaller defaults for the first
+  // three); what the budgets set, the options refuse.
+  static void signature_budget(Options& o) {
+    quick::signature_budget(o);  // its single run is quick's; phase_options keeps the user's --runs
+  }
+  static void kielmann_budget(Options& o) {
+    o.sizes = {8};  // the largest size bounds the adaptive range: 0 .. 8 B, o_s(1) and o_r(1) among them
+    o.eps = 0.05;   // the paper's eps is the user's precision; 0.01 may not saturate in a minute on a busy core
+    o.compare_saturation = false;
+  }
+  static void bell_budget(Options& o) {
+    o.sizes = {8};  // Bell et al.'s minimum message (4.1), for overlap and availability alike
+  }
+  // Each phase's budget, in the order of `phases`.
+  static constexpr void (*budgets_of[])(Options&) = {signature_budget, kielmann_budget, bell_budget, bell_budget};
+  static_assert(std::size(budgets_of) == std::size(phases));
+  static Options phase_options(std::size_t phase, const Options& user) {
+    Options o = user;
+    budgets_of[phase](o);
+    o.runs = user.runs;
+    return o;
+  }
+  static nlohmann::json budgets_json(const Options& user) {
+    nlohmann::json b = nlohmann::json::object();
+    const Options s = phase_options(0, user), k = phase_options(1, user), ov = phase_options(2, user),
+                  av = phase_options(3, user);
+    b["signature"] = {{"max_burst", s.max_burst},         {"delta_factors", s.delta_factors},
+                      {"rtt_iterations", s.iterations},   {"max_samples_per_point", s.rule.max_samples},
+                      {"max_point_seconds", s.rule.max_seconds}, {"runs", s.runs}};
+    b["kielmann"] = {{"max_bytes", k.sizes.back()}, {"eps", k.eps}, {"compare_saturation", k.compare_saturation},
+                     {"runs", k.runs}};
+    b["overlap"] = {{"sizes", ov.sizes}, {"messages", ov.messages}, {"bell_runs", ov.bell_runs},
+                    {"queue_depth", ov.queue_depth}, {"runs", ov.runs}};
+    b["availability"] = {{"sizes", av.sizes}, {"base_threshold", av.base_threshold},
+                         {"stop_threshold", av.stop_threshold}, {"runs", av.runs}};
+    b["tolerance"] = analysis::kAgreeTolerance;
+    return b;
+  }
+
+  template <class J, class EP>
+  static void run_job(J& job, EP& ep, const Role& role) {
+    if (!role.requester) {
+      for (std::size_t p = 0; p < std::size(phases); ++p) methods::serve(ep);  // each phase ends with a quit
+      return;
+    }
+    const Options user = job.o;
+    nlohmann::json a = {{"budgets", budgets_json(user)}, {"seconds", nlohmann::json::object()}};
+    nlohmann::json records = nlohmann::json::object();
+    const auto t_all = std::chrono::steady_clock::now();
+    // The shares of the progress bar follow the phases' usual lengths here (the signature's Delta curves
+    // and overlap's computation sweep take longest).
+    const double share[] = {0.0, 0.5, 0.6, 0.9, 1.0};
+    for (std::size_t p = 0; p < std::size(phases); ++p) {
+      const std::string bench = phases[p];
+      job.o = phase_options(p, user);
+      job.progress.span(share[p], share[p + 1]);
+      const auto t0 = std::chrono::steady_clock::now();
+      records[bench] = job.measure_link(ep, role.peer, bench);  // ends with a one-way quit (Job::measure_link)
+      a["seconds"][bench] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      a["records"] = records;
+      job.doc.j["agree"] = a;
+      job.doc.save();  // a checkpoint after each method
+    }
+    job.o = user;
+    job.progress.span(0, 1);
+    a["seconds"]["total"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count();
+    a["transport_local_completion"] = ep.transport().describe().value("local_completion", nlohmann::json(nullptr));
+    const double timer_cost_ns = job.doc.j.value(nlohmann::json::json_pointer("/meta/tsc/timer_cost_ns"), 0.0);
+    a.update(analysis::agreement(records, ep.transport().describe(), timer_cost_ns));
+    a["records"] = records;
+    auto& d = job.doc.j;
+    d["agree"] = a;
+    d["parameters"] = analysis::agreed_parameters(records);
+    nlohmann::json checks = nlohmann::json::array();
+    for (const char* bench : phases)
+      for (auto c : records[bench].value("checks", nlohmann::json::array())) {
+        c["method"] = bench;
+        c["name"] = std::string(bench) + ": " + c.value("name", std::string());
+        checks.push_back(c);
+      }
+    d["checks"] = checks;
+    job.doc.save();
+  }
+
+  // One row per method and shared parameter: value and interval in microseconds, the verdict on the
+  // parameter's first row.
+  static Table agree_table(const nlohmann::json& doc) {
+    Table t{"agree", {"parameter", "method", "value (us)", "95% CI (us)", "verdict"}, {}, 4, {}, {}};
+    const auto& ps = doc.value("agree", nlohmann::json::object());
+    const double tol = ps.value("tolerance", analysis::kAgreeTolerance);
+    auto us = [](const nlohmann::json& x) {
+      return x.is_number() ? nlohmann::json(x.get<double>() / 1e3) : nlohmann::json(nullptr);
+    };
+    for (const char* k : {"o_s", "o_r", "g", "rtt", "L"}) {
+      if (!ps.contains(k)) continue;
+      const auto& p = ps[k];
+      bool first = true;
+      const nlohmann::json ms = p.value("methods", nlohmann::json::object());
+      for (const std::string method : phases) {
+        if (!ms.contains(method)) continue;
+        const nlohmann::json& m = ms[method];
+        std::string verdict;
+        if (first) {
+          const std::string v = p.value("verdict", std::string());
+          char b[64];
+          if (v == "agree" && p["max_rel_diff"].is_number() && p["max_rel_diff"].get<double>() > tol)
+            std::snprintf(b, sizeof b, "agree within the timer's cost");
+          else if (v == "agree")
+            std::snprintf(b, sizeof b, "agree within %.0f%%", tol * 100);
+          else if (v == "differ" && p["max_rel_diff"].is_number())
+            std::snprintf(b, sizeof b, "differ by %.0f%%", p["max_rel_diff"].get<double>() * 100);
+          else
+            std::snprintf(b, sizeof b, "%s", v.c_str());
+          verdict = b;
+        }
+        nlohmann::json value = us(m["value_ns"]);
+        nlohmann::json ci = us(m["ci95_ns"]);
+        if (!value.is_number() && m.contains("upper_bound_ns")) {
+          char b[64];
+          std::snprintf(b, sizeof b, "<= %.4f", m["upper_bound_ns"].get<double>() / 1e3);
+          value = b;
+          ci = "unobservable";
+        }
+        const std::string key = m.value("key", std::string(k));
+        const std::string who = method + (key != k ? " " + key : "");
+        t.rows.push_back({first ? nlohmann::json(k) : nlohmann::json(""), who, value, ci, verdict});
+        first = false;
+      }
+    }
+    return t;
+  }
+
+  static std::vector<Table> tables(const nlohmann::json& doc) {
+    Table logp = parameters_table(doc);
+    logp.name = "logp";
+    return {logp, agree_table(doc)};
+  }
+  static void print(std::FILE* out, const nlohmann::json& doc) {
+    const auto& a = doc.value("agree", nlohmann::json::object());
+    std::string sources;
+    const nlohmann::json params = doc.value("parameters", nlohmann::json::object());
+    for (auto it = params.begin(); it != params.end(); ++it)
+      sources += (sources.empty() ? "" : ", ") + it.key() + " from " + it.value().value("source", std::string("?"));
+    std::fprintf(out, "  the table above: %s\n", sources.c_str());
+    std::fprintf(out, "  the parameters the methods share, side by side:\n");
+    print_text(out, agree_table(doc));
+    const auto& ps = a;
+    for (const char* k : {"o_s", "o_r", "g", "rtt", "L"})
+      if (ps.contains(k)) std::fprintf(out, "  %s: %s\n", k, ps[k].value("explanation", std::string()).c_str());
+    const auto& s = a.value("seconds", nlohmann::json::object());
+    std::fprintf(out,
+                 "  agree: measured in %.1f s (signature %.1f s, kielmann %.1f s, overlap %.1f s, "
+                 "availability %.1f s); budgets in agree.budgets\n",
+                 s.value("total", 0.0), s.value("signature", 0.0), s.value("kielmann", 0.0), s.value("overlap", 0.0),
+                 s.value("availability", 0.0));
+  }
+};
+
+}  // namespace logpb::app::method

@@ -1,0 +1,199 @@
+#include "methods/bell/analysis.hpp"
+
+#include <string>
+
+#include "analysis/loggp.hpp"
+#include "analysis/results_json.hpp"
+
+namespace logpb::analysis {
+
+namespace {
+FloodLimits limits_of(const methods::BellSize& b) {
+  FloodLimits l;
+  l.queue_limited = b.queue.limited;
+  l.queue_adapted = b.queue.adapted;
+  l.queue_depth = b.queue.used;
+  l.completion_ns = b.queue.completion_ns;
+  l.credits = b.queue.credits;
+  l.rtt_ns = b.rtt.min;
+  return l;
+}
+nlohmann::json queue_json(const methods::FloodQueue& q) {
+  nlohmann::json probe = nlohmann::json::array();
+  for (const auto& [depth, t] : q.probe) probe.push_back({{"q", depth}, {"ns_per_message", std::isfinite(t) ? nlohmann::json(t) : nlohmann::json(nullptr)}});
+  return {{"requested", q.requested}, {"used", q.used}, {"adapted", q.adapted}, {"deepest_tried", q.deepest}, {"still_limiting", q.limited},
+          {"probe", probe}, {"messages_per_run", q.messages}, {"credits", q.credits},
+          {"completion_ns", std::isfinite(q.completion_ns) ? nlohmann::json(q.completion_ns) : nlohmann::json(nullptr)},
+          {"rule", "q doubled from the requested depth while the time per message fell by more than 3% (best of two "
+                   "floods of up to 2000 messages each); messages per run raised until the start and the final reply "
+                   "cost under 1% (N >= 100 RTT / time per message, at most 4x --messages)"}};
+}
+}  // namespace
+
+Param overhead_param(const methods::OverlapSide& s) {
+  if (!s.ok) return Param::invalid(s.note.empty() ? "overlap test not run at this size" : s.note);
+  if (!(s.overhead > 0))
+    return Param::invalid("the inferred overhead is not positive: the computation loop or the timer is wrong", s.overhead);
+  return param_of(s.overhead, s.ci95, "", s.ci_method);
+}
+
+nlohmann::json bell_record(const std::vector<methods::BellSize>& run, bool flood) {
+  nlohmann::json raw = nlohmann::json::array();
+  for (const auto& b : run)
+    raw.push_back({{"bytes", b.bytes}, {"gap_runs_ns", b.gap.runs}, {"gap_total_over_n_runs_ns", b.gap.runs},
+                   {"gap_steady_runs_ns", b.gap_steady.runs}, {"rtt_runs_ns", b.rtt.runs},
+                   {"o_s_runs_ns", b.send.per_run_overhead}, {"o_r_runs_ns", b.recv.per_run_overhead}});
+  return {{"method", flood ? "Bell et al. flood (section 4.2): one-way messages, local completion, one final reply"
+                           : "Bell et al. CPU overlap (section 4.3): q = 1, overhead inferred from the hidden computation"},
+          {"raw", raw}};
+}
+
+nlohmann::json bell_summary(const std::vector<std::vector<methods::BellSize>>& runs, bool flood) {
+  nlohmann::json checks = nlohmann::json::array();
+  const auto& last = runs.back();
+  nlohmann::json per = nlohmann::json::array();
+  nlohmann::json params = nlohmann::json::object();
+  for (std::size_t i = 0; i < last.size(); ++i) {
+    const std::uint32_t n = last[i].bytes;
+    nlohmann::json e = {{"bytes", n}};
+    std::vector<Param> g, gni, rtt, os, orr;
+    std::vector<std::string> stages;
+    for (const auto& run : runs) {
+      const auto& b = run[i];
+      const auto o_s = overhead_param(b.send);
+      const auto o_r = overhead_param(b.recv);
+      os.push_back(o_s);
+      orr.push_back(o_r);
+      rtt.push_back(param_of(flood ? b.rtt.min : b.rtt.median, b.rtt.ci95, "", b.rtt.ci_method));
+      if (flood) {
+        g.push_back(param_of(b.gap.min, b.gap.ci95, "", b.gap.ci_method));
+        if (b.overlap_run) {
+          auto c = classify_flood(b.gap.min, b.gap.ci95, o_s, o_r, limits_of(b));
+          if (c.ni.valid) c.ni.ci_method = b.gap.ci_method;
+          gni.push_back(c.ni);
+          stages.push_back(c.stage.empty() ? "unknown" : c.stage);
+        }
+      }
+    }
+    if (flood) {
+      e["g"] = over_runs(g);
+      e["g"]["median_over_bell_runs_ns"] = last[i].gap.median;
+      e["g"]["ci_method"] = last[i].gap.ci_method;
+      e["g"]["estimator"] = "Bell et al. 4.2: per run, the total time from the first send to the final reply over N "
+                            "messages (N large enough that the start and the final reply cost under 1%); minimum over runs";
+      e["g_total_over_n"] = over_runs({param_of(last[i].gap.min, last[i].gap.ci95, "", last[i].gap.ci_method)});
+      e["g_steady"] = over_runs({param_of(last[i].gap_steady.min, last[i].gap_steady.ci95, "", last[i].gap_steady.ci_method)});
+      e["g_steady"]["estimator"] = "per run: the median over the receiver's credit frames of (time between two) / (credits "
+                                   "they returned): the bottleneck's steady pace, start-up and interruptions left out; "
+                                   "minimum over runs";
+      e["queue"] = queue_json(last[i].queue);
+      e["rtt"] = over_runs(rtt);
+      if (!gni.empty()) {
+        e["g_ni"] = over_runs(gni);
+        e["bottleneck"] = stages.back();
+        e["o_s"] = over_runs(os);
+        e["o_r"] = over_runs(orr);
+        const auto& b = last[i];
+        for (const auto* side : {&b.send, &b.recv}) {
+          nlohmann::json c = nlohmann::json::array();
+          for (const auto& p : side->curve) c.push_back({p.c_ns, p.t_ns, p.o_ns});
+          e[side == &b.send ? "overlap_send_curve" : "overlap_recv_curve"] = c;
+        }
+      }
+    } else {
+      e["o_s"] = over_runs(os);
+      e["o_r"] = over_runs(orr);
+      e["rtt"] = over_runs(rtt);
+      const auto& b = last[i];
+      e["send_curve"] = nlohmann::json::array();
+      for (const auto& p : b.send.curve) e["send_curve"].push_back({p.c_ns, p.t_ns, p.o_ns});
+      e["recv_curve"] = nlohmann::json::array();
+      for (const auto& p : b.recv.curve) e["recv_curve"].push_back({p.c_ns, p.t_ns, p.o_ns});
+      e["messages_per_run"] = {{"send", b.send.messages}, {"recv", b.recv.messages},
+                               {"rule", "--messages, or fewer (at least 400) so one run of one point takes at most about 10 ms"}};
+      e["t0_send_ns"] = b.send.t0_ns;
+      e["t0_recv_ns"] = b.recv.t0_ns;
+      e["hidden_c_send_ns"] = b.send.hidden_c_ns;
+      e["hidden_c_recv_ns"] = b.recv.hidden_c_ns;
+      for (const auto* side : {&b.send, &b.recv}) {
+        const bool ok = side->ok && side->overhead > 0;
+        add_check(checks, std::string("overhead inferred (") + (side == &b.send ? "send" : "recv") + " " + std::to_string(n) + " B)", ok,
+                  side->ok ? "a non-positive overhead: the computation loop or the timer is wrong" : side->note);
+      }
+    }
+    per.push_back(e);
+  }
+  if (flood && !last.empty()) {
+    // g and G in Bell et al.'s sense (the flood's time per message and its per-byte slope), each run's
+    // fit combined over runs; and which stage that was, from the overlap test at the end sizes.
+    std::vector<Param> g, G, cross, gni, Gni;
+    for (const auto& run : runs) {
+      std::vector<double> sizes, gaps, cis;
+      for (const auto& b : run) {
+        sizes.push_back(b.bytes);
+        gaps.push_back(b.gap.min);
+        cis.push_back(b.gap.ci95);
+      }
+      auto f = fit_gap(sizes, gaps, cis);
+      f.g.ci_method = run.front().gap.ci_method;
+      g.push_back(f.g);
+      G.push_back(f.G);
+      cross.push_back(f.crossover);
+      const auto& lo = run.front();
+      const auto& hi = run.back();
+      if (lo.overlap_run) {
+        auto c = classify_flood(lo.gap.min, lo.gap.ci95, overhead_param(lo.send), overhead_param(lo.recv), limits_of(lo));
+        if (c.ni.valid) c.ni.ci_method = lo.gap.ci_method;
+        gni.push_back(c.ni);
+      }
+      if (hi.overlap_run && run.size() >= 2 && f.G.valid) {
+        // G is the NI's only if the overheads at the largest size stay below the flood's time there.
+        const auto c = classify_flood(hi.gap.min, hi.gap.ci95, overhead_param(hi.send), overhead_param(hi.recv), limits_of(hi));
+        if (c.stage == kStageNI) {
+          Gni.push_back(f.G);
+        } else {
+          Gni.push_back(Param::hidden("hidden: at " + std::to_string(hi.bytes) + " B the flood runs at the " +
+                                          (c.stage.empty() ? "an unknown stage" : c.stage) +
+                                          ", so the slope is a per-byte overhead; the NI's G is at most it",
+                                      f.G.value, f.G.ci95));
+        }
+      }
+    }
+    params["g"] = over_runs(g);
+    params["g"]["method_sense"] = "Bell et al.: time per message of a one-way flood at the smallest size: max(g_NI, o_s, o_r)";
+    params["G"] = over_runs(G);
+    params["crossover_bytes"] = over_runs(cross);
+    if (!gni.empty()) {
+      params["g_ni"] = over_runs(gni);
+      params["g"]["bottleneck"] = per.front().value("bottleneck", std::string());
+    }
+    if (!Gni.empty()) params["G_ni"] = over_runs(Gni);
+    if (per.front().contains("o_s")) {
+      params["o_s"] = per.front()["o_s"];
+      params["o_r"] = per.front()["o_r"];
+    }
+    std::vector<Param> eel;
+    for (const auto& run : runs) eel.push_back(param_of(run.front().rtt.min, run.front().rtt.ci95, "", run.front().rtt.ci_method));
+    params["rtt"] = over_runs(eel);
+    params["rtt"]["note"] = "round trip of the " + std::to_string(last.front().bytes) + "-byte minimum message (min over runs)";
+    // Bell et al. 4.1 define EEL as half the round trip of the minimum message.
+    std::vector<Param> half;
+    for (const auto& run : runs) half.push_back(param_of(run.front().rtt.min / 2, run.front().rtt.ci95 / 2, "", run.front().rtt.ci_method));
+    params["eel"] = over_runs(half);
+    params["eel"]["note"] = "Bell et al. 4.1: end-to-end latency, RTT / 2 of the " + std::to_string(last.front().bytes) +
+                            "-byte minimum message";
+    std::vector<Param> steady;
+    for (const auto& run : runs) steady.push_back(param_of(run.front().gap_steady.min, run.front().gap_steady.ci95, "", run.front().gap_steady.ci_method));
+    params["g_steady"] = over_runs(steady);
+    params["g_steady"]["note"] = "the steady pace of the receiver's credit returns at the smallest size (a second figure "
+                                 "beside Bell et al.'s total / N)";
+    if (last.size() >= 2) add_check(checks, "G > 0", params["G"]["value_ns"].is_number(), "the flood's time does not grow with size");
+  } else if (!last.empty()) {
+    params["o_s"] = per.front()["o_s"];
+    params["o_r"] = per.front()["o_r"];
+    params["rtt"] = per.front()["rtt"];
+  }
+  return {{"parameters", params}, {"per_size", per}, {"checks", checks}};
+}
+
+}  // namespace logpb::analysis

@@ -1,0 +1,39 @@
+// --bench overlap: Bell et al.'s CPU overlap test (section 4.3) at each size: o_s(n) and o_r(n) inferred
+// from the computation a message can hide.
+#pragma once
+
+#include <vector>
+
+#include "methods/bell/analysis.hpp"
+#include "app/method.hpp"
+#include "app/options.hpp"
+#include "methods/bell/loops.hpp"
+
+namespace logpb::app::method {
+
+struct overlap {
+  static constexpr const char* name = "overlap";
+  static constexpr const char* summary = "Bell et al. 4.3: o_s(n), o_r(n) by CPU overlap";
+  static constexpr const char* plot = "overlap";
+  static inline const std::vector<SharedFigure> shares{
+      {"o_s", "o_s", "overlap's o_s is inferred from the computation a stream of sends cannot hide (Bell et al. 4.3)"},
+      {"o_r", "o_r",
+       "overlap's o_r is the per-message receive cost under a flood, from the computation it cannot hide (Bell et "
+       "al. 4.3)"},
+      {"rtt", "rtt", "overlap's RTT is the median round trip of its smallest message ({first_bytes} B, a bulk store)"},
+  };
+  static constexpr Needs needs{.bulk = true, .local_completion = true};
+  static constexpr Scope scope = Scope::link;
+  static inline const std::vector<std::uint32_t> default_sizes{8, 32, 128, 512, 2048, 8192, 32768, 131072};
+  using Run = std::vector<methods::BellSize>;
+
+  template <class L>
+  static Run run(L& link, methods::ClientState& st, const Clock& clock, const Options& o, RunIO& io) {
+    const methods::BellConfig cfg{io.sizes, o.queue_depth, o.messages, o.bell_runs, true};
+    return methods::bell_overlap(link, st, clock, cfg, io.progress);
+  }
+  static nlohmann::json record(const Run& r, const Options&) { return analysis::bell_record(r, false); }
+  static nlohmann::json analyse(const std::vector<Run>& runs, const Options&) { return analysis::bell_summary(runs, false); }
+};
+
+}  // namespace logpb::app::method

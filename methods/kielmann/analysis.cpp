@@ -1,0 +1,194 @@
+#include "methods/kielmann/analysis.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <string>
+
+#include "analysis/loggp.hpp"
+#include "analysis/results_json.hpp"
+
+namespace logpb::analysis {
+
+namespace {
+
+const methods::KielmannSize* find(const methods::KielmannResult& k, std::uint32_t m) {
+  for (const auto& x : k.sizes)
+    if (x.bytes == m) return &x;
+  return nullptr;
+}
+
+PLogPPoint point(const methods::KielmannSize& k) { return {k.rtt, k.rtt_ci, k.o_s, k.o_s_ci, k.o_r, k.o_r_ci}; }
+
+// One run's figures at size m: as measured (o_s, o_r, RTT), and converted by Table 1.
+struct Derived {
+  Param g, G, L_plogp, L, o_s, o_r, rtt, g0;
+};
+Derived derive(const methods::KielmannResult& k, std::uint32_t m) {
+  Derived d;
+  const auto* zero = find(k, 0);
+  const auto* one = find(k, 1);
+  const auto* x = find(k, m);
+  d.g0 = std::isfinite(k.g0) ? param_of(k.g0, k.g0_ci, "", k.g0_ci_method)
+                             : Param::invalid(k.notes.empty() ? "g(0) not measured" : k.notes.front());
+  if (!x || !zero) return d;
+  d.o_s = param_of(x->o_s, x->o_s_ci);
+  d.o_r = param_of(x->o_r, x->o_r_ci);
+  d.rtt = param_of(x->rtt, x->rtt_ci);
+  const PLogPPoint p1 = one ? point(*one) : PLogPPoint{};
+  const auto c = plogp_to_loggp(m, point(*x), point(*zero), one ? &p1 : nullptr, k.g0, k.g0_ci);
+  d.g = c.g;
+  d.G = c.G;
+  d.L_plogp = c.L_plogp;
+  d.L = c.L;
+  return d;
+}
+
+std::string fmt_ns(double ns) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.1f ns", ns);
+  return b;
+}
+
+// Credits can be what a saturation measures (Kielmann et al.'s n messages and one reply): the sender holds
+// C one-way credits and asks for more once C/2 remain, so it stalls unless a credit round trip (about
+// RTT(0)) is shorter than the C/2 messages it may still send meanwhile. Within a factor kCreditMargin of
+// RTT(0) / (C/2), g(0) may be that round trip spread over the messages, not the sender, NI or receiver.
+constexpr double kCreditMargin = 2;
+struct CreditLimit {
+  bool limits = false;
+  double bound_ns = NAN;  // RTT(0) / (C/2): the time per message the credits alone allow
+};
+CreditLimit credit_limit(const methods::KielmannResult& k) {
+  CreditLimit c;
+  const auto* zero = find(k, 0);
+  if (!zero || k.credits < 2 || !std::isfinite(k.g0) || !std::isfinite(zero->rtt)) return c;
+  c.bound_ns = zero->rtt / (k.credits / 2.0);
+  c.limits = k.g0 <= kCreditMargin * c.bound_ns;
+  return c;
+}
+
+// A check that may fail at many sizes: one line, the sizes where it failed listed in the JSON.
+void add_size_check(nlohmann::json& checks, const std::string& name, const std::vector<std::uint32_t>& failed,
+                    std::size_t of, const std::string& what) {
+  std::string detail;
+  if (!failed.empty())
+    detail = what + " at " + std::to_string(failed.size()) + " of " + std::to_string(of) + " sizes (" +
+             std::to_string(failed.front()) + " B .. " + std::to_string(failed.back()) + " B; the sizes are in this "
+             "check's \"sizes\")";
+  add_check(checks, name, failed.empty(), detail);
+  checks.back()["sizes"] = failed;
+}
+
+}  // namespace
+
+nlohmann::json kielmann_record(const methods::KielmannResult& r) {
+  const double ratio = r.fast_seconds > 0 && r.saturation_seconds > 0 ? r.saturation_seconds / r.fast_seconds : NAN;
+  return {{"method", "Kielmann et al. parameterized LogP (section 3)"},
+          {"g0_messages", r.g0_n},
+          {"g0_converged", r.g0_converged},
+          {"g0_rule", r.g0_rule},
+          {"notes", r.notes},
+          {"credits", r.credits},
+          {"o_s_send_call", "the AM request or store alone: the layer's poll before a send (GAM's am_request) is left out "
+                            "of the timed round trips, as an MPI send call polls for nothing"},
+          {"saturation_compared", r.saturation_seconds > 0},
+          {"fast_seconds", r.fast_seconds},
+          {"saturation_seconds", r.saturation_seconds},
+          {"saturation_vs_fast_time", std::isfinite(ratio) ? nlohmann::json(ratio) : nlohmann::json(nullptr)}};
+}
+
+nlohmann::json kielmann_summary(const std::vector<methods::KielmannResult>& runs) {
+  nlohmann::json checks = nlohmann::json::array();
+  const auto& r = runs.back();
+  // Per size, over runs; sizes are those of the last run (each run may extend differently: a size
+  // missing from a run counts as not measured there).
+  nlohmann::json per = nlohmann::json::array();
+  for (const auto& k : r.sizes) {
+    std::vector<Param> os, orr, rtt, g, gs;
+    for (const auto& run : runs) {
+      const Derived d = derive(run, k.bytes);
+      os.push_back(d.o_s);
+      orr.push_back(d.o_r);
+      rtt.push_back(d.rtt);
+      g.push_back(d.g);
+      const auto* x = find(run, k.bytes);
+      if (x && std::isfinite(x->g_saturation)) gs.push_back(param_of(x->g_saturation, x->g_saturation_ci));
+    }
+    nlohmann::json e = {{"bytes", k.bytes}, {"o_s", over_runs(os)}, {"o_r", over_runs(orr)}, {"rtt", over_runs(rtt)},
+                        {"g", over_runs(g)}, {"samples", k.samples}};
+    if (!gs.empty()) {
+      e["g_saturation"] = over_runs(gs);
+      if (std::isfinite(k.g) && k.g > 0 && std::isfinite(k.g_saturation)) e["g_fast_vs_saturation"] = k.g / k.g_saturation;
+    }
+    per.push_back(e);
+  }
+  nlohmann::json p = nlohmann::json::object();
+  if (find(r, 0) && find(r, 1)) {
+    std::vector<Param> os, orr, g, g0, rtt, Lp, L, G, gni;
+    std::vector<std::string> stages;
+    const std::uint32_t big = r.sizes.back().bytes;
+    for (const auto& run : runs) {
+      const Derived d1 = derive(run, 1), d0 = derive(run, 0), dbig = derive(run, big);
+      os.push_back(d1.o_s);
+      orr.push_back(d1.o_r);
+      g.push_back(d1.g);
+      g0.push_back(d0.g0);
+      rtt.push_back(d0.rtt);
+      Lp.push_back(d0.L_plogp);
+      L.push_back(d1.L);
+      G.push_back(dbig.G);
+      // g(0) by saturation is the sender's injection interval: max(g_NI, o_s(0), o_r(0)). Which one it
+      // was, from the o_s(0) and o_r(0) this method measures itself.
+      const auto c = classify_flood(d0.g0.valid ? d0.g0.value : NAN, d0.g0.ci95, d0.o_s, d0.o_r);
+      const CreditLimit cl = credit_limit(run);
+      if (cl.limits) {
+        gni.push_back(Param::hidden(
+            "hidden: the saturation may run at the credit round trip, not at the NI: " + std::to_string(run.credits) +
+                " one-way credits, asked back once half are spent, allow RTT(0) / (C/2) = " + fmt_ns(cl.bound_ns) +
+                " per message, within " + std::to_string(static_cast<int>(kCreditMargin)) + "x of g(0) = " + fmt_ns(run.g0) +
+                "; the NI's gap is at most g(0) (more --credits, with NI queues to hold them, would show more)",
+            run.g0, run.g0_ci));
+        stages.push_back("one-way credits (C = " + std::to_string(run.credits) + ")");
+      } else {
+        gni.push_back(c.ni);
+        stages.push_back(c.stage.empty() ? "unknown" : c.stage);
+      }
+    }
+    p["o_s"] = over_runs(os);
+    p["o_r"] = over_runs(orr);
+    p["g"] = over_runs(g);
+    p["g"]["method_sense"] = "Kielmann et al. Table 1: LogP's g = g(1) = RTT(1) - RTT(0) + g(0)";
+    p["g0"] = over_runs(g0);
+    p["g0"]["method_sense"] = "g(0) by saturation: n one-way messages and one reply, the sender's injection interval";
+    p["g0"]["bottleneck"] = stages.back();
+    p["g0"]["estimator"] = "saturated once RTT_1 < eps RTT_n and RTT_n / n (the paper's rule) or the steady rate "
+                           "changes by less than eps (runs[].g0_rule); "
+                           "the figure is the median over " + std::to_string(methods::detail::kSaturationRepeats) +
+                           " streams of that n of the receiver's credit-return rate";
+    p["g0"]["credits"] = r.credits;
+    const CreditLimit cl = credit_limit(r);
+    p["g0"]["credit_bound_ns"] = std::isfinite(cl.bound_ns) ? nlohmann::json(cl.bound_ns) : nlohmann::json(nullptr);
+    if (std::isfinite(r.g0_total_over_n)) p["g0"]["rtt_n_over_n_ns"] = r.g0_total_over_n;
+    p["g_ni"] = over_runs(gni);
+    p["rtt"] = over_runs(rtt);
+    p["L_plogp"] = over_runs(Lp);
+    p["L"] = over_runs(L);
+    p["G"] = over_runs(G);
+    p["G"]["note"] = "g(m)/m at the largest m (" + std::to_string(big) + " B), Table 1";
+    add_check(checks, "L_plogp >= 0", p["L_plogp"]["value_ns"].is_number(), "RTT(0) < 2 g(0): saturation and round trips disagree");
+    add_check(checks, "g(0) saturation converged", r.g0_converged, r.notes.empty() ? "" : r.notes.front());
+    std::vector<std::uint32_t> negative, slow_receive;
+    for (const auto& k : r.sizes) {
+      if (std::isfinite(k.g) && k.g < 0) negative.push_back(k.bytes);
+      else if (std::isfinite(k.o_r) && std::isfinite(k.g) && k.o_r > k.g + k.o_r_ci) slow_receive.push_back(k.bytes);
+    }
+    add_size_check(checks, "g(m) >= 0", negative, r.sizes.size(),
+                   "g(m) = RTT(m) - RTT(0) + g(0) < 0 (RTT(0) was timed slower than RTT(m); g(m) is reported as an "
+                   "upper bound only)");
+    add_size_check(checks, "o_r <= g", slow_receive, r.sizes.size(),
+                   "o_r(m) > g(m): unexpected messages cost more to receive than expected ones (Kielmann et al. 3.1)");
+  }
+  return {{"parameters", p}, {"per_size", per}, {"checks", checks}};
+}
+
+}  // namespace logpb::analysis

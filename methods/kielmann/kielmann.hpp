@@ -1,0 +1,69 @@
+// --bench kielmann: Kielmann, Bal and Verstoep's fast measurement of parameterized LogP (section 3):
+// g(0) by saturation, then round trips per size for o_s(m), o_r(m), g(m); LogP/LogGP by their Table 1.
+#pragma once
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "methods/kielmann/analysis.hpp"
+#include "app/method.hpp"
+#include "app/options.hpp"
+#include "methods/kielmann/loops.hpp"
+
+namespace logpb::app::method {
+
+struct kielmann {
+  static constexpr const char* name = "kielmann";
+  static constexpr const char* summary = "Kielmann et al. 3: parameterized LogP, LogGP by Table 1";
+  static constexpr const char* plot = "kielmann";
+  // Its LogP g is g(1), g(0) plus a byte's round-trip cost: g(0) is the saturation itself, the figure the
+  // papers set against the signature's steady state.
+  static inline const std::vector<SharedFigure> shares{
+      {"o_s", "o_s", "Kielmann's o_s is the time inside the send call of one 1-byte message (Kielmann et al. 3)"},
+      {"o_r", "o_r",
+       "Kielmann's o_r is the receive call's time after waiting Delta > RTT, the message already there (Kielmann et "
+       "al. 3)"},
+      {"g", "g0",
+       "Kielmann's g(0) is a one-way saturation, n messages and one reply: max(g_NI, o_s, o_r) (Kielmann et al. "
+       "3){bottleneck}",
+       0},
+      {"rtt", "rtt", "Kielmann's RTT(0) is the round trip of an empty message"},
+      {"L", "L",
+       "Kielmann's L is LogP's by their Table 1: (RTT(0) - 2 g(0))/2 + g(1) - o_s(1) - o_r(1), so it carries their "
+       "g(0)"},
+  };
+  static constexpr Needs needs{.bulk = true};
+  static constexpr Scope scope = Scope::link;
+  using Run = methods::KielmannResult;
+
+  template <class L>
+  static Run run(L& link, methods::ClientState& st, const Clock& clock, const Options& o, RunIO& io) {
+    methods::KielmannConfig cfg;
+    cfg.eps = o.eps;
+    cfg.compare_saturation = o.compare_saturation;
+    if (!o.sizes.empty()) cfg.max_bytes = o.sizes.back();  // the largest size given bounds the adaptive range
+    // Percent done for the progress display. The fast phase measures each size once ("kielmann m B"): at
+    // least size 0 and the initial powers of two, and the adaptive range adds more (counted as they come);
+    // the saturation comparison then takes each measured size once more ("saturation g(m)").
+    const std::uint32_t cap = cfg.max_bytes ? std::min(cfg.max_bytes, methods::max_message(link)) : methods::max_message(link);
+    double expected = 1;
+    for (int k = 0; k <= cfg.k_max_initial && (1u << k) <= cap; ++k) ++expected;
+    const double fast_share = cfg.compare_saturation ? 0.5 : 1.0;
+    auto fast = std::make_shared<int>(0), slow = std::make_shared<int>(0);
+    auto progress = [&io, fast, slow, expected, fast_share](const std::string& s) {
+      if (s.rfind("saturation g(", 0) == 0) {
+        io.done(fast_share + (1 - fast_share) * (*slow)++ / std::max(1, *fast));
+      } else if (s.rfind("kielmann ", 0) == 0 && s.find(" B") != std::string::npos) {
+        io.done(fast_share * std::min(0.99, (*fast)++ / std::max(expected, *fast + 1.0)));
+      }
+      io.progress(s);
+    };
+    return methods::kielmann(link, st, clock, cfg, progress);
+  }
+  static nlohmann::json record(const Run& r, const Options&) { return analysis::kielmann_record(r); }
+  static nlohmann::json analyse(const std::vector<Run>& runs, const Options&) { return analysis::kielmann_summary(runs); }
+};
+
+}  // namespace logpb::app::method

@@ -1,0 +1,100 @@
+#include "methods/signature/analysis.hpp"
+
+#include <cmath>
+#include <map>
+#include <string>
+
+#include "analysis/results_json.hpp"
+
+namespace logpb::analysis {
+
+nlohmann::json signature_curves_json(const methods::SignatureData& d, bool raw) {
+  nlohmann::json curves = nlohmann::json::array();
+  for (const auto& c : d.curves) {
+    nlohmann::json pts = nlohmann::json::array();
+    for (const auto& p : c.points) {
+      nlohmann::json jp = {{"M", p.M},
+                           {"cost_ns", p.point.value},
+                           {"net_of_delta_ns", p.net.n ? nlohmann::json(p.net.median) : nlohmann::json(nullptr)},
+                           {"ci95_ns", p.point.ci95},
+                           {"converged", p.point.converged},
+                           {"discarded", p.point.discarded},
+                           {"summary", p.point.summary}};
+      if (raw) jp["samples_ns"] = p.point.samples;
+      pts.push_back(std::move(jp));
+    }
+    curves.push_back({{"delta_ns", c.delta_ns},
+                      {"delta_achieved_ns", c.delta_achieved_ns},
+                      {"delta_source", "spent inside the timed bursts (median per message)"},
+                      {"delta_calibrated_ns", c.delta_calibrated_ns},
+                      {"steady_reached", c.steady_reached},
+                      {"extended_M_points", c.extended},
+                      {"points", pts}});
+  }
+  return curves;
+}
+
+Curve to_fit_curve(const methods::SignatureCurve& c) {
+  // With Delta > 0 the fit reads each point as its bursts' own cost net of their own Delta, plus the
+  // curve's median Delta (so the fit's g' - Delta is the net cost, as spent in the same bursts).
+  Curve f;
+  f.delta_ns = c.delta_achieved_ns;
+  for (const auto& p : c.points) {
+    f.M.push_back(p.M);
+    const bool net = c.delta_ns > 0 && p.net.n > 0 && std::isfinite(p.net.median);
+    f.cost_ns.push_back(net ? p.net.median + c.delta_achieved_ns : p.point.value);
+    f.ci95_ns.push_back(net && std::isfinite(p.net.ci95_median) ? p.net.ci95_median : p.point.ci95);
+    f.converged.push_back(p.point.converged);
+  }
+  return f;
+}
+
+std::vector<Curve> to_fit_curves(const methods::SignatureData& d) {
+  std::vector<Curve> out;
+  for (const auto& c : d.curves) out.push_back(to_fit_curve(c));
+  return out;
+}
+
+
+nlohmann::json signature_record(const methods::SignatureData& d, bool raw) {
+  return {{"rtt", distribution_json(d.rtt.rtt_ns, raw)}, {"rtt_lost", d.rtt.lost}, {"signature", signature_curves_json(d, raw)}};
+}
+
+namespace {
+Param pick(const SignatureFit& f, const std::string& k) {
+  if (k == "o_s") return f.o_s;
+  if (k == "o_r") return f.o_r;
+  if (k == "g") return f.g;
+  if (k == "L") return f.L;
+  if (k == "g_ni") return f.g_ni;
+  if (k == "idle") return f.idle;
+  if (k == "replier_service") return f.replier;
+  return f.rtt;
+}
+}  // namespace
+
+nlohmann::json signature_summary(const std::vector<SignatureFit>& fits) {
+  nlohmann::json params = nlohmann::json::object();
+  for (const std::string k : {"o_s", "o_r", "g", "L", "rtt", "g_ni", "idle", "replier_service"}) {
+    std::vector<Param> v;
+    for (const auto& f : fits) v.push_back(pick(f, k));
+    params[k] = combine_runs(v);
+  }
+  // The bottleneck the runs named; runs that disagree are named too.
+  std::map<std::string, int> votes;
+  for (const auto& f : fits) ++votes[f.bottleneck.empty() ? "unknown" : f.bottleneck];
+  std::string named;
+  for (const auto& [b, n] : votes) named += (named.empty() ? "" : ", ") + b + " (" + std::to_string(n) + " of " + std::to_string(fits.size()) + " runs)";
+  params["g"]["bottleneck"] = votes.size() == 1 ? votes.begin()->first : named;
+  params["g"]["method_sense"] = "Culler et al.: the steady-state cost per message at Delta = 0, the slowest stage including the processor";
+  nlohmann::json checks = nlohmann::json::array();
+  for (std::size_t r = 0; r < fits.size(); ++r)
+    for (const auto& c : fits[r].checks) {
+      nlohmann::json jc = c;
+      jc["run"] = r;
+      checks.push_back(jc);
+    }
+  return {{"parameters", params}, {"checks", checks}};
+}
+
+}  // namespace logpb::analysis

@@ -1,0 +1,181 @@
+// The LogP signature of Culler, Liu, Martin and Yoshikawa (section 3.1-3.2): for a grid of burst
+// lengths M and compute delays Delta, the average cost of issuing M requests with Delta between them
+// (start timer; M x {request; compute Delta}; stop timer), each point repeated to the stop rule of
+// section 3.3. The parameters are read off the curves by analysis/signature_fit.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/clock.hpp"
+#include "common/errors.hpp"
+#include "common/stats.hpp"
+#include "methods/pingpong/loops.hpp"
+#include "methods/protocol.hpp"
+
+namespace logpb::methods {
+
+struct SignatureConfig {
+  std::vector<int> bursts;          // M values, ascending
+  std::vector<double> deltas_ns;    // explicit Delta grid (must include 0), or empty for automatic
+  std::vector<double> auto_delta_factors{0.5, 1, 2, 4};  // automatic grid: Delta = factor x g(Delta=0)
+  StopRule rule;
+  PingpongConfig rtt;
+  double max_burst_ns = 2e6;     // longest timed burst (see signature_curve)
+  std::size_t min_points = 8;    // M values measured whatever their burst length
+  int window = 32;               // the AM window W (recorded; the steady state may need M well past it)
+  int max_extend = 8;            // M values added past the grid (x1.5 each) while the steady state is not reached
+};
+
+// Default M grid: powers of two and the points halfway between, 1 .. max_burst.
+std::vector<int> default_bursts(int max_burst);
+
+struct SignaturePoint {
+  int M = 0;
+  Point point;    // samples are the per-message cost of one burst, ns (the paper's curve)
+  Summary net;    // per burst: its cost minus the Delta that burst itself spent, per message
+};
+struct SignatureCurve {
+  double delta_ns = 0;           // requested
+  double delta_achieved_ns = 0;  // the Delta actually spent inside the timed bursts (median per message)
+  double delta_calibrated_ns = 0;  // a standalone calibration of the same delay, for the record only
+  std::vector<SignaturePoint> points;
+  bool steady_reached = false;   // the hook's verdict after the last point (and any extension)
+  int extended = 0;              // M values added past the grid to reach the steady state
+};
+struct SignatureData {
+  PingpongResult rtt;
+  std::vector<SignatureCurve> curves;  // curves[0] is Delta = 0
+  // The replier's own busy time per request during the Delta = 0 curve, as it timed it (NaN: the peer
+  // did not say, e.g. a reflector), and how many requests that covers.
+  double replier_service_ns = NAN;
+  std::uint64_t replier_requests = 0;
+};
+
+// Asks the replier to start (on) or stop timing its own service of requests; stopping returns its busy
+// time per request in ns (NaN when it did not time any).
+template <class EP>
+double replier_service(EP& ep, ClientState& st, bool on, std::uint64_t* requests = nullptr) {
+  const std::uint64_t want = st.acks + 1;
+  ep.request(kService, on ? 1 : 0);
+  if (!ep.wait_until([&] { return st.acks == want; })) return NAN;
+  if (requests) *requests = st.last_args[1];
+  return !on && st.last_args[1] > 0 ? static_cast<double>(st.last_args[0]) / 1000 : NAN;
+}
+
+struct Hooks {
+  std::function<void(const std::string&)> progress = [](const std::string&) {};
+  std::function<void(const SignatureData&)> checkpoint = [](const SignatureData&) {};
+  // Picks the Delta grid once the Delta = 0 curve is known (the automatic grid needs its g).
+  std::function<std::vector<double>(const SignatureCurve&)> deltas_after_first;
+  // Whether a curve has reached its steady state (the analysis decides); while not, larger M are added.
+  std::function<bool(const SignatureCurve&)> steady_reached = [](const SignatureCurve&) { return true; };
+};
+
+// One curve: for every M, M x {issue(i); compute Delta}, timed. `issue` sends the i-th message of the
+// burst (a small request for the signature, a bulk store for Culler's section 4).
+template <class EP, class Issue>
+SignatureCurve signature_curve(EP& ep, const Clock& clock, double delta_ns, const SignatureConfig& cfg,
+                               const Hooks& hooks, const std::string& label, Issue&& issue) {
+  const BusyDelay delay(clock);
+  SignatureCurve c;
+  c.delta_ns = delta_ns;
+  // Delta is subtracted as it was spent inside the bursts: each delay reports its own length, so a
+  // calibration taken elsewhere (which a VM transient can make 30% long) never enters a figure.
+  c.delta_calibrated_ns = delta_ns > 0 ? delay.achieved_ns(delta_ns, 201) : 0;
+  const std::uint64_t delta_cycles = delta_ns > 0 ? clock.cycles(delta_ns) : 0;
+  const double timer = clock.timer_cost_cycles();
+  const std::uint64_t t_start = tsc::now();
+  auto elapsed_ns = [&] { return clock.ns(tsc::now() - t_start); };
+  std::vector<double> in_burst_delta;  // per sample: the mean Delta of that burst
+  auto measure_M = [&](int M) {
+    throw_if_interrupted();
+    hooks.progress(label + " M=" + std::to_string(M));
+    std::vector<double> deltas, costs;
+    auto sample = [&] {
+      const std::uint64_t losses = ep.loss_events();
+      std::uint64_t spent = 0;
+      const std::uint64_t t0 = tsc::now();
+      for (int i = 0; i < M; ++i) {
+        issue(i);
+        spent += delay.run_measured(delta_cycles);
+      }
+      const std::uint64_t t1 = tsc::now_end();
+      // Drain the replies outside the timed issue phase. A burst during which a message was lost is no
+      // sample (NaN): measure_point re-measures it and counts it as discarded.
+      if (!ep.wait_all() || ep.loss_events() != losses) return std::nan("");
+      const double cost = clock.ns(static_cast<double>(t1 - t0) - timer) / M;
+      deltas.push_back(clock.ns(static_cast<double>(spent)) / M);
+      costs.push_back(cost);
+      return cost;
+    };
+    sample();  // one untimed burst warms caches and rings for this M
+    deltas.clear();
+    costs.clear();
+    SignaturePoint sp{M, measure_point(cfg.rule, sample, elapsed_ns), {}};
+    // Subtract each burst's own Delta from that burst: an interruption inside a delay lengthens both, so
+    // they cancel, where a Delta calibrated elsewhere would leave it in (or take out one that never came).
+    std::vector<double> net(costs.size());
+    for (std::size_t i = 0; i < costs.size(); ++i) net[i] = costs[i] - deltas[i];
+    sp.net = summarize(net);
+    c.points.push_back(std::move(sp));
+    in_burst_delta.insert(in_burst_delta.end(), deltas.begin(), deltas.end());
+  };
+  for (std::size_t k = 0; k < cfg.bursts.size(); ++k) {
+    const int M = cfg.bursts[k];
+    // A burst longer than max_burst_ns would nearly always contain an interruption (a timer tick, a VM
+    // exit), which the median could then no longer leave out: past the first few points such M are
+    // skipped here, and come back below only if the steady state needs them.
+    if (k >= cfg.min_points && !c.points.empty() && c.points.back().point.value * M > cfg.max_burst_ns) break;
+    measure_M(M);
+  }
+  c.delta_achieved_ns = delta_ns > 0 ? median_of(in_burst_delta) : 0;
+  // Every curve reaches its steady state, or grows until it does (up to max_extend more M values).
+  c.steady_reached = hooks.steady_reached(c);
+  while (!c.steady_reached && c.extended < cfg.max_extend && !c.points.empty()) {
+    const int M = c.points.back().M * 3 / 2 + 1;
+    measure_M(M);
+    ++c.extended;
+    c.delta_achieved_ns = delta_ns > 0 ? median_of(in_burst_delta) : 0;
+    c.steady_reached = hooks.steady_reached(c);
+  }
+  return c;
+}
+
+template <class EP>
+SignatureData signature(EP& ep, ClientState& st, const Clock& clock, const SignatureConfig& cfg, const Hooks& hooks) {
+  SignatureData d;
+  hooks.progress("round trip");
+  d.rtt = pingpong(ep, st, clock, cfg.rtt);
+  hooks.checkpoint(d);
+  auto request = [&ep](int) { ep.request(kEcho); };
+  // The first curve decides the Delta grid; the issue phase begins with the window empty. The replier
+  // times its own service meanwhile, so a replier-bound steady state can be named (Culler et al. 3.5).
+  replier_service(ep, st, true);
+  d.curves.push_back(signature_curve(ep, clock, 0, cfg, hooks, "signature Delta=0", request));
+  d.replier_service_ns = replier_service(ep, st, false, &d.replier_requests);
+  hooks.checkpoint(d);
+  const std::vector<double> deltas = cfg.deltas_ns.empty() ? hooks.deltas_after_first(d.curves.front()) : cfg.deltas_ns;
+  for (double delta : deltas) {
+    if (delta <= 0) continue;
+    char label[64];
+    std::snprintf(label, sizeof label, "signature Delta=%.0fns", delta);
+    d.curves.push_back(signature_curve(ep, clock, delta, cfg, hooks, label, request));
+    hooks.checkpoint(d);
+  }
+  return d;
+}
+
+inline std::vector<int> default_bursts(int max_burst) {
+  std::vector<int> m;
+  for (int p = 1; p <= max_burst; p *= 2) {
+    m.push_back(p);
+    if (p >= 2 && p + p / 2 <= max_burst && p + p / 2 < 2 * p) m.push_back(p + p / 2);
+  }
+  return m;
+}
+
+}  // namespace logpb::methods

@@ -1,0 +1,101 @@
+// --bench signature: the LogP signature of Culler et al. (sections 3.1-3.3), M x Delta bursts of small
+// requests, and the parameters read off it (analysis/signature_fit).
+#pragma once
+
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "analysis/results_json.hpp"
+#include "methods/signature/analysis.hpp"
+#include "analysis/signature_fit.hpp"
+#include "app/method.hpp"
+#include "app/options.hpp"
+#include "methods/signature/loops.hpp"
+
+namespace logpb::app::method {
+
+struct signature {
+  static constexpr const char* name = "signature";
+  static constexpr const char* summary = "Culler et al. 3: the M x Delta signature (default)";
+  static constexpr const char* plot = "signature";
+  static constexpr Needs needs{};
+  static constexpr Scope scope = Scope::link;
+  static constexpr Takes takes{.ud = true};
+  static inline const std::vector<SharedFigure> shares{
+      {"o_s", "o_s",
+       "signature's o_s is the send-only cost: the time per request of a burst too short to fill the window "
+       "(Culler et al. 3.2)",
+       0},
+      {"o_r", "o_r", "signature's o_r is read off the Delta curves, g' - Delta - o_s (Culler et al. 3.3)", 0},
+      {"g", "g",
+       "signature's g is the request/reply steady state at Delta = 0: the slowest of g_NI, o_s + o_r per pair at "
+       "the requester, the replier's turnaround and RTT/W (Culler et al. 3.2){bottleneck}",
+       1},
+      {"rtt", "rtt", "signature's RTT is the median round trip of one small request/reply", 0},
+      {"L", "L", "signature's L is RTT/2 - o_s - o_r (Culler et al. 3.3)", 0},
+  };
+  struct Run {
+    methods::SignatureData data;
+    analysis::SignatureFit fit;
+  };
+
+  template <class L>
+  static Run run(L& link, methods::ClientState& st, const Clock& clock, const Options& o, RunIO& io) {
+    methods::SignatureConfig cfg;
+    cfg.bursts = o.bursts.empty() ? methods::default_bursts(o.max_burst) : o.bursts;
+    cfg.deltas_ns = o.deltas_ns;
+    cfg.auto_delta_factors = o.delta_factors;
+    cfg.rule = o.rule;
+    cfg.rtt = {o.iterations, o.warmup};
+    cfg.max_burst_ns = o.max_burst_time_ns;
+    cfg.window = link.window();
+    if (!cfg.deltas_ns.empty() && cfg.deltas_ns.front() != 0) cfg.deltas_ns.insert(cfg.deltas_ns.begin(), 0.0);
+    methods::Hooks hooks;
+    // Percent done for the progress display: a step per point of each curve (and the round trip); points
+    // past the longest burst are skipped and extensions added, so the share is an estimate.
+    std::size_t curves = 1 + cfg.auto_delta_factors.size();
+    if (!cfg.deltas_ns.empty()) curves = static_cast<std::size_t>(std::count_if(cfg.deltas_ns.begin(), cfg.deltas_ns.end(), [](double d) { return d > 0; })) + 1;
+    const double steps = 1.0 + static_cast<double>(curves * cfg.bursts.size());
+    auto step = std::make_shared<int>(0);
+    hooks.progress = [&io, step, steps](const std::string& s) {
+      io.done(std::min(0.99, (*step)++ / steps));
+      io.progress(s);
+    };
+    hooks.checkpoint = [&](const methods::SignatureData& d) { io.checkpoint(analysis::signature_record(d, o.raw)); };
+    hooks.steady_reached = [](const methods::SignatureCurve& c) {
+      return analysis::steady_state_cost(analysis::to_fit_curve(c)).reached;
+    };
+    hooks.deltas_after_first = [&](const methods::SignatureCurve& c0) {
+      const auto g = analysis::steady_state_cost(analysis::to_fit_curve(c0)).cost;
+      if (!g.valid) throw std::runtime_error("no steady state on the Delta = 0 curve to base the Delta grid on: " + g.note);
+      return analysis::auto_deltas(g.value, cfg.auto_delta_factors);
+    };
+    Run r;
+    r.data = methods::signature(link, st, clock, cfg, hooks);
+    // The replier's service time: its busy time per request, averaged over the Delta = 0 curve's thousands
+    // of requests (an interval of 2% or the clock's step, whichever is larger).
+    analysis::Param replier = analysis::Param::invalid("the replier did not time its service (a reflector, or no request)");
+    if (std::isfinite(r.data.replier_service_ns) && r.data.replier_service_ns > 0)
+      replier = analysis::param_of(r.data.replier_service_ns, std::max(0.02 * r.data.replier_service_ns, clock.resolution_ns()),
+                                   "the replier's busy time per request over " + std::to_string(r.data.replier_requests) +
+                                   " requests of the Delta = 0 curve: its receive, handler and reply (Culler et al. 3.5)");
+    r.fit = analysis::fit_signature(analysis::to_fit_curves(r.data), analysis::rtt_param(r.data.rtt.summary), 1.2,
+                                    link.window(), replier);
+    return r;
+  }
+  static nlohmann::json record(const Run& r, const Options& o) {
+    nlohmann::json j = analysis::signature_record(r.data, o.raw);
+    j["fit"] = r.fit;
+    return j;
+  }
+  static nlohmann::json analyse(const std::vector<Run>& runs, const Options&) {
+    std::vector<analysis::SignatureFit> fits;
+    for (const auto& r : runs) fits.push_back(r.fit);
+    return analysis::signature_summary(fits);
+  }
+};
+
+}  // namespace logpb::app::method
