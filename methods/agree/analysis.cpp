@@ -1,12 +1,12 @@
 #include "methods/agree/analysis.hpp"
 
-#include "app/method.hpp"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
+
+#include "app/method.hpp"
 
 namespace logpb::analysis {
 namespace {
