@@ -1,0 +1,47 @@
+// The libfabric transport's part of the command line (fabtests' -p for the provider, the endpoint type and
+// the local completion a send waits for), and what the transport is configured with. Free of rdma/fabric.h:
+// the command line is read, and --help lists the section, on builds without libfabric too.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <boost/program_options/options_description.hpp>
+#include <boost/program_options/variables_map.hpp>
+
+namespace logpb::ofi {
+
+enum class EpType { rdm, msg };
+EpType parse_ep_type(const std::string& s);  // UsageError for anything but rdm|msg
+const char* to_string(EpType e);
+
+// What a send's local completion means (fi_cq(3), "completion semantics"): the buffer may be reused
+// (inject), the message has left for the peer and will not be retransmitted by us (transmit), or the
+// peer has taken it into a receive buffer (delivery).
+enum class Completion { inject, transmit, delivery };
+Completion parse_completion(const std::string& s);  // UsageError for anything but inject|transmit|delivery
+const char* to_string(Completion c);
+
+struct TransportOptions {
+  std::string provider;  // fi_info's prov_name, e.g. "tcp", "tcp;ofi_rxm", "shm"
+  EpType ep = EpType::rdm;
+  Completion completion = Completion::inject;
+  std::uint32_t segment_bytes = 1 << 20;
+  bool remote_read = false;      // the method gets (fi_read): the segment is registered for remote reads
+  bool yield_when_idle = false;  // more ranks than cores: give the core away after an empty poll
+};
+
+// The options as the command line names them; validate() reads them into ofi_options.
+struct CliOptions {
+  std::string provider;  // --provider: required with --transport ofi
+  std::string ofi_ep = "rdm";
+  std::string ofi_completion = "inject";
+  TransportOptions ofi_options;  // the above, checked; the segment and yielding are the job's
+};
+
+// The section "libfabric transport" of --help, bound to `o`.
+boost::program_options::options_description describe(CliOptions& o);
+// Checks (UsageError) and fills o.ofi_options; the options are refused for any other transport.
+void validate(CliOptions& o, const boost::program_options::variables_map& vm, const std::string& transport);
+
+}  // namespace logpb::ofi
