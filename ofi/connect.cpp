@@ -217,7 +217,18 @@ void Connection::open(const TransportOptions& opt) {
   check_setup(fi_cq_open(domain_, &cq, &cq_, nullptr), "fi_cq_open");
   info_->tx_attr->op_flags = cflag;
 
-  const bool multi_recv = opt.ep == EpType::rdm && (info_->caps & FI_MULTI_RECV);
+  // shm 1.17 refuses to take a multi-receive buffer back (-FI_ENOMEM) while unexpected messages hold its
+  // receive entries, and a flood of stores then never drains (seen here): auto gives it a ring.
+  const bool has_multi = info_->caps & FI_MULTI_RECV;
+  const bool shm = std::string(info_->fabric_attr->prov_name) == "shm";
+  if (opt.recv == RecvMode::multi && !has_multi)
+    throw UsageError("--ofi-recv multi: provider '" + opt.provider + "' has no FI_MULTI_RECV here");
+  const bool multi_recv = opt.ep == EpType::rdm && has_multi &&
+                          (opt.recv == RecvMode::multi || (opt.recv == RecvMode::automatic && !shm));
+  provider_["recv_mode"] = std::string(to_string(opt.recv)) + " -> " + (multi_recv ? "multi" : "ring") +
+                           (opt.recv == RecvMode::automatic && shm && has_multi
+                                ? " (shm: its multi-receive stalls under a flood of stores, -FI_ENOMEM on re-posting)"
+                                : "");
   if (opt.ep == EpType::rdm) {
     fi_av_attr av{};
     av.type = FI_AV_TABLE;
@@ -226,13 +237,14 @@ void Connection::open(const TransportOptions& opt) {
     check_setup(fi_endpoint(domain_, info_, &ep_, nullptr), "fi_endpoint");
     check_setup(fi_ep_bind(ep_, &av_->fid, 0), "fi_ep_bind (address vector)");
     check_setup(fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV), "fi_ep_bind (completion queue)");
+    check_setup(fi_enable(ep_), "fi_enable");
     if (multi_recv) {
-      // A multi-receive buffer is released once less than one whole message fits in what is left.
+      // A multi-receive buffer is released once less than one whole message fits in what is left. Set
+      // once the endpoint is enabled: shm 1.17 keeps the option in its receive context, made by fi_enable.
       std::size_t min = (sizeof(am::Frame) + kPayloadMax + 63) / 64 * 64;
       check_setup(fi_setopt(&ep_->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min, sizeof min),
                   "fi_setopt (FI_OPT_MIN_MULTI_RECV)");
     }
-    check_setup(fi_enable(ep_), "fi_enable");
   } else {
     fi_eq_attr eq{};
     eq.wait_obj = FI_WAIT_UNSPEC;

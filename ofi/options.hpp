@@ -12,6 +12,11 @@
 namespace logpb::ofi {
 
 enum class EpType { rdm, msg };
+// Pre-posted receives: FI_MULTI_RECV buffers, or a ring of one-message buffers; auto picks multi where the
+// provider has it, except shm (see ofi/connect.cpp).
+enum class RecvMode { automatic, multi, ring };
+RecvMode parse_recv_mode(const std::string& s);  // UsageError for anything but auto|multi|ring
+const char* to_string(RecvMode r);
 EpType parse_ep_type(const std::string& s);  // UsageError for anything but rdm|msg
 const char* to_string(EpType e);
 
@@ -26,6 +31,7 @@ struct TransportOptions {
   std::string provider;  // fi_info's prov_name, e.g. "tcp", "tcp;ofi_rxm", "shm"
   EpType ep = EpType::rdm;
   Completion completion = Completion::inject;
+  RecvMode recv = RecvMode::automatic;
   std::uint32_t segment_bytes = 1 << 20;
   bool remote_read = false;      // the method gets (fi_read): the segment is registered for remote reads
   bool yield_when_idle = false;  // more ranks than cores: give the core away after an empty poll
@@ -36,6 +42,7 @@ struct CliOptions {
   std::string provider;  // --provider: required with --transport ofi
   std::string ofi_ep = "rdm";
   std::string ofi_completion = "inject";
+  std::string ofi_recv = "auto";
   TransportOptions ofi_options;  // the above, checked; the segment and yielding are the job's
 };
 

@@ -132,13 +132,17 @@ void Transport::post_recv(RxBuf& b) {
   iovec iov{b.buf, b.bytes};
   void* desc = rx_desc_;
   const fi_msg m{&iov, &desc, 1, FI_ADDR_UNSPEC, &b.ctx, 0};
-  // The receive queue holds every buffer we have, so it is never full for long: a provider that says
-  // -FI_EAGAIN is retried (it may need fi_cq_read to progress, but what that returns must wait).
-  for (int tries = 0;; ++tries) {
-    const ssize_t r = fi_recvmsg(b.ep, &m, multi_recv_ ? FI_MULTI_RECV : 0);
-    if (r == 0) return;
-    if (r != -FI_EAGAIN || tries > 1000000) fail_datapath(r, multi_recv_ ? "fi_recvmsg (FI_MULTI_RECV)" : "fi_recvmsg");
-  }
+  const ssize_t r = fi_recvmsg(b.ep, &m, multi_recv_ ? FI_MULTI_RECV : 0);
+  if (r == 0) return;
+  if (r != -FI_EAGAIN && r != -FI_ENOMEM) fail_datapath(r, multi_recv_ ? "fi_recvmsg (FI_MULTI_RECV)" : "fi_recvmsg");
+  ++counters_.reposts_deferred;
+  repost_.push_back(&b);
+}
+
+void Transport::retry_reposts() {
+  std::vector<RxBuf*> again;
+  again.swap(repost_);
+  for (RxBuf* b : again) post_recv(*b);
 }
 
 void Transport::bad_dst(std::uint16_t dst) const {
@@ -436,7 +440,7 @@ nlohmann::json Transport::describe() const {
                    {"gets", c.gets},             {"staged", c.staged},
                    {"short_or_bad", c.short_or_bad}, {"bad_src", c.bad_src},
                    {"bad_bulk", c.bad_bulk},     {"stashed", c.stashed},
-                   {"tracked", c.tracked}};
+                   {"tracked", c.tracked},       {"reposts_deferred", c.reposts_deferred}};
   if (shutdown_seen_) j["connection_event"] = shutdown_what_;
   return j;
 }

@@ -63,7 +63,7 @@ enum class BulkPath { rma, messages };
 struct Counters {
   std::uint64_t injects = 0, sends = 0, writes = 0, reads = 0, chunks = 0, eagain = 0, recvs = 0, reposts = 0,
                 medium_stores = 0, bulk_stores = 0, gets = 0, staged = 0, short_or_bad = 0, bad_src = 0, bad_bulk = 0,
-                stashed = 0, tracked = 0;
+                stashed = 0, tracked = 0, reposts_deferred = 0;
 };
 
 // One peer as the datapath reaches it.
@@ -133,6 +133,8 @@ class Transport {
     int n = 0;
     if (deferred_) [[unlikely]]
       n += drain_deferred(sink);
+    if (!repost_.empty()) [[unlikely]]
+      retry_reposts();
     fi_cq_data_entry e[kCqBatch];
     const ssize_t r = fi_cq_read(cq_, e, kCqBatch);
     if (r > 0) {
@@ -276,7 +278,10 @@ class Transport {
       ++counters_.bad_bulk;  // uncopied; the AM layer refuses the frame (bad_bulk)
     return rx_frame_.seq != kChunk;
   }
+  // Posts b again; a provider out of receive entries for now (-FI_EAGAIN, or shm's -FI_ENOMEM while its
+  // unexpected messages hold them) gets it again at the next poll, after fi_cq_read has progressed.
   void post_recv(RxBuf& b);
+  void retry_reposts();
   template <class Sink>
   int drain_deferred(Sink& sink) {
     int n = 0;
@@ -337,6 +342,7 @@ class Transport {
   std::size_t rx_region_bytes_ = 0, multi_bytes_ = 0;
   void* rx_desc_ = nullptr;
   std::uint32_t rx_ring_ = 0;
+  std::vector<RxBuf*> repost_;  // buffers the provider could not take yet
 
   // Completions held for the next poll(): gets' frames and receives read by drive().
   bool deferred_ = false;
