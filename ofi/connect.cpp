@@ -10,6 +10,7 @@
 #include <cstring>
 #include <exception>
 #include <set>
+#include <span>
 #include <string>
 
 #include "common/errors.hpp"
@@ -157,10 +158,12 @@ void Connection::open(const TransportOptions& opt) {
   // Ask for what the methods use; where the provider lacks it, ask for less, best first. FI_MULTI_RECV
   // only matters on an rdm endpoint (a msg endpoint gets a ring per connection).
   const std::uint64_t multi = opt.ep == EpType::rdm ? FI_MULTI_RECV : 0;
-  const Attempt attempts[] = {{FI_MSG | FI_RMA | multi, "FI_MSG | FI_RMA | FI_MULTI_RECV"},
-                              {FI_MSG | FI_RMA, "FI_MSG | FI_RMA"},
-                              {FI_MSG | multi, "FI_MSG | FI_MULTI_RECV"},
-                              {FI_MSG, "FI_MSG"}};
+  const Attempt rdm[] = {{FI_MSG | FI_RMA | FI_MULTI_RECV, "FI_MSG | FI_RMA | FI_MULTI_RECV"},
+                         {FI_MSG | FI_RMA, "FI_MSG | FI_RMA"},
+                         {FI_MSG | FI_MULTI_RECV, "FI_MSG | FI_MULTI_RECV"},
+                         {FI_MSG, "FI_MSG"}};
+  const Attempt msg[] = {{FI_MSG | FI_RMA, "FI_MSG | FI_RMA"}, {FI_MSG, "FI_MSG"}};
+  const std::span<const Attempt> attempts = multi ? std::span<const Attempt>(rdm) : std::span<const Attempt>(msg);
   const std::uint64_t cflag = completion_flag(opt.completion);
   std::string asked;
   for (const Attempt& a : attempts) {
@@ -187,7 +190,6 @@ void Connection::open(const TransportOptions& opt) {
     }
     info_ = nullptr;
     if (rc != -FI_ENODATA) fail_setup(rc, "fi_getinfo", "provider '" + opt.provider + "'");
-    if (multi == 0 && a.caps == (FI_MSG | FI_RMA)) continue;
   }
   if (!info_) {
     const std::string offers = offers_of(opt.provider);
