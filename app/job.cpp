@@ -130,6 +130,9 @@ void run_transport(Job& job) {
 #ifdef LOGPB_HAVE_MPI
   if (t == "mpi") return run_mpi(job);
 #endif
+#ifdef LOGPB_HAVE_OFI
+  if (t == "ofi") return run_ofi(job);
+#endif
   throw std::logic_error("--transport " + t + " does not run as a job yet");
 }
 

@@ -124,6 +124,9 @@ int main(int argc, char** argv) {
 #ifdef LOGPB_HAVE_MPI
     job_transport = job_transport || o.transport == "mpi";
 #endif
+#ifdef LOGPB_HAVE_OFI
+    job_transport = job_transport || o.transport == "ofi";
+#endif
     if (job_transport) {
       app::run_job_main(o, clock, doc, progress, kind, measure_core);
     } else {
@@ -136,6 +139,9 @@ int main(int argc, char** argv) {
 #endif
 #ifdef LOGPB_HAVE_MPI
       built += ", mpi";
+#endif
+#ifdef LOGPB_HAVE_OFI
+      built += ", ofi";
 #endif
       throw UsageError("--transport " + o.transport + " is not built into this logpbench (built: " + built + ")");
     }

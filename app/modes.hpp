@@ -14,5 +14,6 @@ void run_shm(Job& job);    // app/shm_modes.cpp
 void run_verbs(Job& job);  // app/verbs_modes.cpp
 void run_dpdk(Job& job);   // app/dpdk_modes.cpp
 void run_mpi(Job& job);    // app/mpi_modes.cpp
+void run_ofi(Job& job);    // app/ofi_modes.cpp
 
 }  // namespace logpb::app

@@ -35,7 +35,7 @@ po::options_description run_section(Options& o) {
   general.add_options()
       ("help,h", "this text")
       ("version", "print the version")
-      ("transport", po::value(&o.transport)->default_value(o.transport), "shm | verbs | dpdk | mpi (mpi: under mpirun/srun only)")
+      ("transport", po::value(&o.transport)->default_value(o.transport), "shm | verbs | dpdk | mpi | ofi (mpi: under mpirun/srun only; ofi: with --provider)")
       ("bench", po::value(&o.bench)->default_value(o.bench), bench_help().c_str());
   shm::describe_emulate(general, o);
   general.add_options()
@@ -158,8 +158,9 @@ void check_job(Options& o, const po::variables_map& vm, const Text& t) {
     throw UsageError("-N is for local jobs: server/client is a pair, and a launcher (mpirun -np, srun -n) sets the size");
   if (o.mode == "client" && o.host.empty()) throw UsageError("client needs the server's address: logpbench client HOST");
   if (o.mode != "client" && !o.host.empty()) throw UsageError("unexpected argument '" + o.host + "' (only client takes a HOST)");
-  if (o.transport != "shm" && o.transport != "verbs" && o.transport != "dpdk" && o.transport != "mpi")
-    throw UsageError("--transport must be shm, verbs, dpdk or mpi, not '" + o.transport + "'");
+  if (o.transport != "shm" && o.transport != "verbs" && o.transport != "dpdk" && o.transport != "mpi" &&
+      o.transport != "ofi")
+    throw UsageError("--transport must be shm, verbs, dpdk, mpi or ofi, not '" + o.transport + "'");
   if (!find_method(o.bench)) throw UsageError("--bench must be " + method_names(", ", " or ") + ", not '" + o.bench + "'");
 }
 
@@ -283,7 +284,8 @@ void record_flags(Options& o, const po::variables_map& vm) {
 bool parse_options(int argc, const char* const* argv, Options& o) {
   Text t;
   const po::options_description general = run_section(o), place = placement_section(o, t);
-  const po::options_description verbs = verbs::describe(o), dpdk = dpdk::describe(o), mpi = mpi::describe(o);
+  const po::options_description verbs = verbs::describe(o), dpdk = dpdk::describe(o), mpi = mpi::describe(o),
+                                ofi = ofi::describe(o);
   const po::options_description method = methods_section(o, t);
   MethodOwned owned;
   po::options_description hidden;
@@ -291,7 +293,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   po::positional_options_description pos;
   pos.add("mode", 1).add("host", 1);
   po::options_description all;
-  all.add(general).add(place).add(verbs).add(dpdk).add(mpi).add(method).add(owned.desc).add(hidden);
+  all.add(general).add(place).add(verbs).add(dpdk).add(mpi).add(ofi).add(method).add(owned.desc).add(hidden);
 
   po::variables_map vm;
   try {
@@ -304,7 +306,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
     std::cout << "usage: logpbench [local | server | client HOST] [options]\n"
                  "With no arguments: local --transport shm --bench signature (the embedded default).\n\n"
               << general << '\n' << place << '\n' << method << '\n' << owned.desc << '\n' << verbs << '\n' << dpdk
-              << '\n' << mpi;
+              << '\n' << mpi << '\n' << ofi;
     return false;
   }
   if (vm.count("version")) {
@@ -320,6 +322,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   verbs::validate(o, vm, o.transport, m->takes.ud && o.size == 0, o.window);
   dpdk::validate(o, vm, o.transport, o.mode, m->takes.tx_burst);
   mpi::validate(o, vm, o.transport, o.mode_given, o.mode);
+  ofi::validate(o, vm, o.transport);
   shm::validate_ring(o, o.transport, o.window);
   record_flags(o, vm);
   return true;

@@ -15,6 +15,7 @@
 #include "common/stats.hpp"
 #include "dpdk/options.hpp"
 #include "mpi/options.hpp"
+#include "ofi/options.hpp"
 #include "shm/options.hpp"
 #include "verbs/options.hpp"
 
@@ -22,7 +23,7 @@ namespace logpb::app {
 
 // The whole command line: the job's and the methods' options here, each transport's in its own part
 // (<transport>/options.hpp, which also gives its --help section and its checks).
-struct Options : shm::CliOptions, verbs::CliOptions, dpdk::CliOptions, mpi::CliOptions {
+struct Options : shm::CliOptions, verbs::CliOptions, dpdk::CliOptions, mpi::CliOptions, ofi::CliOptions {
   std::string mode = "local";  // local | server | client | launched (mpirun/srun, no mode given)
   bool mode_given = false;     // the user named a mode (otherwise a launcher's environment makes it "launched")
   int ranks = 2;               // local: processes of the job (-N)

@@ -1,0 +1,64 @@
+// libfabric control path: fi_getinfo with hints from what the methods need, the fabric, domain, CQ, the
+// endpoint and address vector (rdm) or a passive endpoint and one connection per peer (msg), the segment's
+// registration, and the exchange of addresses over the job's bootstrap (common/ranks.hpp): fi_getname,
+// one allgather, fi_av_insert of every rank into one AV (rdm) or fi_connect/fi_accept (msg). Every rank's
+// receives are posted before the "ready" barrier. The datapath is ofi/transport.hpp.
+#pragma once
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+
+#include <memory>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/ranks.hpp"
+#include "ofi/options.hpp"
+#include "ofi/transport.hpp"
+
+namespace logpb::ofi {
+
+class Connection {
+ public:
+  // UsageError when the provider is unknown (the message lists those fi_getinfo sees) or offers nothing
+  // the options ask; std::runtime_error naming the call for any other failure.
+  Connection(Ranks& ranks, const TransportOptions& opt);
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+  ~Connection();
+  Transport& transport() { return *transport_; }
+  // The provider and what it reported (meta.ofi; the transport's describe() carries it too).
+  const nlohmann::json& describe() const { return provider_; }
+
+ private:
+  void open(const TransportOptions& opt);
+  void* register_memory(void* buf, std::size_t len, std::uint64_t access);
+  void connect_rdm(Ranks& ranks, const nlohmann::json& all);
+  void connect_msg(Ranks& ranks, const nlohmann::json& all);
+  fid_ep* open_msg_ep(fi_info* info, int peer);
+
+  fi_info* info_ = nullptr;
+  fid_fabric* fabric_ = nullptr;
+  fid_domain* domain_ = nullptr;
+  fid_cq* cq_ = nullptr;
+  fid_av* av_ = nullptr;
+  fid_eq* eq_ = nullptr;
+  fid_pep* pep_ = nullptr;
+  fid_ep* ep_ = nullptr;           // rdm
+  std::vector<fid_ep*> eps_;       // msg: by peer rank
+  std::vector<int> peer_ids_;      // msg: each endpoint's context, its peer's rank
+  std::vector<fid_mr*> mrs_;
+  std::uint64_t next_key_ = 1;
+  struct alignas(4096) Page {
+    std::byte b[4096];
+  };
+  std::vector<Page> segment_;
+  fid_mr* segment_mr_ = nullptr;
+  std::unique_ptr<Transport> transport_;
+  nlohmann::json provider_;
+  int rank_ = 0, size_ = 0;
+  TransportOptions opt_;
+};
+
+}  // namespace logpb::ofi
