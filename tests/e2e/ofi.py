@@ -5,6 +5,7 @@ type the provider lacks, and a peer killed mid-run (exit 3 within seconds, valid
 Invoked as ofi.py LOGPBENCH SOURCE_DIR TEST [PROVIDER]. ctest runs it RUN_SERIAL: two busy-polling ranks own
 both cores. A provider that fi_info does not list here is skipped with the reason (exit 0, "skipped: ...")."""
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -130,6 +131,29 @@ def test_peer_death(provider="tcp_rxm"):
     assert "peer" in err.lower() or "rank" in err.lower(), err
     doc = load(out)
     assert doc["status"] == "failed", doc.get("status")
+
+
+def test_vs_fi_pingpong():
+    """scripts/ofi-vs-fi-pingpong runs both sides on shm and tcp's msg endpoint and prints a positive ratio
+    for each, or n/a for a round it names as left out (functional: the ratio's value belongs to a quiet machine, not to ctest)."""
+    if not shutil.which("fi_pingpong"):
+        print("skipped: fi_pingpong (libfabric-bin) is not installed")
+        return
+    src = sys.argv[2]
+    out = os.path.join(TMP, "vs-fi-pingpong")
+    p = subprocess.run([os.path.join(src, "scripts", "ofi-vs-fi-pingpong"), "--rounds", "1", "--iters", "2000",
+                        "--providers", "shm,tcp/msg", "--out", out], capture_output=True, text=True, timeout=300,
+                       env=dict(os.environ, LPB=BIN))
+    assert p.returncode == 0, p.stdout + p.stderr
+    for key in ("shm/rdm", "tcp/msg"):
+        line = [x for x in p.stdout.splitlines() if x.startswith(f"ofi-vs-fi-pingpong {key} ratio: ")]
+        assert line, p.stdout
+        doc = load(os.path.join(out, "summary.json"))
+        r = doc[key]["rounds"][0]
+        assert r["fi_pingpong_before_ns"] > 0 and r["fi_pingpong_after_ns"] > 0 and r["logpbench_mean_ns"] > 0, r
+        ratio = line[0].split()[-1]
+        assert (ratio == "n/a") == (r["skip"] is not None), (line, r)  # n/a only for a round left out, named
+        assert ratio == "n/a" or float(ratio) > 0, line
 
 
 if __name__ == "__main__":
