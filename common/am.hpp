@@ -245,6 +245,11 @@ class Endpoint {
     while (net_.tx_completed() < op) progress();
   }
   static constexpr bool has_local_completion = LocalCompletion<T>;
+  // k > 1: the NI reports local completion only every k-th send, tracked or not (common/transport.hpp).
+  std::uint64_t completion_stride() const {
+    if constexpr (requires { net_.completion_stride(); }) return net_.completion_stride();
+    return 1;
+  }
   // Credit frames from dst are logged while on (one TSC read per credit frame, i.e. per ~C/2 messages).
   // The receiver consumes at the stream's bottleneck rate from its first message on, whatever the
   // sender's start-up burst, so the intervals between credit frames give the steady rate; their median
@@ -594,6 +599,7 @@ class Link {
   EP& endpoint() const { return *ep_; }
   int peer() const { return peer_; }
   static constexpr bool has_local_completion = EP::has_local_completion;
+  std::uint64_t completion_stride() const { return ep_->completion_stride(); }
 
   void request(std::uint16_t h, std::uint64_t a0 = 0, std::uint64_t a1 = 0, std::uint64_t a2 = 0, std::uint64_t a3 = 0) {
     ep_->request(peer_, h, a0, a1, a2, a3);

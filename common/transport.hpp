@@ -45,6 +45,9 @@ concept Transport = requires(T& t, const T& ct, const am::Frame& f, RxSink sink)
 // track_next() asks that the next operation's completion be noticed (verbs signals its last work
 // request, DPDK holds a reference on its last mbuf); tx_completed() polls the NI and returns a number
 // up to which every operation is complete. A transport that cannot tell says so in describe().
+// A transport may also answer completion_stride(): k > 1 when it reports completion only every k-th send,
+// a tracked one too (a PMD's tx_rs_thresh with no way to ask for the rest), so a wait for one send's
+// completion can end only once k - 1 more were sent. Without it, a tracked send is always reported.
 template <class T>
 concept LocalCompletion = requires(T& t) {
   { t.tx_posted() } -> std::same_as<std::uint64_t>;

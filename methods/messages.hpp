@@ -55,11 +55,21 @@ void send_message(EP& ep, std::uint32_t n, std::uint64_t slot = 0) {
   }
 }
 
+// The methods that wait for one send's local completion (Bell et al.'s flood and overlap, Doerfler &
+// Brightwell's send side) need the transport to report it, for that send: an NI that reports only every
+// k-th send whatever the caller tracks would hold such a wait until k - 1 more sends nobody makes.
 template <class EP>
-void require_local_completion() {
-  if constexpr (!EP::has_local_completion)
+void require_local_completion(const EP& ep) {
+  if constexpr (!EP::has_local_completion) {
     throw UsageError("this transport cannot report local completion of a send, which Bell et al.'s flood and "
                      "Doerfler & Brightwell's loop wait for");
+  } else if (const std::uint64_t k = ep.completion_stride(); k > 1) {
+    throw UsageError("this NI reports local completion only every " + std::to_string(k) +
+                     "th send, even for a send the caller waits for (a PMD's tx_rs_thresh; emulated: rs=" +
+                     std::to_string(k) + "), so a wait for one send's completion cannot end: Bell et al.'s flood "
+                     "and overlap and Doerfler & Brightwell's send side are not measurable on it (signal=k, which "
+                     "reports a tracked send, is)");
+  }
 }
 
 // While alive, the sends of a stream of one-way messages may be batched by the transport (TxBatch: DPDK

@@ -212,6 +212,7 @@ class EmulatedNI {
   }
   // The next send is one the caller will wait for: signalled unless the NI signals only every k-th (rs=k).
   void track_next() noexcept { track_pending_ = signal_tracked_; }
+  std::uint64_t completion_stride() const noexcept { return signal_tracked_ ? 1 : signal_every_; }
   // LogP's capacity constraint on this NI's queue: a send stalls while C messages already wait to depart
   // (one-way messages have no AM window to hold them; requests do, and never reach it unless the CPU
   // outruns g).
@@ -403,6 +404,10 @@ class ShmTransport {
   std::uint64_t tx_posted() const noexcept { return posted_; }
   void track_next() noexcept { ni_.track_next(); }
   std::uint64_t tx_completed() noexcept { return ni_.completed(posted_); }
+  std::uint64_t completion_stride() const noexcept {
+    if constexpr (requires { ni_.completion_stride(); }) return ni_.completion_stride();
+    return 1;
+  }
 
   // The ring toward one peer carries our requests (window), our replies to its requests (its window,
   // the same), at most two credit frames and the one-way requests; the receiver publishes what it

@@ -49,7 +49,7 @@ struct DoerflerSize {
 template <class EP>
 DoerflerSide doerfler_side(EP& ep, ClientState& st, const Clock& clock, std::uint32_t n, bool receive,
                            const DoerflerConfig& cfg) {
-  if (!receive) require_local_completion<EP>();
+  if (!receive) require_local_completion(ep);
   const BusyDelay delay(clock);
   struct Sample {
     double iter_ns, work_ns;

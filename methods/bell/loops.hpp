@@ -72,7 +72,7 @@ struct FloodTime {
 // message was lost (the run is then repeated by the caller's minimum).
 template <class EP>
 FloodTime flood_once(EP& ep, ClientState& st, const Clock& clock, std::uint32_t n, int q, int messages) {
-  require_local_completion<EP>();
+  require_local_completion(ep);
   FloodTime ft;
   if constexpr (EP::has_local_completion) {
     ep.log_credits(true);
@@ -156,7 +156,7 @@ inline OverlapPoint overlap_point(const Clock& clock, const std::vector<std::uin
 template <class EP>
 OverlapPoint overlap_send_once(EP& ep, ClientState& st, const Clock& clock, std::uint32_t n, std::uint64_t c_cycles,
                                int messages) {
-  require_local_completion<EP>();
+  require_local_completion(ep);
   OverlapPoint p;
   if constexpr (EP::has_local_completion) {
     const BusyDelay delay(clock);

@@ -55,6 +55,11 @@ def test_cli_errors():
     expect_usage_error(["--emulate", "os=1us,g=2us", "--transport", "dpdk"], "only with --transport shm")
     expect_usage_error(["--deltas", "5us,2us"], "ascending")
     expect_usage_error(["--window", "200", "--ring", "256"], "twice --window")
+    # An NI that reports completion only every k-th send, tracked or not: the methods that wait for one send's
+    # completion say so at once (before, the wait stalled until the watchdog named a lost peer, exit 3).
+    for bench in ("flood", "overlap", "availability"):
+        expect_usage_error(["local", "--emulate", "os=200ns,or=200ns,g=500ns,L=1us,rs=16", "--bench", bench, "--runs", "1"],
+                           "only every 16th send")
     # A server that is not there: a clear message and exit 3 within seconds.
     t0 = time.time()
     expect_usage_error(["client", "127.0.0.1", "--port", "1", "--connect-timeout", "1"], "no logpbench server", code=3)
