@@ -138,8 +138,8 @@ struct MethodOwned {
   void apply(Options& o, const po::variables_map& vm) const {
     for (const auto& [name, who] : owners) {
       const auto mo = std::find_if(first.begin(), first.end(), [&](const MethodOption* m) { return m->name == name; });
-      if (!(*mo)->refused_elsewhere || !given(vm, name.c_str()) || std::find(who.begin(), who.end(), o.bench) != who.end())
-        continue;
+      const bool takes = std::find(who.begin(), who.end(), o.bench) != who.end();
+      if (!(*mo)->refused_elsewhere || !given(vm, name.c_str()) || takes) continue;
       std::string list;
       for (std::size_t i = 0; i < who.size(); ++i) list += (i ? " or " : "") + who[i];
       throw UsageError("--" + name + " belongs to --bench " + list + ", not " + o.bench);

@@ -70,7 +70,8 @@ struct agree {
   }
   static void kielmann_budget(Options& o) {
     o.sizes = {8};  // the largest size bounds the adaptive range: 0 .. 8 B, o_s(1) and o_r(1) among them
-    o.set(opt::kEps, 0.05);  // the paper's eps is the user's precision; 0.01 may not saturate in a minute on a busy core
+    // The paper's eps is the user's precision; 0.01 may not saturate in a minute on a busy core.
+    o.set(opt::kEps, 0.05);
     o.set(opt::kSaturationCompare, false);
   }
   static void bell_budget(Options& o) {

@@ -47,7 +47,11 @@ struct flood {
     // the o_s and o_r it infers would not be the batched stream's, and naming the limiting stage from them
     // would be wrong.
     const bool overlap = o.method_arg("flood-overlap") == "yes" && o.tx_burst == 1;
-    const methods::BellConfig cfg{io.sizes, o.get(opt::kQueueDepth), o.get(opt::kMessages), o.get(opt::kBellRuns), overlap,
+    const methods::BellConfig cfg{io.sizes,
+                                  o.get(opt::kQueueDepth),
+                                  o.get(opt::kMessages),
+                                  o.get(opt::kBellRuns),
+                                  overlap,
                                   o.method_arg("flood-queue") == "adapt"};
     return methods::bell_flood(link, st, clock, cfg, io.progress);
   }

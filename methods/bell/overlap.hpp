@@ -31,7 +31,8 @@ struct overlap {
 
   template <class L>
   static Run run(L& link, methods::ClientState& st, const Clock& clock, const Options& o, RunIO& io) {
-    const methods::BellConfig cfg{io.sizes, o.get(opt::kQueueDepth), o.get(opt::kMessages), o.get(opt::kBellRuns), true};
+    const methods::BellConfig cfg{io.sizes, o.get(opt::kQueueDepth), o.get(opt::kMessages), o.get(opt::kBellRuns),
+                                  true};
     return methods::bell_overlap(link, st, clock, cfg, io.progress);
   }
   static nlohmann::json record(const Run& r, const Options&) { return analysis::bell_record(r, false); }

@@ -82,7 +82,8 @@ struct quick {
     signature_budget(s);
     return {{"pingpong", {{"iterations", p.iterations}, {"warmup", p.warmup}, {"runs", p.runs}, {"bytes", 0}}},
             {"bw", {{"sizes", b.sizes}, {"iterations", b.iterations}, {"warmup", b.warmup}, {"runs", b.runs}}},
-            {"signature", {{"max_burst", s.get(opt::kMaxBurst)}, {"delta_factors", s.get(opt::kDeltaFactors)}, {"rtt_iterations", s.iterations},
+            {"signature", {{"max_burst", s.get(opt::kMaxBurst)}, {"delta_factors", s.get(opt::kDeltaFactors)},
+                           {"rtt_iterations", s.iterations},
                            {"max_samples_per_point", s.rule.max_samples}, {"max_point_seconds", s.rule.max_seconds}, {"runs", s.runs}}}};
   }
 

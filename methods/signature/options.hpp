@@ -41,7 +41,8 @@ inline const Typed<std::vector<double>> kDeltas = option::parsed<std::vector<dou
       if (s == "auto") return v;
       for (const auto& x : split_list(s)) {
         const double d = parse_duration_ns(x);
-        if (d < 0 || (!v.empty() && d <= v.back())) throw UsageError("--deltas must be ascending non-negative durations");
+        if (d < 0 || (!v.empty() && d <= v.back()))
+          throw UsageError("--deltas must be ascending non-negative durations");
         v.push_back(d);
       }
       return v;
