@@ -16,10 +16,10 @@
 //                                   // {parameters, checks, per_size...}: every run so far, rebuilt after each
 //   static void print(std::FILE*, const nlohmann::json& doc);  // optional: lines after the table
 //   static void verdict(const nlohmann::json& analysed);       // optional: throws when the run proved a fault
-//   static inline const std::vector<MethodOption> options;     // optional: the method's own command-line
-//                                   // options (--NAME VALUE), kept as strings in Options::method_args, agreed
-//                                   // by every rank and recorded in meta.flags
-//   static void check(const Options&);                          // optional: validates them (UsageError)
+//   static inline const std::vector<MethodOption> options;     // optional: the command-line options it
+//                                   // takes (--NAME VALUE, app/method_option.hpp), each declared once in the
+//                                   // folder of the method that owns it; recorded in meta.flags
+//   static void check(const Options&);                          // optional: validates its text options
 //   static constexpr Takes takes;                               // optional: which shared options it takes
 //   static constexpr analysis::compare::Reading compare_as;     // optional: how `compare` names its figures
 //   static inline const std::vector<SharedFigure> shares;       // optional: the LogP figures it shares with
@@ -56,6 +56,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/compare.hpp"
+#include "app/method_option.hpp"
 #include "common/results.hpp"
 
 namespace logpb::app {
@@ -92,14 +93,6 @@ struct Takes {
 struct Options;
 // Whether the user gave an option (by its name on the command line), not just its default.
 using Given = std::function<bool(const char*)>;
-
-// One option a method owns: --NAME VALUE on the command line, its default given as text.
-struct MethodOption {
-  const char* name;
-  const char* value_name;
-  const char* help;
-  const char* default_value;
-};
 
 // A figure a method shares with other methods under LogP's name, and what it is by the method's own paper.
 // `agree` sets these side by side and names the definitions where the figures part. The definition may

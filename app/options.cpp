@@ -1,5 +1,6 @@
 // The command line, assembled from its parts: the job's sections here, each transport's from
-// <transport>/options.cpp, each method's own options from its descriptor (MethodOption). What a method
+// <transport>/options.cpp, each method's own options from the declarations its descriptor lists
+// (app/method_option.hpp). What a method
 // takes of the shared options is asked of its descriptor (Takes, budgets), never of its name.
 #include "app/options.hpp"
 
@@ -27,7 +28,7 @@ using cli::given;
 
 // Options read as text and parsed once the command line is in.
 struct Text {
-  std::string cpus, bursts, deltas, factors, estimator = "median", burst_time = "auto", sizes;
+  std::string cpus, estimator = "median", sizes;
 };
 
 po::options_description run_section(Options& o) {
@@ -75,11 +76,6 @@ po::options_description methods_section(Options& o, Text& t) {
       ("iters,n", po::value(&o.iterations)->default_value(o.iterations), "ping-pong iterations (timed)")
       ("warmup", po::value(&o.warmup)->default_value(o.warmup), "ping-pong iterations before timing")
       ("size,s", po::value(&o.size)->default_value(o.size), "ping-pong message bytes: 0 = one small AM (64-byte frame), n = a bulk store of n bytes")
-      ("max-burst", po::value(&o.max_burst)->default_value(o.max_burst), "signature: largest M")
-      ("max-burst-time", po::value(&t.burst_time)->default_value(t.burst_time), "signature: longest timed burst, or auto: 0.25 x this core's measured interval between interruptions (ticks, VM exits), within 100us..2ms; longer M are skipped unless the steady state needs them")
-      ("bursts", po::value(&t.bursts), "signature: explicit M list, e.g. 1,2,4,8")
-      ("deltas", po::value(&t.deltas), "signature: Delta list with units, e.g. 0,2us,8us (default: automatic)")
-      ("delta-factors", po::value(&t.factors), "signature: automatic Deltas as multiples of g (default 0.5,1,2,4)")
       ("window", po::value(&o.window)->default_value(o.window), "AM outstanding window: the network capacity (an emulation's C overrides)");
   shm::describe_ring(method, o);
   method.add_options()
@@ -92,47 +88,86 @@ po::options_description methods_section(Options& o, Text& t) {
       ("estimator", po::value(&t.estimator)->default_value(t.estimator), "point estimate: median | mean")
       ("sizes", po::value(&t.sizes), "message sizes in bytes for pingpong, bw, bulk, flood, overlap, availability (e.g. 8,512,4096)")
       ("all,a", po::bool_switch(&o.all_sizes), "every size 2 .. 2^23 bytes, as perftest's -a (pingpong, bw and the other "
-                                               "methods over sizes); the segment grows to 16 MiB")
-      ("queue-depth", po::value(&o.queue_depth)->default_value(o.queue_depth), "flood: messages kept in flight (Bell et al.)")
-      ("messages", po::value(&o.messages)->default_value(o.messages), "flood/overlap: messages per run")
-      ("bell-runs", po::value(&o.bell_runs)->default_value(o.bell_runs), "flood/overlap: runs; the minimum is reported, the median beside it")
-      ("eps", po::value(&o.eps)->default_value(o.eps), "kielmann: relative precision and saturation criterion")
-      ("saturation-compare", "kielmann: also time g(m) by saturation at every size (their Table 2; minutes)")
-      ("no-saturation-compare", "kielmann: skip that comparison (the default)")
-      ("base-threshold", po::value(&o.base_threshold)->default_value(o.base_threshold), "availability: base_t threshold (1.02-1.05)")
-      ("stop-threshold", po::value(&o.stop_threshold)->default_value(o.stop_threshold), "availability: stop threshold (1.5-2)");
+                                               "methods over sizes); the segment grows to 16 MiB");
   return method;
 }
 
-// Each method's own options, from its descriptor; an option two methods share is listed once.
+// Each method's own options, from its descriptors; an option several methods take is listed once.
 struct MethodOwned {
   po::options_description desc{"Options of single methods"};
-  std::map<std::string, std::string> values;
+  std::vector<const MethodOption*> first;  // each option as first listed, in the catalogue's order
   std::map<std::string, std::vector<std::string>> owners;
   MethodOwned() {
-    std::vector<const MethodOption*> first;
     for (const auto& m : all_methods())
       for (const auto& mo : m.options) {
         auto& who = owners[mo.name];
         if (who.empty()) first.push_back(&mo);
         who.push_back(m.name);
       }
-    for (const MethodOption* mo : first) {
+    for (const MethodOption* mo : first) describe(*mo);
+  }
+  // A typed option's help names its methods itself.
+  void describe(const MethodOption& mo) {
+    std::string help = mo.help;
+    if (!mo.typed()) {
       std::string who;
-      for (const auto& n : owners[mo->name]) who += (who.empty() ? "" : ", ") + n;
-      values[mo->name] = mo->default_value;
-      desc.add_options()(mo->name, po::value(&values[mo->name])->default_value(mo->default_value)->value_name(mo->value_name),
-                         (who + ": " + mo->help).c_str());
+      for (const auto& n : owners[mo.name]) who += (who.empty() ? "" : ", ") + n;
+      help = who + ": " + help;
+    }
+    auto add = desc.add_options();
+    switch (mo.cli) {
+      case MethodOption::Cli::integer:
+        add(mo.name, po::value<int>()->default_value(std::get<int>(mo.initial)), help.c_str());
+        break;
+      case MethodOption::Cli::real:
+        add(mo.name, po::value<double>()->default_value(std::get<double>(mo.initial)), help.c_str());
+        break;
+      case MethodOption::Cli::flag:
+        add(mo.name, help.c_str());
+        if (mo.no_help) add(("no-" + std::string(mo.name)).c_str(), mo.no_help);
+        break;
+      case MethodOption::Cli::text: {
+        auto* v = po::value<std::string>()->value_name(mo.value_name);
+        add(mo.name, mo.default_value ? v->default_value(mo.default_value) : v, help.c_str());
+        break;
+      }
     }
   }
-  // Takes the values; refuses one given to a method that does not own it.
+  // Refuses an option given to a method that does not take it (where its declaration says so), then takes
+  // the text ones as given.
   void apply(Options& o, const po::variables_map& vm) const {
-    o.method_args = values;
     for (const auto& [name, who] : owners) {
-      if (!given(vm, name.c_str()) || std::find(who.begin(), who.end(), o.bench) != who.end()) continue;
+      const auto mo = std::find_if(first.begin(), first.end(), [&](const MethodOption* m) { return m->name == name; });
+      const bool takes = std::find(who.begin(), who.end(), o.bench) != who.end();
+      if (!(*mo)->refused_elsewhere || !given(vm, name.c_str()) || takes) continue;
       std::string list;
       for (std::size_t i = 0; i < who.size(); ++i) list += (i ? " or " : "") + who[i];
       throw UsageError("--" + name + " belongs to --bench " + list + ", not " + o.bench);
+    }
+    for (const MethodOption* mo : first)
+      if (!mo->typed())
+        o.method_args[mo->name] = vm.count(mo->name) ? vm[mo->name].as<std::string>()
+                                                     : std::string(mo->default_value ? mo->default_value : "");
+  }
+  // Reads and checks the typed options, but for those a method's budgets already set (Options::set).
+  void read_typed(Options& o, const po::variables_map& vm) const {
+    for (const MethodOption* mo : first) {
+      const char* n = mo->name;
+      if (!mo->typed() || o.method_values.count(n)) continue;
+      MethodValue given_value;
+      switch (mo->cli) {
+        case MethodOption::Cli::integer: given_value = vm[n].as<int>(); break;
+        case MethodOption::Cli::real: given_value = vm[n].as<double>(); break;
+        case MethodOption::Cli::flag: {
+          const std::string no = "no-" + std::string(n);
+          if (mo->no_help && vm.count(n) && vm.count(no))
+            throw UsageError("--" + std::string(n) + " and --" + no + " contradict each other: give one");
+          given_value = vm.count(n) != 0;
+          break;
+        }
+        case MethodOption::Cli::text: given_value = vm.count(n) ? vm[n].as<std::string>() : std::string(); break;
+      }
+      o.method_values[n] = mo->read(given_value, o);
     }
   }
 };
@@ -189,8 +224,8 @@ void check_sizes_options(Options& o, const po::variables_map& vm, const std::str
     throw UsageError("-s is one size and --sizes a list: give one of them");
 }
 
-// The job's and the methods' settings: lists, durations, the stop rule and their ranges.
-void check_settings(Options& o, const po::variables_map& vm, const Text& t) {
+// The job's settings and those the methods share: lists, durations, the stop rule and their ranges.
+void check_settings(Options& o, const Text& t) {
   if (!o.csv_path.empty()) {  // refused now, not after the run
     const std::filesystem::path dir = std::filesystem::path(o.csv_path).parent_path();
     std::error_code ec;
@@ -203,50 +238,11 @@ void check_settings(Options& o, const po::variables_map& vm, const Text& t) {
       throw UsageError("--sizes: " + std::to_string(o.sizes.back()) + " bytes exceed half the " +
                        std::to_string(o.segment_bytes) + "-byte segment");
   }
-  if (vm.count("saturation-compare") && vm.count("no-saturation-compare"))
-    throw UsageError("--saturation-compare and --no-saturation-compare contradict each other: give one");
-  o.compare_saturation = vm.count("saturation-compare") != 0;
   if (o.size > o.segment_bytes / 2) throw UsageError("--size exceeds half the " + std::to_string(o.segment_bytes) + "-byte segment");
   shm::validate_emulation(o, o.transport, o.mode, o.window);
   o.rule.estimator = parse_estimator(t.estimator);
-  if (t.burst_time == "auto") {
-    o.max_burst_time_ns = 0;  // set from the measured interruptions (main)
-  } else {
-    o.max_burst_time_ns = parse_duration_ns(t.burst_time);
-    if (!(o.max_burst_time_ns > 0)) throw UsageError("--max-burst-time must be positive (or auto)");
-  }
-  if (!t.bursts.empty()) o.bursts = parse_int_list("--bursts", t.bursts);
-  if (!t.deltas.empty() && t.deltas != "auto") {
-    double last = -1;
-    for (const auto& x : split_list(t.deltas)) {
-      const double d = parse_duration_ns(x);
-      if (d < 0 || d <= last) throw UsageError("--deltas must be ascending non-negative durations");
-      o.deltas_ns.push_back(d);
-      last = d;
-    }
-  }
-  if (!t.factors.empty()) {
-    o.delta_factors.clear();
-    for (const auto& x : split_list(t.factors)) {
-      double f = 0;
-      try {
-        f = std::stod(x);
-      } catch (const std::exception&) {
-        f = -1;
-      }
-      if (!(f > 0)) throw UsageError("--delta-factors: '" + x + "' is not a positive number");
-      o.delta_factors.push_back(f);
-    }
-  }
   check_range("iters", o.iterations, 1, 1e8);
-  check_range("queue-depth", o.queue_depth, 1, 4096);
-  check_range("messages", o.messages, 1, 1e8);
-  check_range("bell-runs", o.bell_runs, 1, 1000);
-  check_range("eps", o.eps, 1e-4, 0.5);
-  check_range("base-threshold", o.base_threshold, 1.001, 2);
-  check_range("stop-threshold", o.stop_threshold, o.base_threshold, 100);
   check_range("warmup", o.warmup, 0, 1e8);
-  check_range("max-burst", o.max_burst, 1, 1 << 20);
   check_range("window", o.window, 1, 1 << 16);
   check_range("credits", o.credits, 2, 1 << 16);
   check_range("runs", o.runs, 1, 1000);
@@ -318,7 +314,8 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   const MethodInfo* m = find_method(o.bench);
   if (m->check) m->check(o);
   check_sizes_options(o, vm, t.sizes);
-  check_settings(o, vm, t);
+  check_settings(o, t);
+  owned.read_typed(o, vm);
   verbs::validate(o, vm, o.transport, m->takes.ud && o.size == 0, o.window);
   dpdk::validate(o, vm, o.transport, o.mode, m->takes.tx_burst);
   mpi::validate(o, vm, o.transport, o.mode_given, o.mode);

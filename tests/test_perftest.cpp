@@ -16,6 +16,7 @@
 #include "app/progress.hpp"
 #include "app/quick.hpp"
 #include "app/table.hpp"
+#include "methods/bell/options.hpp"
 #include "methods/bw/bw.hpp"
 #include "methods/pingpong/pingpong.hpp"
 #include "common/results.hpp"
@@ -103,18 +104,18 @@ TEST_CASE("logpbench agree is --bench agree: smaller defaults it records, --runs
   const Options a = parse({"agree", "--transport", "shm"});
   CHECK(a.bench == "agree");
   CHECK(a.runs == 1);
-  CHECK(a.messages == 2000);
-  CHECK(a.bell_runs == 3);
+  CHECK(a.get(method::opt::kMessages) == 2000);
+  CHECK(a.get(method::opt::kBellRuns) == 3);
   const Options more = parse({"agree", "--runs", "3", "--messages", "10000", "--bell-runs", "5"});
   CHECK(more.runs == 3);
-  CHECK(more.messages == 10000);
-  CHECK(more.bell_runs == 5);
+  CHECK(more.get(method::opt::kMessages) == 10000);
+  CHECK(more.get(method::opt::kBellRuns) == 5);
   CHECK_THAT(refusal({"agree", "--bench", "kielmann"}), Catch::Contains("drop --bench"));
   for (const char* k : {"--sizes", "--eps", "--max-burst", "-n"})
     CHECK_THAT(refusal({"agree", k, "8"}), Catch::Contains("agree.budgets"));
   CHECK_THAT(refusal({"agree", "--no-saturation-compare"}), Catch::Contains("agree.budgets"));
   // The other methods keep the usual defaults.
-  CHECK(parse({"--bench", "overlap"}).messages == 10000);
+  CHECK(parse({"--bench", "overlap"}).get(method::opt::kMessages) == 10000);
 }
 
 TEST_CASE("tables: aligned on screen, CSV with quoting and full precision, null as n/a or empty") {

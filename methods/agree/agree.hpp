@@ -20,6 +20,10 @@
 
 #include "methods/agree/analysis.hpp"
 #include "app/method.hpp"
+#include "methods/availability/options.hpp"
+#include "methods/bell/options.hpp"
+#include "methods/kielmann/options.hpp"
+#include "methods/signature/options.hpp"
 #include "methods/quick/quick.hpp"
 #include "app/options.hpp"
 #include "app/table.hpp"
@@ -36,6 +40,9 @@ struct agree {
   static constexpr Needs needs{.bulk = true, .local_completion = true};
   static constexpr Scope scope = Scope::job;
   static constexpr const auto& phases = analysis::kAgreeMethods;
+  // The options its overlap and availability phases take from the user.
+  static inline const std::vector<MethodOption> options = {opt::kQueueDepth, opt::kMessages, opt::kBellRuns,
+                                                           opt::kBaseThreshold, opt::kStopThreshold};
 
   static void check_size(int n) {
     if (n != 2) throw UsageError("agree measures one pair: run 2 ranks, not " + std::to_string(n));
@@ -51,8 +58,8 @@ struct agree {
                          "agree.budgets); --runs, --messages and --bell-runs raise its budgets, or run the methods "
                          "themselves for your own");
     if (!given("runs")) o.runs = 1;
-    if (!given("messages")) o.messages = 2000;
-    if (!given("bell-runs")) o.bell_runs = 3;
+    if (!given("messages")) o.set(opt::kMessages, 2000);
+    if (!given("bell-runs")) o.set(opt::kBellRuns, 3);
   }
 
   // Each phase's settings over the user's: --runs, --messages, --bell-runs, --queue-depth and the
@@ -63,8 +70,9 @@ struct agree {
   }
   static void kielmann_budget(Options& o) {
     o.sizes = {8};  // the largest size bounds the adaptive range: 0 .. 8 B, o_s(1) and o_r(1) among them
-    o.eps = 0.05;   // the paper's eps is the user's precision; 0.01 may not saturate in a minute on a busy core
-    o.compare_saturation = false;
+    // The paper's eps is the user's precision; 0.01 may not saturate in a minute on a busy core.
+    o.set(opt::kEps, 0.05);
+    o.set(opt::kSaturationCompare, false);
   }
   static void bell_budget(Options& o) {
     o.sizes = {8};  // Bell et al.'s minimum message (4.1), for overlap and availability alike
@@ -82,15 +90,16 @@ struct agree {
     nlohmann::json b = nlohmann::json::object();
     const Options s = phase_options(0, user), k = phase_options(1, user), ov = phase_options(2, user),
                   av = phase_options(3, user);
-    b["signature"] = {{"max_burst", s.max_burst},         {"delta_factors", s.delta_factors},
+    b["signature"] = {{"max_burst", s.get(opt::kMaxBurst)}, {"delta_factors", s.get(opt::kDeltaFactors)},
                       {"rtt_iterations", s.iterations},   {"max_samples_per_point", s.rule.max_samples},
                       {"max_point_seconds", s.rule.max_seconds}, {"runs", s.runs}};
-    b["kielmann"] = {{"max_bytes", k.sizes.back()}, {"eps", k.eps}, {"compare_saturation", k.compare_saturation},
+    b["kielmann"] = {{"max_bytes", k.sizes.back()}, {"eps", k.get(opt::kEps)},
+                     {"compare_saturation", k.get(opt::kSaturationCompare)},
                      {"runs", k.runs}};
-    b["overlap"] = {{"sizes", ov.sizes}, {"messages", ov.messages}, {"bell_runs", ov.bell_runs},
-                    {"queue_depth", ov.queue_depth}, {"runs", ov.runs}};
-    b["availability"] = {{"sizes", av.sizes}, {"base_threshold", av.base_threshold},
-                         {"stop_threshold", av.stop_threshold}, {"runs", av.runs}};
+    b["overlap"] = {{"sizes", ov.sizes}, {"messages", ov.get(opt::kMessages)}, {"bell_runs", ov.get(opt::kBellRuns)},
+                    {"queue_depth", ov.get(opt::kQueueDepth)}, {"runs", ov.runs}};
+    b["availability"] = {{"sizes", av.sizes}, {"base_threshold", av.get(opt::kBaseThreshold)},
+                         {"stop_threshold", av.get(opt::kStopThreshold)}, {"runs", av.runs}};
     b["tolerance"] = analysis::kAgreeTolerance;
     return b;
   }

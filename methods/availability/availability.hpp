@@ -8,6 +8,7 @@
 #include "app/method.hpp"
 #include "app/options.hpp"
 #include "methods/availability/loops.hpp"
+#include "methods/availability/options.hpp"
 
 namespace logpb::app::method {
 
@@ -27,17 +28,18 @@ struct availability {
   static constexpr Scope scope = Scope::link;
   static inline const std::vector<std::uint32_t> default_sizes{8, 64, 512, 4096, 32768};
   using Run = std::vector<methods::DoerflerSize>;
+  static inline const std::vector<MethodOption> options = {opt::kBaseThreshold, opt::kStopThreshold};
 
   template <class L>
   static Run run(L& link, methods::ClientState& st, const Clock& clock, const Options& o, RunIO& io) {
     methods::DoerflerConfig cfg;
     cfg.sizes = io.sizes;
-    cfg.base_threshold = o.base_threshold;
-    cfg.stop_threshold = o.stop_threshold;
+    cfg.base_threshold = o.get(opt::kBaseThreshold);
+    cfg.stop_threshold = o.get(opt::kStopThreshold);
     return methods::doerfler(link, st, clock, cfg, io.progress);
   }
   static nlohmann::json record(const Run& r, const Options& o) {
-    return analysis::doerfler_record(r, o.base_threshold, o.stop_threshold);
+    return analysis::doerfler_record(r, o.get(opt::kBaseThreshold), o.get(opt::kStopThreshold));
   }
   static nlohmann::json analyse(const std::vector<Run>& runs, const Options&) { return analysis::doerfler_summary(runs); }
 };

@@ -9,6 +9,7 @@
 #include "app/method.hpp"
 #include "app/options.hpp"
 #include "methods/bell/loops.hpp"
+#include "methods/bell/options.hpp"
 
 namespace logpb::app::method {
 
@@ -26,6 +27,9 @@ struct flood {
   // fixed: the flood runs at --queue-depth as given, even where a deeper queue would be faster (the figure
   // then says so only if the queue is seen to limit it).
   static inline const std::vector<MethodOption> options = {
+      opt::kQueueDepth,
+      opt::kMessages,
+      opt::kBellRuns,
       {"flood-overlap", "yes|no", "flood: also run the CPU overlap test at the end sizes (names the limiting stage)", "yes"},
       {"flood-queue", "adapt|fixed",
        "flood: adapt doubles --queue-depth while a deeper queue is faster (local completion on RC waits for the ACK)",
@@ -43,7 +47,11 @@ struct flood {
     // the o_s and o_r it infers would not be the batched stream's, and naming the limiting stage from them
     // would be wrong.
     const bool overlap = o.method_arg("flood-overlap") == "yes" && o.tx_burst == 1;
-    const methods::BellConfig cfg{io.sizes, o.queue_depth, o.messages, o.bell_runs, overlap,
+    const methods::BellConfig cfg{io.sizes,
+                                  o.get(opt::kQueueDepth),
+                                  o.get(opt::kMessages),
+                                  o.get(opt::kBellRuns),
+                                  overlap,
                                   o.method_arg("flood-queue") == "adapt"};
     return methods::bell_flood(link, st, clock, cfg, io.progress);
   }

@@ -8,6 +8,7 @@
 #include "app/method.hpp"
 #include "app/options.hpp"
 #include "methods/bell/loops.hpp"
+#include "methods/bell/options.hpp"
 
 namespace logpb::app::method {
 
@@ -26,10 +27,12 @@ struct overlap {
   static constexpr Scope scope = Scope::link;
   static inline const std::vector<std::uint32_t> default_sizes{8, 32, 128, 512, 2048, 8192, 32768, 131072};
   using Run = std::vector<methods::BellSize>;
+  static inline const std::vector<MethodOption> options = {opt::kQueueDepth, opt::kMessages, opt::kBellRuns};
 
   template <class L>
   static Run run(L& link, methods::ClientState& st, const Clock& clock, const Options& o, RunIO& io) {
-    const methods::BellConfig cfg{io.sizes, o.queue_depth, o.messages, o.bell_runs, true};
+    const methods::BellConfig cfg{io.sizes, o.get(opt::kQueueDepth), o.get(opt::kMessages), o.get(opt::kBellRuns),
+                                  true};
     return methods::bell_overlap(link, st, clock, cfg, io.progress);
   }
   static nlohmann::json record(const Run& r, const Options&) { return analysis::bell_record(r, false); }

@@ -9,6 +9,7 @@
 #include "app/method.hpp"
 #include "app/options.hpp"
 #include "methods/bulk/loops.hpp"
+#include "methods/signature/options.hpp"
 
 namespace logpb::app::method {
 
@@ -22,19 +23,22 @@ struct bulk {
   static constexpr Scope scope = Scope::link;
   static inline const std::vector<std::uint32_t> default_sizes{8, 64, 256, 1024, 4096};  // Figure 12 goes to 4 KiB
   using Run = std::vector<methods::BulkSize>;
+  static inline const std::vector<MethodOption> options = {opt::kMaxBurst, opt::kMaxBurstTime, opt::kBursts,
+                                                           opt::kDeltas};
 
   template <class L>
   static Run run(L& link, methods::ClientState& st, const Clock& clock, const Options& o, RunIO& io) {
     methods::SignatureConfig cfg;
-    cfg.bursts = o.bursts.empty() ? methods::default_bursts(std::min(o.max_burst, 64)) : o.bursts;
+    const std::vector<int>& bursts = o.get(opt::kBursts);
+    cfg.bursts = bursts.empty() ? methods::default_bursts(std::min(o.get(opt::kMaxBurst), 64)) : bursts;
     cfg.rule = o.rule;
     cfg.rtt = {std::min(o.iterations, 2000), 0};
-    cfg.max_burst_ns = o.max_burst_time_ns;
+    cfg.max_burst_ns = o.get(opt::kMaxBurstTime);
     cfg.window = link.window();
     cfg.max_extend = 0;  // bulk curves are read for o_s(n) and T(n); the steady state is not required
     methods::Hooks hooks;
     hooks.progress = io.progress;
-    return methods::bulk(link, st, clock, io.sizes, cfg, o.deltas_ns, hooks);
+    return methods::bulk(link, st, clock, io.sizes, cfg, o.get(opt::kDeltas), hooks);
   }
   static nlohmann::json record(const Run& r, const Options& o) { return analysis::bulk_record(r, o.raw); }
   static nlohmann::json analyse(const std::vector<Run>& runs, const Options&) { return analysis::bulk_summary(runs); }

@@ -11,6 +11,7 @@
 #include "app/method.hpp"
 #include "app/options.hpp"
 #include "methods/kielmann/loops.hpp"
+#include "methods/kielmann/options.hpp"
 
 namespace logpb::app::method {
 
@@ -37,12 +38,13 @@ struct kielmann {
   static constexpr Needs needs{.bulk = true};
   static constexpr Scope scope = Scope::link;
   using Run = methods::KielmannResult;
+  static inline const std::vector<MethodOption> options = {opt::kEps, opt::kSaturationCompare};
 
   template <class L>
   static Run run(L& link, methods::ClientState& st, const Clock& clock, const Options& o, RunIO& io) {
     methods::KielmannConfig cfg;
-    cfg.eps = o.eps;
-    cfg.compare_saturation = o.compare_saturation;
+    cfg.eps = o.get(opt::kEps);
+    cfg.compare_saturation = o.get(opt::kSaturationCompare);
     if (!o.sizes.empty()) cfg.max_bytes = o.sizes.back();  // the largest size given bounds the adaptive range
     // Percent done for the progress display. The fast phase measures each size once ("kielmann m B"): at
     // least size 0 and the initial powers of two, and the adaptive range adds more (counted as they come);

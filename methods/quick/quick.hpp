@@ -24,6 +24,7 @@
 #include "app/table.hpp"
 #include "common/errors.hpp"
 #include "methods/protocol.hpp"
+#include "methods/signature/options.hpp"
 #include "common/transport.hpp"
 
 namespace logpb::app::method {
@@ -66,10 +67,10 @@ struct quick {
     o.iterations = 2000;
     o.warmup = 200;
     o.runs = 1;
-    o.max_burst = 64;
-    o.bursts.clear();
-    o.deltas_ns.clear();
-    o.delta_factors = {1, 2, 4};
+    o.set(opt::kMaxBurst, 64);
+    o.set(opt::kBursts, {});
+    o.set(opt::kDeltas, {});
+    o.set(opt::kDeltaFactors, {1, 2, 4});
     o.rule.max_samples = 400;
     o.rule.max_seconds = 0.1;
     o.sizes.clear();
@@ -81,7 +82,8 @@ struct quick {
     signature_budget(s);
     return {{"pingpong", {{"iterations", p.iterations}, {"warmup", p.warmup}, {"runs", p.runs}, {"bytes", 0}}},
             {"bw", {{"sizes", b.sizes}, {"iterations", b.iterations}, {"warmup", b.warmup}, {"runs", b.runs}}},
-            {"signature", {{"max_burst", s.max_burst}, {"delta_factors", s.delta_factors}, {"rtt_iterations", s.iterations},
+            {"signature", {{"max_burst", s.get(opt::kMaxBurst)}, {"delta_factors", s.get(opt::kDeltaFactors)},
+                           {"rtt_iterations", s.iterations},
                            {"max_samples_per_point", s.rule.max_samples}, {"max_point_seconds", s.rule.max_seconds}, {"runs", s.runs}}}};
   }
 

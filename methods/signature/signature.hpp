@@ -14,6 +14,7 @@
 #include "app/method.hpp"
 #include "app/options.hpp"
 #include "methods/signature/loops.hpp"
+#include "methods/signature/options.hpp"
 
 namespace logpb::app::method {
 
@@ -24,6 +25,8 @@ struct signature {
   static constexpr Needs needs{};
   static constexpr Scope scope = Scope::link;
   static constexpr Takes takes{.ud = true};
+  static inline const std::vector<MethodOption> options = {opt::kMaxBurst, opt::kMaxBurstTime, opt::kBursts,
+                                                           opt::kDeltas, opt::kDeltaFactors};
   static inline const std::vector<SharedFigure> shares{
       {"o_s", "o_s",
        "signature's o_s is the send-only cost: the time per request of a burst too short to fill the window "
@@ -45,12 +48,13 @@ struct signature {
   template <class L>
   static Run run(L& link, methods::ClientState& st, const Clock& clock, const Options& o, RunIO& io) {
     methods::SignatureConfig cfg;
-    cfg.bursts = o.bursts.empty() ? methods::default_bursts(o.max_burst) : o.bursts;
-    cfg.deltas_ns = o.deltas_ns;
-    cfg.auto_delta_factors = o.delta_factors;
+    const std::vector<int>& bursts = o.get(opt::kBursts);
+    cfg.bursts = bursts.empty() ? methods::default_bursts(o.get(opt::kMaxBurst)) : bursts;
+    cfg.deltas_ns = o.get(opt::kDeltas);
+    cfg.auto_delta_factors = o.get(opt::kDeltaFactors);
     cfg.rule = o.rule;
     cfg.rtt = {o.iterations, o.warmup};
-    cfg.max_burst_ns = o.max_burst_time_ns;
+    cfg.max_burst_ns = o.get(opt::kMaxBurstTime);
     cfg.window = link.window();
     if (!cfg.deltas_ns.empty() && cfg.deltas_ns.front() != 0) cfg.deltas_ns.insert(cfg.deltas_ns.begin(), 0.0);
     methods::Hooks hooks;
