@@ -75,8 +75,15 @@ def test_modern(*transport):
         assert g["max_rel_diff"] > 0.1, g
         for words in ("request/reply steady state", "one-way saturation"):
             assert words in g["explanation"], g["explanation"]
-        assert g["verdict"] == "differ", g
-        assert "differ by" in out and "one-way saturation" in out, out
+        # The verdict follows the intervals: "differ" where the difference beyond them passes the 10% tolerance;
+        # where they cover it (one of Kielmann's seven streams interrupted on a busy core: its median's
+        # order-statistic interval then spans that stream), "inconclusive", still naming both definitions.
+        # Two narrow intervals (each under 10% of its value) must give "differ".
+        ms = g["methods"]
+        narrow = ms["signature"]["ci95_ns"] < 0.1 * sig and ms["kielmann"]["ci95_ns"] < 0.1 * kiel
+        expected = "differ" if g["max_rel_diff_beyond_ci95"] > 0.1 else "inconclusive"
+        assert g["verdict"] == expected and (not narrow or expected == "differ"), g
+        assert ("differ by" if expected == "differ" else "inconclusive") in out and "one-way saturation" in out, out
     once(attempt)
 
 
