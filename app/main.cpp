@@ -1,4 +1,5 @@
 // logpbench: what a network interface costs the host, in LogP terms.
+#include <dlfcn.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -39,10 +40,28 @@ void install_signal_handlers() {
   signal(SIGPIPE, SIG_IGN);
 }
 
+// Debian's libfabric links PSM (libpsm_infinipath, libinfinipath), whose library constructor hooks SIGSEGV,
+// SIGBUS, SIGILL, SIGABRT, SIGINT and SIGTERM before main to print a backtrace and exit(1). A crash would
+// then end with exit 1 instead of its signal, and a handler that chains to the previous one (the memif
+// guard) would chain to it. Those handlers go back to the default; anyone else's (a sanitizer's) stay.
+void drop_library_crash_handlers() {
+  for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGINT, SIGTERM}) {
+    struct sigaction old {};
+    if (sigaction(sig, nullptr, &old) != 0) continue;
+    void* h = (old.sa_flags & SA_SIGINFO) ? reinterpret_cast<void*>(old.sa_sigaction)
+                                          : reinterpret_cast<void*>(old.sa_handler);
+    if (h == reinterpret_cast<void*>(SIG_DFL) || h == reinterpret_cast<void*>(SIG_IGN)) continue;
+    Dl_info info{};
+    if (dladdr(h, &info) != 0 && info.dli_fname && std::strstr(info.dli_fname, "libinfinipath"))
+      signal(sig, SIG_DFL);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace logpb;
+  drop_library_crash_handlers();
   // A command that runs nothing: it reads a result and predicts (LoGPC), with its own options.
   if (argc > 1 && std::strcmp(argv[1], "model") == 0) return app::run_model(argc, argv);
   if (argc > 1 && std::strcmp(argv[1], "compare") == 0) return app::run_compare(argc, argv);
