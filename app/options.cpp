@@ -136,7 +136,9 @@ struct MethodOwned {
   // Refuses an option given to a method that does not take it (where its declaration says so), then takes
   // the text ones as given.
   void apply(Options& o, const po::variables_map& vm) const {
-    for (const auto& [name, who] : owners) {
+    for (const auto& owner : owners) {
+      const auto& name = owner.first;  // not a structured binding: clang 14 cannot capture one in a lambda
+      const auto& who = owner.second;
       const auto mo = std::find_if(first.begin(), first.end(), [&](const MethodOption* m) { return m->name == name; });
       const bool takes = std::find(who.begin(), who.end(), o.bench) != who.end();
       if (!(*mo)->refused_elsewhere || !given(vm, name.c_str()) || takes) continue;
