@@ -124,7 +124,13 @@ def test_peer_death(provider="tcp_rxm"):
     time.sleep(1.5)  # connected and measuring
     t0 = time.time()
     os.kill(kids[0], signal.SIGKILL)
-    _, err = p.communicate(timeout=30)
+    try:
+        _, err = p.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        # Never leave it spinning on a core for the tests after this one (it once held one for 25 minutes).
+        p.kill()
+        p.communicate()
+        raise AssertionError(f"rank 0 still running 30 s after its {provider} peer was killed")
     took = time.time() - t0
     assert took < 10, f"took {took:.1f} s to notice"
     assert p.returncode == 3, f"exit {p.returncode}: {err}"
