@@ -66,7 +66,7 @@ Transport::Transport(Setup s)
   slots_.resize(slot_n_);
   for (std::uint64_t i = 0; i < slot_n_; ++i) {
     slots_[i].ctx.kind = CtxKind::tx;
-    slots_[i].buf = tx_region_[0].b + i * slot_bytes_;
+    slots_[i].buf = reinterpret_cast<std::byte*>(tx_region_.data()) + i * slot_bytes_;
   }
   local_.resize(slot_n_);
   stash_.resize(kStash);
@@ -96,7 +96,7 @@ void Transport::attach_rdm(fid_ep* ep, const std::vector<fi_addr_t>& addrs) {
     b->ctx.kind = multi_recv_ ? CtxKind::rx_multi : CtxKind::rx_slot;
     b->ep = ep;
     b->index = static_cast<std::uint32_t>(i);
-    b->buf = rx_region_[0].b + static_cast<std::size_t>(i) * bytes;
+    b->buf = reinterpret_cast<std::byte*>(rx_region_.data()) + static_cast<std::size_t>(i) * bytes;
     b->bytes = bytes;
     post_recv(*b);
     rx_.push_back(std::move(b));
@@ -113,7 +113,7 @@ void Transport::attach_msg(int rank, fid_ep* ep) {
     b->ep = ep;
     b->peer = rank;
     b->index = i;
-    b->buf = rx_region_[0].b + (k * rx_ring_ + i) * slot_bytes_;
+    b->buf = reinterpret_cast<std::byte*>(rx_region_.data()) + (k * rx_ring_ + i) * slot_bytes_;
     b->bytes = slot_bytes_;
     post_recv(*b);
     rx_.push_back(std::move(b));
