@@ -11,32 +11,14 @@
 #include "methods/bell/options.hpp"
 #include "methods/kielmann/options.hpp"
 #include "methods/signature/options.hpp"
+#include "tests/parse_args.hpp"
 
 using namespace logpb;
 using namespace logpb::app;
 namespace opt = logpb::app::method::opt;
 
-namespace {
-
-Options parse(std::vector<std::string> args) {
-  args.insert(args.begin(), "logpbench");
-  std::vector<const char*> av;
-  for (const auto& a : args) av.push_back(a.c_str());
-  Options o;
-  parse_options(static_cast<int>(av.size()), av.data(), o);
-  return o;
-}
-
-std::string refusal(const std::vector<std::string>& args) {
-  try {
-    parse(args);
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-}  // namespace
+using test::parse;
+using test::refusal;
 
 TEST_CASE("typed method options: defaults, parsed values, and the same meta.flags as before") {
   const Options d = parse({});

@@ -20,34 +20,13 @@
 #include "methods/bw/bw.hpp"
 #include "methods/pingpong/pingpong.hpp"
 #include "common/results.hpp"
+#include "tests/parse_args.hpp"
 
 using namespace logpb;
 using namespace logpb::app;
 
-namespace {
-
-Options parse(std::vector<std::string> args) {
-  args.insert(args.begin(), "logpbench");
-  std::vector<const char*> raw;
-  for (const auto& a : args) raw.push_back(a.c_str());
-  const std::vector<std::string> full = command_args(static_cast<int>(raw.size()), raw.data());
-  std::vector<const char*> av;
-  for (const auto& a : full) av.push_back(a.c_str());
-  Options o;
-  parse_options(static_cast<int>(av.size()), av.data(), o);
-  return o;
-}
-
-std::string refusal(const std::vector<std::string>& args) {
-  try {
-    parse(args);
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  return "";
-}
-
-}  // namespace
+using test::parse;
+using test::refusal;
 
 TEST_CASE("-a is perftest's every size 2 .. 2^23, and the segment grows so that 8 MiB fits half of it") {
   const Options o = parse({"--bench", "pingpong", "-a"});
