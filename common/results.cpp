@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 #include <ctime>
 #include <stdexcept>
 #include <utility>
@@ -53,28 +54,47 @@ void write_text_atomic(const std::string& path, const std::string& text) {
 }
 
 namespace {
-// The staged record: written by the thread that checkpoints, read by a fault handler on that same thread
-// (the datapath, whose burst faults, is the thread that checkpoints between curves), so a handler never
-// finds it half staged and needs no lock.
+// The staged record: written by the thread that checkpoints. A fault handler reads it on that same thread
+// (the datapath, whose burst faults, is the thread that checkpoints between curves), so it takes no lock;
+// another thread takes the lock, which staging holds while it swaps the record in.
 struct FaultRecord {
   bool armed = false;
-  std::string path, tmp, text;
+  std::string error, path, tmp, text;
 };
 FaultRecord& fault_record() {
   static FaultRecord r;
   return r;
 }
+std::mutex& fault_record_lock() {
+  static std::mutex m;
+  return m;
+}
 }  // namespace
 
-void arm_fault_record() { fault_record().armed = true; }
+void arm_fault_record(std::string error) {
+  const std::lock_guard lock(fault_record_lock());
+  fault_record().armed = true;
+  fault_record().error = std::move(error);
+}
 bool fault_record_armed() { return fault_record().armed; }
 
 void stage_fault_record(const std::string& path, const nlohmann::json& doc) {
   nlohmann::json failed = doc;
   failed["status"] = "failed";
-  failed["error"] = kFaultRecordError;
-  FaultRecord next{true, path, path + ".tmp." + std::to_string(getpid()), failed.dump(1) + "\n"};
+  const std::lock_guard lock(fault_record_lock());
+  failed["error"] = fault_record().error;
+  FaultRecord next{true, fault_record().error, path, path + ".tmp." + std::to_string(getpid()), failed.dump(1) + "\n"};
   std::swap(fault_record(), next);
+}
+
+std::string fault_record_path() {
+  const std::lock_guard lock(fault_record_lock());
+  return fault_record().path;
+}
+
+void write_fault_record_from_thread() noexcept {
+  const std::lock_guard lock(fault_record_lock());
+  write_fault_record();
 }
 
 void write_fault_record() noexcept {

@@ -14,19 +14,21 @@ void write_json_atomic(const std::string& path, const nlohmann::json& j);
 // The same for any text (a CSV beside the JSON).
 void write_text_atomic(const std::string& path, const std::string& text);
 
-// A fault that a layer can name but not unwind from ends the process in a signal handler (dpdk/port.cpp:
-// DPDK's memif faulting in a burst after its peer disconnected). What the results file then holds: the
-// last checkpoint, with status "failed" and kFaultRecordError. Once a layer arms the record
-// (arm_fault_record), every checkpoint (ResultsDoc::save) also stages that text; write_fault_record
-// writes what was staged (only open, write, fsync, rename: async-signal-safe).
-inline constexpr const char* kFaultRecordError =
-    "peer lost: the DPDK memif PMD faulted in a burst after its peer disconnected (DPDK 22.11's memif unmaps a "
-    "departed peer's rings on its interrupt thread while a burst may still be reading them); results are as "
-    "last checkpointed";
-void arm_fault_record();
+// A fault that a layer can name but not unwind from ends the process where it is: in a signal handler
+// (dpdk/memif_guard.cpp: DPDK's memif faulting in a burst after its peer disconnected) or on a watching
+// thread (common/call_guard.hpp: a library call that never returns after a peer died). What the results
+// file then holds: the last checkpoint, with status "failed" and the error the layer armed. Once a layer
+// arms the record (arm_fault_record), every checkpoint (ResultsDoc::save) also stages that text.
+// write_fault_record writes what was staged with only open, write, fsync and rename (async-signal-safe,
+// for a handler on the thread that stages); write_fault_record_from_thread does the same from any other
+// thread, after any staging under way has finished.
+void arm_fault_record(std::string error);
 bool fault_record_armed();
 void stage_fault_record(const std::string& path, const nlohmann::json& doc);
 void write_fault_record() noexcept;
+void write_fault_record_from_thread() noexcept;
+// The path the staged record goes to ("" when nothing was staged).
+std::string fault_record_path();
 
 // Host, CPU, kernel, TSC and build facts for `meta`.
 nlohmann::json host_meta(const Clock& clock);

@@ -103,7 +103,10 @@ void guard_memif_port(std::uint16_t port) {
   sa.sa_flags = SA_SIGINFO;
   sigaction(SIGSEGV, &sa, &g.old_segv);
   sigaction(SIGBUS, &sa, &g.old_bus);
-  arm_fault_record();
+  arm_fault_record(
+      "peer lost: the DPDK memif PMD faulted in a burst after its peer disconnected (DPDK 22.11's memif unmaps a "
+      "departed peer's rings on its interrupt thread while a burst may still be reading them); results are as "
+      "last checkpointed");
 }
 
 void unguard_memif_port(std::uint16_t port) {

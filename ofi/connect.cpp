@@ -349,7 +349,7 @@ void Connection::connect_rdm(Ranks& ranks, const nlohmann::json& all) {
     if (n != 1) fail_setup(n < 0 ? n : -FI_EINVAL, "fi_av_insert", "rank " + std::to_string(r) + "'s address");
   }
   transport_->attach_rdm(ep_, addrs);
-  transport_->set_peer_alive([&ranks] { return ranks.all_alive(); });
+  transport_->set_peer_alive([&ranks] { return ranks.all_alive(); }, info_->fabric_attr->prov_name);
 }
 
 fid_ep* Connection::open_msg_ep(fi_info* info, int peer) {
@@ -423,7 +423,7 @@ void Connection::connect_msg(Ranks& ranks, const nlohmann::json& all) {
       throw PeerError("ofi connect: a connection was shut down while connecting");
     }
   }
-  transport_->set_peer_alive([&ranks] { return ranks.all_alive(); });
+  transport_->set_peer_alive([&ranks] { return ranks.all_alive(); }, info_->fabric_attr->prov_name);
 }
 
 Connection::~Connection() {

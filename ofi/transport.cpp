@@ -46,6 +46,7 @@ constexpr int kMultiBuffers = 4;      // multi-receive buffers posted at once
 constexpr std::size_t kMultiBytes = 1 << 18;  // each: a few hundred frames, or 60 full-size messages
 constexpr std::uint32_t kRingPerEp = 64;      // one-message receive slots per endpoint without FI_MULTI_RECV
 constexpr std::size_t kStash = 1024;          // receive completions drive() may hold for the next poll
+constexpr double kStuckCallS = 2.0;           // a provider call this long with a peer gone ends the run
 
 }  // namespace
 
@@ -132,7 +133,9 @@ void Transport::post_recv(RxBuf& b) {
   iovec iov{b.buf, b.bytes};
   void* desc = rx_desc_;
   const fi_msg m{&iov, &desc, 1, FI_ADDR_UNSPEC, &b.ctx, 0};
+  guard_.enter("fi_recvmsg");
   const ssize_t r = fi_recvmsg(b.ep, &m, multi_recv_ ? FI_MULTI_RECV : 0);
+  guard_.leave();
   if (r == 0) return;
   if (r != -FI_EAGAIN && r != -FI_ENOMEM) fail_datapath(r, multi_recv_ ? "fi_recvmsg (FI_MULTI_RECV)" : "fi_recvmsg");
   ++counters_.reposts_deferred;
@@ -143,6 +146,12 @@ void Transport::retry_reposts() {
   std::vector<RxBuf*> again;
   again.swap(repost_);
   for (RxBuf* b : again) post_recv(*b);
+}
+
+void Transport::set_peer_alive(std::function<bool()> f, const std::string& provider) {
+  peer_alive_ = f;
+  guard_.watch({.stuck_s = kStuckCallS, .check_s = 0.25, .library = "libfabric's " + provider + " provider",
+                .peers_alive = std::move(f), .fire = {}});
 }
 
 void Transport::bad_dst(std::uint16_t dst) const {
@@ -162,7 +171,9 @@ bool Transport::retry_or_fail(ssize_t r, const char* call, int peer) {
 void Transport::drive() {
   if (stash_tail_ - stash_head_ + kCqBatch > stash_.size()) return;  // full: the next poll() reads on
   fi_cq_data_entry e[kCqBatch];
+  guard_.enter("fi_cq_read");
   const ssize_t r = fi_cq_read(cq_, e, kCqBatch);
+  guard_.leave();
   if (r == -FI_EAGAIN) return;
   if (r < 0) cq_failed(r);
   for (ssize_t i = 0; i < r; ++i) {
@@ -191,7 +202,9 @@ bool Transport::send_message(PeerLink& p, const am::Frame& f, const void* payloa
     std::memcpy(buf, &f, sizeof f);
     std::memcpy(buf, &seq, sizeof seq);
     if (n) std::memcpy(buf + sizeof f, payload, n);
+    guard_.enter("fi_inject");
     const ssize_t r = fi_inject(p.ep, buf, len, p.addr);
+    guard_.leave();
     if (r != 0) return retry_or_fail(r, "fi_inject", f.dst);
     ++counters_.injects;
   } else {
@@ -206,7 +219,9 @@ bool Transport::send_message(PeerLink& p, const am::Frame& f, const void* payloa
     iovec iov{s.buf, len};
     void* desc = tx_desc_;
     const fi_msg m{&iov, &desc, 1, p.addr, &s.ctx, 0};
+    guard_.enter("fi_sendmsg");
     const ssize_t r = fi_sendmsg(p.ep, &m, send_flags_);
+    guard_.leave();
     if (r != 0) {
       untake_slot();
       return retry_or_fail(r, "fi_sendmsg", f.dst);
@@ -265,7 +280,9 @@ bool Transport::store_rma(PeerLink& p, const am::Frame& f, const void* src, std:
     iovec iov{const_cast<void*>(from), n};
     const fi_rma_iov rma{p.segment_addr + remote_off, n, p.segment_key};
     const fi_msg_rma m{&iov, &desc, 1, p.addr, &rma, 1, &s.ctx, 0};
+    guard_.enter("fi_writemsg");
     const ssize_t r = fi_writemsg(p.ep, &m, send_flags_);
+    guard_.leave();
     if (r != 0) {
       untake_slot();
       return retry_or_fail(r, "fi_writemsg", f.dst);
@@ -330,7 +347,9 @@ bool Transport::try_get(const am::Frame& f, std::uint32_t remote_off, std::uint3
   void* desc = segment_desc_;
   const fi_rma_iov rma{p.segment_addr + remote_off, n, p.segment_key};
   const fi_msg_rma m{&iov, &desc, 1, p.addr, &rma, 1, &s.ctx, 0};
+  guard_.enter("fi_readmsg");
   const ssize_t r = fi_readmsg(p.ep, &m, FI_COMPLETION);
+  guard_.leave();
   if (r != 0) {
     untake_slot();
     return retry_or_fail(r, "fi_readmsg", f.src);
@@ -414,6 +433,7 @@ nlohmann::json Transport::describe() const {
                              : std::to_string(rx_ring_) + " one-message slots per endpoint (" +
                                    std::to_string(slot_bytes_) + " bytes), each posted again once handed up";
   j["cq_batch"] = kCqBatch;
+  j["stuck_call_guard_s"] = guard_.stuck_s();
   j["tx_slots"] = slot_n_;
   j["completion"] = to_string(completion_);
   j["completion_means"] =

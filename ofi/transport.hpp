@@ -47,6 +47,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/call_guard.hpp"
 #include "common/frame.hpp"
 #include "common/transport.hpp"
 #include "ofi/errors.hpp"
@@ -106,7 +107,9 @@ class Transport {
   void attach_rdm(fid_ep* ep, const std::vector<fi_addr_t>& addrs);
   void attach_msg(int rank, fid_ep* ep);
   void set_remote_segment(int rank, std::uint64_t addr, std::uint64_t key, std::uint32_t bytes);
-  void set_peer_alive(std::function<bool()> f) { peer_alive_ = std::move(f); }
+  // The job's liveness, once connected. It also starts the guard on calls into the provider
+  // (common/call_guard.hpp), so a provider that never returns after a peer died still ends the run.
+  void set_peer_alive(std::function<bool()> f, const std::string& provider);
 
   bool try_send(const am::Frame& f) {
     PeerLink& p = peer(f.dst);
@@ -114,7 +117,9 @@ class Transport {
       alignas(64) am::Frame out;
       std::memcpy(&out, &f, sizeof out);
       out.seq = tx_seq_;
+      guard_.enter("fi_inject");
       const ssize_t r = fi_inject(p.ep, &out, sizeof out, p.addr);
+      guard_.leave();
       if (r != 0) return retry_or_fail(r, "fi_inject", f.dst);
       ++tx_seq_;
       ++counters_.injects;
@@ -136,7 +141,9 @@ class Transport {
     if (!repost_.empty()) [[unlikely]]
       retry_reposts();
     fi_cq_data_entry e[kCqBatch];
+    guard_.enter("fi_cq_read");
     const ssize_t r = fi_cq_read(cq_, e, kCqBatch);
+    guard_.leave();
     if (r > 0) {
       for (ssize_t i = 0; i < r; ++i) n += handle(e[i], sink);
     } else if (r != -FI_EAGAIN) [[unlikely]] {
@@ -352,6 +359,7 @@ class Transport {
   std::uint64_t stash_head_ = 0, stash_tail_ = 0;
 
   nlohmann::json provider_json_;
+  CallGuard guard_;  // brackets every datapath call into the provider
   alignas(64) am::Frame rx_frame_{};
   Counters counters_;
 };
