@@ -106,7 +106,8 @@ Connection::Connection(Ranks& ranks, const TransportOptions& opt) : rank_(ranks.
   try {
     open(opt);
     // What every peer needs to reach us, and what every rank must agree on.
-    std::vector<std::uint8_t> name(256);
+    std::vector<std::uint8_t>& name = name_;
+    name.resize(256);
     std::size_t len = name.size();
     fid_t named = opt.ep == EpType::rdm ? &ep_->fid : &pep_->fid;
     long rc = fi_getname(named, name.data(), &len);

@@ -8,6 +8,7 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -30,6 +31,9 @@ class Connection {
   Transport& transport() { return *transport_; }
   // The provider and what it reported (meta.ofi; the transport's describe() carries it too).
   const nlohmann::json& describe() const { return provider_; }
+  // This rank's address as fi_getname gives it (rdm: its endpoint's; msg: its passive endpoint's), what
+  // the peers insert into their address vectors or connect to.
+  const std::vector<std::uint8_t>& address() const { return name_; }
 
  private:
   void open(const TransportOptions& opt);
@@ -57,6 +61,7 @@ class Connection {
   fid_mr* segment_mr_ = nullptr;
   std::unique_ptr<Transport> transport_;
   nlohmann::json provider_;
+  std::vector<std::uint8_t> name_;
   int rank_ = 0, size_ = 0;
   TransportOptions opt_;
 };

@@ -52,7 +52,7 @@ constexpr double kStuckCallS = 2.0;           // a provider call this long with 
 
 Transport::Transport(Setup s)
     : rank_(s.rank), size_(s.size), ep_type_(s.ep), cq_(s.cq), eq_(s.eq), inject_size_(s.inject_size),
-      multi_recv_(s.multi_recv && s.ep == EpType::rdm), mr_local_(s.mr_local), rma_(s.rma), order_saw_(s.order_saw),
+      multi_recv_(s.multi_recv && s.ep == EpType::rdm), mr_local_(s.mr_local), rma_(s.rma),
       bulk_(s.rma && s.order_saw ? BulkPath::rma : BulkPath::messages), completion_(s.completion),
       send_flags_(completion_flag(s.completion) | FI_COMPLETION),
       inject_frames_(s.completion == Completion::inject && s.inject_size >= sizeof(am::Frame)), segment_(s.segment),

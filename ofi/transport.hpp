@@ -166,6 +166,7 @@ class Transport {
   bool peer_alive() const;
   std::span<std::byte> segment() { return {segment_, segment_bytes_}; }
   nlohmann::json describe() const;
+  const Counters& counters() const { return counters_; }
   BulkPath bulk_path() const { return bulk_; }
   // What the control path found (provider, fabric, domain, attributes), the head of describe().
   void set_provider_json(nlohmann::json j) { provider_json_ = std::move(j); }
@@ -313,7 +314,7 @@ class Transport {
   fid_eq* eq_;
   std::vector<PeerLink> peers_;
   std::size_t inject_size_;
-  bool multi_recv_, mr_local_, rma_, order_saw_;
+  bool multi_recv_, mr_local_, rma_;
   BulkPath bulk_;
   Completion completion_;
   std::uint64_t send_flags_;  // fi_sendmsg/fi_writemsg flags: the completion the user chose
