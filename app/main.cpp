@@ -1,5 +1,4 @@
 // logpbench: what a network interface costs the host, in LogP terms.
-#include <dlfcn.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -22,6 +21,7 @@
 #include "app/report.hpp"
 #include "common/errors.hpp"
 #include "common/harness_cost.hpp"
+#include "common/library_handlers.hpp"
 #include "common/results.hpp"
 #include "common/stats.hpp"
 #include "methods/signature/options.hpp"
@@ -38,23 +38,6 @@ void install_signal_handlers() {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
-}
-
-// Debian's libfabric links PSM (libpsm_infinipath, libinfinipath), whose library constructor hooks SIGSEGV,
-// SIGBUS, SIGILL, SIGABRT, SIGINT and SIGTERM before main to print a backtrace and exit(1). A crash would
-// then end with exit 1 instead of its signal, and a handler that chains to the previous one (the memif
-// guard) would chain to it. Those handlers go back to the default; anyone else's (a sanitizer's) stay.
-void drop_library_crash_handlers() {
-  for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT, SIGINT, SIGTERM}) {
-    struct sigaction old {};
-    if (sigaction(sig, nullptr, &old) != 0) continue;
-    void* h = (old.sa_flags & SA_SIGINFO) ? reinterpret_cast<void*>(old.sa_sigaction)
-                                          : reinterpret_cast<void*>(old.sa_handler);
-    if (h == reinterpret_cast<void*>(SIG_DFL) || h == reinterpret_cast<void*>(SIG_IGN)) continue;
-    Dl_info info{};
-    if (dladdr(h, &info) != 0 && info.dli_fname && std::strstr(info.dli_fname, "libinfinipath"))
-      signal(sig, SIG_DFL);
-  }
 }
 
 }  // namespace

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "common/frame.hpp"
+#include "common/library_handlers.hpp"
 #include "common/ranks.hpp"
 #include "ofi/connect.hpp"
 
@@ -194,6 +195,7 @@ void write_seeds(const std::string& dir) {
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
+  drop_library_crash_handlers();  // before libFuzzer's own: a crash must be libFuzzer's report, not PSM's exit
   if (const char* dir = std::getenv("LOGPB_FUZZ_SEEDS")) {
     write_seeds(dir);
     std::exit(0);
