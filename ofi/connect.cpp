@@ -156,8 +156,26 @@ Connection::Connection(Ranks& ranks, const TransportOptions& opt) : rank_(ranks.
 }
 
 void Connection::open(const TransportOptions& opt) {
-  // Ask for what the methods use; where the provider lacks it, ask for less, best first. FI_MULTI_RECV
-  // only matters on an rdm endpoint (a msg endpoint gets a ring per connection).
+  find_provider(opt);
+  const bool rma = info_->caps & FI_RMA;
+  if ((info_->domain_attr->mr_mode & FI_MR_ENDPOINT) && opt.ep == EpType::msg)
+    throw UsageError("provider '" + opt.provider + "' binds memory registrations to an endpoint (FI_MR_ENDPOINT), "
+                     "which this transport does for --ep rdm only: use --ep rdm");
+  if (opt.remote_read && !rma)
+    throw UsageError("this method gets (fi_read), and provider '" + opt.provider + "' has no FI_RMA here");
+  const std::size_t cq_size = open_domain(opt);
+  const bool multi_recv = choose_multi_recv(opt);
+  open_endpoint(opt, multi_recv);
+  void* segment_desc = register_segment(opt, rma);
+  make_transport(opt, multi_recv, rma, segment_desc);
+  record_provider(opt, cq_size, multi_recv, rma);
+  transport_->set_provider_json(provider_);
+}
+
+// fi_getinfo with the hints the methods need, asking for less where the provider lacks it, best first.
+// UsageError naming what the provider offers when nothing fits.
+void Connection::find_provider(const TransportOptions& opt) {
+  // FI_MULTI_RECV only matters on an rdm endpoint (a msg endpoint gets a ring per connection).
   const std::uint64_t multi = opt.ep == EpType::rdm ? FI_MULTI_RECV : 0;
   const Attempt rdm[] = {{FI_MSG | FI_RMA | FI_MULTI_RECV, "FI_MSG | FI_RMA | FI_MULTI_RECV"},
                          {FI_MSG | FI_RMA, "FI_MSG | FI_RMA"},
@@ -202,14 +220,11 @@ void Connection::open(const TransportOptions& opt) {
                      " (asked " + asked + "); it offers: " + offers +
                      ". Try the other --ep, another --ofi-completion, or a layered provider (\"tcp;ofi_rxm\")");
   }
-  const bool mr_endpoint = info_->domain_attr->mr_mode & FI_MR_ENDPOINT;
-  if (mr_endpoint && opt.ep == EpType::msg)
-    throw UsageError("provider '" + opt.provider + "' binds memory registrations to an endpoint (FI_MR_ENDPOINT), "
-                     "which this transport does for --ep rdm only: use --ep rdm");
-  const bool rma = info_->caps & FI_RMA;
-  if (opt.remote_read && !rma)
-    throw UsageError("this method gets (fi_read), and provider '" + opt.provider + "' has no FI_RMA here");
+}
 
+// The fabric, the domain and the one CQ every endpoint completes into; returns the CQ's size.
+std::size_t Connection::open_domain(const TransportOptions& opt) {
+  const std::uint64_t cflag = completion_flag(opt.completion);
   check_setup(fi_fabric(info_->fabric_attr, &fabric_, nullptr), "fi_fabric");
   check_setup(fi_domain(fabric_, info_, &domain_, nullptr), "fi_domain");
   const int eps = opt.ep == EpType::rdm ? 1 : size_ - 1;
@@ -219,7 +234,11 @@ void Connection::open(const TransportOptions& opt) {
   cq.size = (info_->tx_attr->size + info_->rx_attr->size) * static_cast<std::size_t>(std::max(eps, 1));
   check_setup(fi_cq_open(domain_, &cq, &cq_, nullptr), "fi_cq_open");
   info_->tx_attr->op_flags = cflag;
+  return cq.size;
+}
 
+// Pre-posted receives: FI_MULTI_RECV buffers or a ring of one-message buffers (--ofi-recv).
+bool Connection::choose_multi_recv(const TransportOptions& opt) {
   // shm 1.17 refuses to take a multi-receive buffer back (-FI_ENOMEM) while unexpected messages hold its
   // receive entries, and a flood of stores then never drains (seen here): auto gives it a ring.
   const bool has_multi = info_->caps & FI_MULTI_RECV;
@@ -232,6 +251,11 @@ void Connection::open(const TransportOptions& opt) {
                            (opt.recv == RecvMode::automatic && shm && has_multi
                                 ? " (shm: its multi-receive stalls under a flood of stores, -FI_ENOMEM on re-posting)"
                                 : "");
+  return multi_recv;
+}
+
+// rdm: the endpoint, bound to the AV and the CQ; msg: the passive endpoint the peers connect to.
+void Connection::open_endpoint(const TransportOptions& opt, bool multi_recv) {
   if (opt.ep == EpType::rdm) {
     fi_av_attr av{};
     av.type = FI_AV_TABLE;
@@ -256,9 +280,11 @@ void Connection::open(const TransportOptions& opt) {
     check_setup(fi_pep_bind(pep_, &eq_->fid, 0), "fi_pep_bind");
     check_setup(fi_listen(pep_), "fi_listen", "the provider's address (fi_info -p " + opt.provider + ")");
   }
+}
 
-  // The segment: registered for the peers' writes and reads when the provider has RMA, and for our own
-  // sends and receives from it when it wants local registration.
+// The segment: registered for the peers' writes and reads when the provider has RMA, and for our own
+// sends and receives from it when it wants local registration. Returns its descriptor (null: none).
+void* Connection::register_segment(const TransportOptions& opt, bool rma) {
   segment_.resize((opt.segment_bytes + sizeof(Page) - 1) / sizeof(Page));
   const bool mr_local = info_->domain_attr->mr_mode & FI_MR_LOCAL;
   void* segment_desc = nullptr;
@@ -267,7 +293,11 @@ void Connection::open(const TransportOptions& opt) {
     segment_desc = register_memory(segment_.data(), opt.segment_bytes, access);
     segment_mr_ = mrs_.back();
   }
+  return segment_desc;
+}
 
+void Connection::make_transport(const TransportOptions& opt, bool multi_recv, bool rma, void* segment_desc) {
+  const bool mr_local = info_->domain_attr->mr_mode & FI_MR_LOCAL;
   Setup s;
   s.rank = rank_;
   s.size = size_;
@@ -291,7 +321,10 @@ void Connection::open(const TransportOptions& opt) {
   s.yield_when_idle = opt.yield_when_idle;
   s.peer_alive = [] { return true; };  // the job's view replaces it once connected (connect_rdm, connect_msg)
   transport_ = std::make_unique<Transport>(std::move(s));
+}
 
+// What the provider reported, for meta.ofi and the transport's describe().
+void Connection::record_provider(const TransportOptions& opt, std::size_t cq_size, bool multi_recv, bool rma) {
   const fi_info* i = info_;
   const std::uint32_t api = fi_version();
   provider_.update({{"provider", i->fabric_attr->prov_name},
@@ -310,7 +343,7 @@ void Connection::open(const TransportOptions& opt) {
                     {"max_msg_size", i->ep_attr->max_msg_size},
                     {"tx_size", i->tx_attr->size},
                     {"rx_size", i->rx_attr->size},
-                    {"cq_size", cq.size},
+                    {"cq_size", cq_size},
                     {"tx_msg_order", str(&i->tx_attr->msg_order, FI_TYPE_MSG_ORDER)},
                     {"rx_msg_order", str(&i->rx_attr->msg_order, FI_TYPE_MSG_ORDER)},
                     {"tx_op_flags", str(&i->tx_attr->op_flags, FI_TYPE_OP_FLAGS)},
@@ -324,7 +357,6 @@ void Connection::open(const TransportOptions& opt) {
                     {"addressing", opt.ep == EpType::rdm ? "one endpoint, every rank in one address vector (FI_AV_TABLE)"
                                                          : "a passive endpoint per rank; one connection per peer "
                                                            "(the higher rank connects)"}});
-  transport_->set_provider_json(provider_);
 }
 
 void* Connection::register_memory(void* buf, std::size_t len, std::uint64_t access) {

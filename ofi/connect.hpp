@@ -8,6 +8,7 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -37,6 +38,13 @@ class Connection {
 
  private:
   void open(const TransportOptions& opt);
+  void find_provider(const TransportOptions& opt);
+  std::size_t open_domain(const TransportOptions& opt);
+  bool choose_multi_recv(const TransportOptions& opt);
+  void open_endpoint(const TransportOptions& opt, bool multi_recv);
+  void* register_segment(const TransportOptions& opt, bool rma);
+  void make_transport(const TransportOptions& opt, bool multi_recv, bool rma, void* segment_desc);
+  void record_provider(const TransportOptions& opt, std::size_t cq_size, bool multi_recv, bool rma);
   void* register_memory(void* buf, std::size_t len, std::uint64_t access);
   void connect_rdm(Ranks& ranks, const nlohmann::json& all);
   void connect_msg(Ranks& ranks, const nlohmann::json& all);
