@@ -179,7 +179,7 @@ void check_job(Options& o, const po::variables_map& vm, const Text& t) {
   o.mode_given = vm.count("mode") > 0;
   if (o.mode != "local" && o.mode != "server" && o.mode != "client")
     throw UsageError("mode must be local, server or client, not '" + o.mode + "'");
-  for (const auto& x : split_list(t.cpus)) {
+  for (const auto& x : cli::split_list(t.cpus)) {
     std::size_t used = 0;
     int c = -1;
     try {
@@ -235,7 +235,7 @@ void check_settings(Options& o, const Text& t) {
       throw UsageError("--csv " + o.csv_path + ": no directory " + dir.string() + " to write it in");
   }
   if (!t.sizes.empty()) {
-    for (int v : parse_int_list("--sizes", t.sizes)) o.sizes.push_back(static_cast<std::uint32_t>(v));
+    for (int v : cli::parse_int_list("--sizes", t.sizes)) o.sizes.push_back(static_cast<std::uint32_t>(v));
     if (o.sizes.back() > o.segment_bytes / 2)
       throw UsageError("--sizes: " + std::to_string(o.sizes.back()) + " bytes exceed half the " +
                        std::to_string(o.segment_bytes) + "-byte segment");

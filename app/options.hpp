@@ -4,7 +4,6 @@
 
 #include <cstdint>
 #include <map>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <type_traits>
@@ -80,34 +79,6 @@ struct Options : shm::CliOptions, verbs::CliOptions, dpdk::CliOptions, mpi::CliO
   }
   nlohmann::json flags;  // every option as given or defaulted
 };
-
-// Comma-separated items, empty ones dropped.
-inline std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-// A comma-separated list of ascending positive integers (--sizes, --bursts, --k); UsageError naming `what`.
-inline std::vector<int> parse_int_list(const std::string& what, const std::string& s) {
-  std::vector<int> v;
-  for (const auto& x : split_list(s)) {
-    std::size_t used = 0;
-    int n = 0;
-    try {
-      n = std::stoi(x, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != x.size() || n < 1) throw UsageError(what + ": '" + x + "' is not a positive integer");
-    if (!v.empty() && n <= v.back()) throw UsageError(what + ": values must be ascending");
-    v.push_back(n);
-  }
-  if (v.empty()) throw UsageError(what + ": empty list");
-  return v;
-}
 
 // perftest's -a: every power of two from 2 to 2^23 bytes.
 inline std::vector<std::uint32_t> all_sizes() {

@@ -45,7 +45,7 @@ inline std::vector<int> k_list(const Options& o, int most) {
     ks.push_back(most);
     return ks;
   }
-  ks = parse_int_list("--k", v);
+  ks = cli::parse_int_list("--k", v);
   if (ks.front() != 1) ks.insert(ks.begin(), 1);  // every ratio is against K = 1
   if (ks.back() > most)
     throw UsageError("--k " + std::to_string(ks.back()) + ": this job has room for " + std::to_string(most) +
