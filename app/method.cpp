@@ -1,7 +1,7 @@
-#include "app/method.hpp"
+#include "methods/descriptor.hpp"
 
-#include "app/all_methods.hpp"
 #include "common/errors.hpp"
+#include "methods/all_methods.hpp"
 
 namespace logpb::app {
 

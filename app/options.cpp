@@ -1,6 +1,6 @@
 // The command line, assembled from its parts: the job's sections here, each transport's from
 // <transport>/options.cpp, each method's own options from the declarations its descriptor lists
-// (app/method_option.hpp). What a method
+// (methods/method_option.hpp). What a method
 // takes of the shared options is asked of its descriptor (Takes, budgets), never of its name.
 #include "app/options.hpp"
 
@@ -12,10 +12,10 @@
 
 #include <boost/program_options.hpp>
 
-#include "app/method.hpp"
 #include "common/errors.hpp"
 #include "common/options.hpp"
 #include "common/results.hpp"
+#include "methods/descriptor.hpp"
 
 namespace po = boost::program_options;
 

@@ -12,10 +12,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "app/method_option.hpp"
 #include "common/errors.hpp"
 #include "common/stats.hpp"
 #include "dpdk/options.hpp"
+#include "methods/method_option.hpp"
 #include "mpi/options.hpp"
 #include "ofi/options.hpp"
 #include "shm/options.hpp"
@@ -37,7 +37,7 @@ struct Options : shm::CliOptions, verbs::CliOptions, dpdk::CliOptions, mpi::CliO
   std::string transport = "shm";
   std::string bench = "signature";
   std::string json_path;
-  std::string csv_path;  // --csv: the run's table(s) as CSV (app/table.hpp)
+  std::string csv_path;  // --csv: the run's table(s) as CSV (methods/table.hpp)
   int cpu = 0;       // this process's core (local: the client)
   int peer_cpu = 1;  // local: the forked peer's core
   std::uint16_t port = 18515;
@@ -58,7 +58,7 @@ struct Options : shm::CliOptions, verbs::CliOptions, dpdk::CliOptions, mpi::CliO
   bool allow_variant_tsc = false;
   bool quiet = false;
   bool raw = false;
-  // The methods' own options (app/method_option.hpp), by name, with their defaults where not given: the
+  // The methods' own options (methods/method_option.hpp), by name, with their defaults where not given: the
   // text ones as given (the method parses its own), the typed ones read and checked.
   std::map<std::string, std::string> method_args;
   const std::string& method_arg(const std::string& name) const {

@@ -18,17 +18,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/options.hpp"
+#include "common/errors.hpp"
 #include "methods/agree/analysis.hpp"
-#include "app/method.hpp"
 #include "methods/availability/options.hpp"
 #include "methods/bell/options.hpp"
+#include "methods/descriptor.hpp"
 #include "methods/kielmann/options.hpp"
-#include "methods/signature/options.hpp"
-#include "methods/quick/quick.hpp"
-#include "app/options.hpp"
-#include "app/table.hpp"
-#include "common/errors.hpp"
 #include "methods/protocol.hpp"
+#include "methods/quick/quick.hpp"
+#include "methods/signature/options.hpp"
+#include "methods/table.hpp"
 
 namespace logpb::app::method {
 

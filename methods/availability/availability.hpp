@@ -4,11 +4,11 @@
 
 #include <vector>
 
-#include "methods/availability/analysis.hpp"
-#include "app/method.hpp"
 #include "app/options.hpp"
+#include "methods/availability/analysis.hpp"
 #include "methods/availability/loops.hpp"
 #include "methods/availability/options.hpp"
+#include "methods/descriptor.hpp"
 
 namespace logpb::app::method {
 

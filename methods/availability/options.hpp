@@ -5,8 +5,8 @@
 
 #include <utility>
 
-#include "app/method_option.hpp"
 #include "app/options.hpp"
+#include "methods/method_option.hpp"
 
 namespace logpb::app::method::opt {
 

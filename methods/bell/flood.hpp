@@ -5,11 +5,11 @@
 
 #include <vector>
 
-#include "methods/bell/analysis.hpp"
-#include "app/method.hpp"
 #include "app/options.hpp"
+#include "methods/bell/analysis.hpp"
 #include "methods/bell/loops.hpp"
 #include "methods/bell/options.hpp"
+#include "methods/descriptor.hpp"
 
 namespace logpb::app::method {
 

@@ -5,10 +5,10 @@
 #include <algorithm>
 #include <vector>
 
-#include "methods/bulk/analysis.hpp"
-#include "app/method.hpp"
 #include "app/options.hpp"
+#include "methods/bulk/analysis.hpp"
 #include "methods/bulk/loops.hpp"
+#include "methods/descriptor.hpp"
 #include "methods/signature/options.hpp"
 
 namespace logpb::app::method {

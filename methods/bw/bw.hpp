@@ -14,11 +14,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "app/method.hpp"
 #include "app/options.hpp"
-#include "app/table.hpp"
-#include "methods/bw/loops.hpp"
 #include "common/stats.hpp"
+#include "methods/bw/loops.hpp"
+#include "methods/descriptor.hpp"
+#include "methods/table.hpp"
 
 namespace logpb::app::method {
 

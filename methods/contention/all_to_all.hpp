@@ -11,11 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "methods/contention/figures.hpp"
-#include "app/method.hpp"
 #include "app/options.hpp"
 #include "common/errors.hpp"
+#include "methods/contention/figures.hpp"
 #include "methods/contention/loops.hpp"
+#include "methods/descriptor.hpp"
 
 namespace logpb::app::method {
 

@@ -11,10 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/figures.hpp"
-#include "app/method.hpp"
 #include "app/options.hpp"
 #include "common/errors.hpp"
 #include "methods/contention/loops.hpp"
+#include "methods/descriptor.hpp"
 
 namespace logpb::app::contention {
 

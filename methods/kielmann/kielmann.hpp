@@ -7,9 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "methods/kielmann/analysis.hpp"
-#include "app/method.hpp"
 #include "app/options.hpp"
+#include "methods/descriptor.hpp"
+#include "methods/kielmann/analysis.hpp"
 #include "methods/kielmann/loops.hpp"
 #include "methods/kielmann/options.hpp"
 

@@ -14,11 +14,11 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/figures.hpp"
-#include "app/method.hpp"
 #include "app/options.hpp"
 #include "common/errors.hpp"
-#include "methods/protocol.hpp"
 #include "common/stats.hpp"
+#include "methods/descriptor.hpp"
+#include "methods/protocol.hpp"
 
 namespace logpb::app::method {
 

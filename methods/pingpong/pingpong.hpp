@@ -11,12 +11,12 @@
 
 #include "analysis/results_json.hpp"
 #include "analysis/signature_fit.hpp"
-#include "app/method.hpp"
 #include "app/options.hpp"
-#include "app/table.hpp"
+#include "common/stats.hpp"
+#include "methods/descriptor.hpp"
 #include "methods/messages.hpp"
 #include "methods/pingpong/loops.hpp"
-#include "common/stats.hpp"
+#include "methods/table.hpp"
 
 namespace logpb::app::method {
 

@@ -17,15 +17,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "app/method.hpp"
-#include "methods/bw/bw.hpp"
-#include "methods/pingpong/pingpong.hpp"
 #include "app/options.hpp"
-#include "app/table.hpp"
 #include "common/errors.hpp"
+#include "common/transport.hpp"
+#include "methods/bw/bw.hpp"
+#include "methods/descriptor.hpp"
+#include "methods/pingpong/pingpong.hpp"
 #include "methods/protocol.hpp"
 #include "methods/signature/options.hpp"
-#include "common/transport.hpp"
+#include "methods/table.hpp"
 
 namespace logpb::app::method {
 

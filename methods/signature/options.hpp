@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "app/method_option.hpp"
 #include "app/options.hpp"
 #include "common/errors.hpp"
+#include "methods/method_option.hpp"
 #include "shm/emulation.hpp"
 
 namespace logpb::app::method::opt {

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "analysis/results_json.hpp"
-#include "methods/signature/analysis.hpp"
 #include "analysis/signature_fit.hpp"
-#include "app/method.hpp"
 #include "app/options.hpp"
+#include "methods/descriptor.hpp"
+#include "methods/signature/analysis.hpp"
 #include "methods/signature/loops.hpp"
 #include "methods/signature/options.hpp"
 

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "app/method.hpp"
 #include "app/options.hpp"
+#include "methods/descriptor.hpp"
 #include "methods/verify/loops.hpp"
 
 namespace logpb::app::method {

@@ -17,7 +17,7 @@
 //   static void print(std::FILE*, const nlohmann::json& doc);  // optional: lines after the table
 //   static void verdict(const nlohmann::json& analysed);       // optional: throws when the run proved a fault
 //   static inline const std::vector<MethodOption> options;     // optional: the command-line options it
-//                                   // takes (--NAME VALUE, app/method_option.hpp), each declared once in the
+//                                   // takes (--NAME VALUE, methods/method_option.hpp), each declared once in the
 //                                   // folder of the method that owns it; recorded in meta.flags
 //   static void check(const Options&);                          // optional: validates its text options
 //   static constexpr Takes takes;                               // optional: which shared options it takes
@@ -56,8 +56,8 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/compare.hpp"
-#include "app/method_option.hpp"
 #include "common/results.hpp"
+#include "methods/method_option.hpp"
 
 namespace logpb::app {
 

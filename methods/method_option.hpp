@@ -1,5 +1,5 @@
 // A method's own command-line option (--NAME VALUE), declared once beside the method that owns it and
-// listed in the `options` of every descriptor that takes it (app/method.hpp). The command line
+// listed in the `options` of every descriptor that takes it (methods/descriptor.hpp). The command line
 // (app/options.cpp) builds the option, its --help line, its check and its record in meta.flags from the
 // declaration alone; a method reads the value through Options::get.
 #pragma once
