@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "app/options.hpp"
 #include "common/errors.hpp"
+#include "common/options.hpp"
 #include "methods/method_option.hpp"
 #include "shm/emulation.hpp"
 
