@@ -58,7 +58,7 @@ struct Quantity {
   Figure fig;
 };
 // How a method's figures are read where LogP's name alone would mislead. Each method's descriptor gives
-// its own (`compare_as`, app/method.hpp); compare looks it up by the result's bench name.
+// its own (`compare_as`, methods/descriptor.hpp); compare looks it up by the result's bench name.
 struct Reading {
   bool rtt_at_size = false;          // its rtt is the round trip of its one size (meta.flags.size), so a
                                      // ping-pong of -s n is rtt(n), not the small-AM rtt of the others

@@ -1,5 +1,5 @@
 // Runs the chosen method on a connected client endpoint, any transport: one definition of each method
-// serves every transport. The method is looked up in the registry (app/method.hpp); one loop repeats it
+// serves every transport. The method is looked up in the registry (methods/descriptor.hpp); one loop repeats it
 // for --runs, records each run, rebuilds the parameters over all runs and checkpoints the results.
 #pragma once
 
@@ -12,16 +12,16 @@
 
 #include <nlohmann/json.hpp>
 
-#include "app/all_methods.hpp"
-#include "app/method.hpp"
 #include "app/options.hpp"
 #include "app/progress.hpp"
 #include "common/am.hpp"
 #include "common/clock.hpp"
 #include "common/errors.hpp"
+#include "common/transport.hpp"
+#include "methods/all_methods.hpp"
+#include "methods/descriptor.hpp"
 #include "methods/messages.hpp"
 #include "methods/protocol.hpp"
-#include "common/transport.hpp"
 
 namespace logpb::app {
 

@@ -13,9 +13,9 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/compare.hpp"
-#include "app/method.hpp"
 #include "common/errors.hpp"
 #include "common/results.hpp"
+#include "methods/descriptor.hpp"
 
 namespace po = boost::program_options;
 using nlohmann::json;

@@ -17,7 +17,6 @@
 #include "app/modes.hpp"
 #include "app/options.hpp"
 #include "app/quick.hpp"
-#include "app/table.hpp"
 #include "app/report.hpp"
 #include "common/errors.hpp"
 #include "common/harness_cost.hpp"
@@ -25,6 +24,7 @@
 #include "common/results.hpp"
 #include "common/stats.hpp"
 #include "methods/signature/options.hpp"
+#include "methods/table.hpp"
 
 namespace {
 

@@ -1,7 +1,7 @@
-#include "app/method.hpp"
+#include "methods/descriptor.hpp"
 
-#include "app/all_methods.hpp"
 #include "common/errors.hpp"
+#include "methods/all_methods.hpp"
 
 namespace logpb::app {
 
@@ -17,10 +17,10 @@ MethodInfo info_of() {
   i.scope = M::scope;
   if constexpr (requires { M::default_sizes; }) i.default_sizes = M::default_sizes;
   if constexpr (requires { M::takes; }) i.takes = M::takes;
-  if constexpr (requires(const Given& g, Options& o) { M::budgets(g, o); }) i.budgets = &M::budgets;
+  if constexpr (requires(const Given& g, Settings& o) { M::budgets(g, o); }) i.budgets = &M::budgets;
   if constexpr (requires(std::FILE* f, const nlohmann::json& j) { M::print(f, j); }) i.print = &M::print;
   if constexpr (requires { M::options; }) i.options = M::options;
-  if constexpr (requires(const Options& o) { M::check(o); }) i.check = &M::check;
+  if constexpr (requires(const Settings& o) { M::check(o); }) i.check = &M::check;
   if constexpr (requires { M::link_option; }) i.link_option = M::link_option;
   if constexpr (requires { M::compare_as; }) i.compare_as = M::compare_as;
   if constexpr (requires { M::shares; }) i.shares = M::shares;

@@ -2,9 +2,9 @@
 // the provider, exchanges addresses over the job's Ranks (ofi/connect.hpp) and hands its transport to
 // run_job. The provider never loses a message (every endpoint type used is reliable).
 #include "app/job.hpp"
-#include "app/method.hpp"
 #include "app/modes.hpp"
 #include "app/modes_common.hpp"
+#include "methods/descriptor.hpp"
 #include "ofi/connect.hpp"
 
 namespace logpb::app {

@@ -1,6 +1,6 @@
 // The command line, assembled from its parts: the job's sections here, each transport's from
 // <transport>/options.cpp, each method's own options from the declarations its descriptor lists
-// (app/method_option.hpp). What a method
+// (methods/method_option.hpp). What a method
 // takes of the shared options is asked of its descriptor (Takes, budgets), never of its name.
 #include "app/options.hpp"
 
@@ -12,10 +12,10 @@
 
 #include <boost/program_options.hpp>
 
-#include "app/method.hpp"
 #include "common/errors.hpp"
 #include "common/options.hpp"
 #include "common/results.hpp"
+#include "methods/descriptor.hpp"
 
 namespace po = boost::program_options;
 
@@ -179,7 +179,7 @@ void check_job(Options& o, const po::variables_map& vm, const Text& t) {
   o.mode_given = vm.count("mode") > 0;
   if (o.mode != "local" && o.mode != "server" && o.mode != "client")
     throw UsageError("mode must be local, server or client, not '" + o.mode + "'");
-  for (const auto& x : split_list(t.cpus)) {
+  for (const auto& x : cli::split_list(t.cpus)) {
     std::size_t used = 0;
     int c = -1;
     try {
@@ -235,7 +235,7 @@ void check_settings(Options& o, const Text& t) {
       throw UsageError("--csv " + o.csv_path + ": no directory " + dir.string() + " to write it in");
   }
   if (!t.sizes.empty()) {
-    for (int v : parse_int_list("--sizes", t.sizes)) o.sizes.push_back(static_cast<std::uint32_t>(v));
+    for (int v : cli::parse_int_list("--sizes", t.sizes)) o.sizes.push_back(static_cast<std::uint32_t>(v));
     if (o.sizes.back() > o.segment_bytes / 2)
       throw UsageError("--sizes: " + std::to_string(o.sizes.back()) + " bytes exceed half the " +
                        std::to_string(o.segment_bytes) + "-byte segment");

@@ -3,20 +3,14 @@
 #pragma once
 
 #include <cstdint>
-#include <map>
-#include <sstream>
-#include <stdexcept>
 #include <string>
-#include <type_traits>
-#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "app/method_option.hpp"
 #include "common/errors.hpp"
-#include "common/stats.hpp"
 #include "dpdk/options.hpp"
+#include "methods/settings.hpp"
 #include "mpi/options.hpp"
 #include "ofi/options.hpp"
 #include "shm/options.hpp"
@@ -24,10 +18,10 @@
 
 namespace logpb::app {
 
-// The whole command line: the job's options and those several methods share here, each method's own by
-// name (method_args, method_values), each transport's in its own part (<transport>/options.hpp, which also
-// gives its --help section and its checks).
-struct Options : shm::CliOptions, verbs::CliOptions, dpdk::CliOptions, mpi::CliOptions, ofi::CliOptions {
+// The whole command line: the job's options; what the methods read (Settings: the options several share,
+// each method's own by name); each transport's in its own part (<transport>/options.hpp, which also gives
+// its --help section and its checks).
+struct Options : Settings, shm::CliOptions, verbs::CliOptions, dpdk::CliOptions, mpi::CliOptions, ofi::CliOptions {
   std::string mode = "local";  // local | server | client | launched (mpirun/srun, no mode given)
   bool mode_given = false;     // the user named a mode (otherwise a launcher's environment makes it "launched")
   int ranks = 2;               // local: processes of the job (-N)
@@ -38,76 +32,20 @@ struct Options : shm::CliOptions, verbs::CliOptions, dpdk::CliOptions, mpi::CliO
   std::string transport = "shm";
   std::string bench = "signature";
   std::string json_path;
-  std::string csv_path;  // --csv: the run's table(s) as CSV (app/table.hpp)
+  std::string csv_path;  // --csv: the run's table(s) as CSV (methods/table.hpp)
   int cpu = 0;       // this process's core (local: the client)
   int peer_cpu = 1;  // local: the forked peer's core
   std::uint16_t port = 18515;
-  int iterations = 10000, warmup = 1000;
-  std::uint32_t size = 0;  // ping-pong message size (perftest's -s)
-  bool size_given = false, iterations_given = false;  // -s, -n on the command line (bw has its own defaults)
   bool all_sizes = false;  // -a: every size 2 .. 2^23, as perftest's -a (o.sizes filled, the segment grown)
   double probe_ms = 100;  // the interruption probe before the run (half of it after)
   int window = 32;
   int credits = 256;  // one-way requests in flight (the NI's queues may allow fewer)
-  std::uint32_t segment_bytes = 1 << 20;
-  StopRule rule;
-  // size-based methods
-  std::vector<std::uint32_t> sizes;  // empty: each method's default
-  int runs = 3;
   double timeout_s = 10;
   double connect_timeout_s = 30;
   bool allow_variant_tsc = false;
   bool quiet = false;
-  bool raw = false;
-  // The methods' own options (app/method_option.hpp), by name, with their defaults where not given: the
-  // text ones as given (the method parses its own), the typed ones read and checked.
-  std::map<std::string, std::string> method_args;
-  const std::string& method_arg(const std::string& name) const {
-    const auto it = method_args.find(name);
-    if (it == method_args.end()) throw std::logic_error("no method option --" + name);
-    return it->second;
-  }
-  std::map<std::string, MethodValue> method_values;
-  // A typed option's value; its default in Options never parsed (a budget built from scratch, a test).
-  template <class T>
-  const T& get(const Typed<T>& opt) const {
-    const auto it = method_values.find(opt.name);
-    return std::get<T>(it == method_values.end() ? opt.initial : it->second);
-  }
-  template <class T>
-  void set(const Typed<T>& opt, std::type_identity_t<T> v) {
-    method_values[opt.name] = std::move(v);
-  }
   nlohmann::json flags;  // every option as given or defaulted
 };
-
-// Comma-separated items, empty ones dropped.
-inline std::vector<std::string> split_list(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) if (!item.empty()) out.push_back(item);
-  return out;
-}
-
-// A comma-separated list of ascending positive integers (--sizes, --bursts, --k); UsageError naming `what`.
-inline std::vector<int> parse_int_list(const std::string& what, const std::string& s) {
-  std::vector<int> v;
-  for (const auto& x : split_list(s)) {
-    std::size_t used = 0;
-    int n = 0;
-    try {
-      n = std::stoi(x, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != x.size() || n < 1) throw UsageError(what + ": '" + x + "' is not a positive integer");
-    if (!v.empty() && n <= v.back()) throw UsageError(what + ": values must be ascending");
-    v.push_back(n);
-  }
-  if (v.empty()) throw UsageError(what + ": empty list");
-  return v;
-}
 
 // perftest's -a: every power of two from 2 to 2^23 bytes.
 inline std::vector<std::uint32_t> all_sizes() {

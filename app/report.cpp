@@ -1,7 +1,7 @@
 #include "app/report.hpp"
 
-#include "app/method.hpp"
-#include "app/table.hpp"
+#include "methods/descriptor.hpp"
+#include "methods/table.hpp"
 
 #include <algorithm>
 #include <string>

@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/compare.hpp"
-#include "app/method.hpp"
+#include "methods/descriptor.hpp"
 
 using nlohmann::json;
 namespace cmp = logpb::analysis::compare;

@@ -1,14 +1,14 @@
-// The methods' typed options (app/method_option.hpp): read, checked and recorded from their declarations
+// The methods' typed options (methods/method_option.hpp): read, checked and recorded from their declarations
 // in the methods' folders, with the names, defaults and meta.flags entries the command line has always had.
 #include <catch2/catch.hpp>
 
 #include <string>
 #include <vector>
 
-#include "app/method.hpp"
 #include "app/options.hpp"
 #include "methods/availability/options.hpp"
 #include "methods/bell/options.hpp"
+#include "methods/descriptor.hpp"
 #include "methods/kielmann/options.hpp"
 #include "methods/signature/options.hpp"
 #include "tests/parse_args.hpp"

@@ -15,11 +15,11 @@
 #include "app/options.hpp"
 #include "app/progress.hpp"
 #include "app/quick.hpp"
-#include "app/table.hpp"
+#include "common/results.hpp"
 #include "methods/bell/options.hpp"
 #include "methods/bw/bw.hpp"
 #include "methods/pingpong/pingpong.hpp"
-#include "common/results.hpp"
+#include "methods/table.hpp"
 #include "tests/parse_args.hpp"
 
 using namespace logpb;

@@ -1,4 +1,4 @@
-// The method registry (app/method.hpp): the catalogue every consumer reads, and the one repetition loop
+// The method registry (methods/descriptor.hpp): the catalogue every consumer reads, and the one repetition loop
 // driving registered methods over a real shm link (the replier on a thread).
 #include <catch2/catch.hpp>
 

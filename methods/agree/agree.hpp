@@ -18,17 +18,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/errors.hpp"
 #include "methods/agree/analysis.hpp"
-#include "app/method.hpp"
 #include "methods/availability/options.hpp"
 #include "methods/bell/options.hpp"
+#include "methods/descriptor.hpp"
 #include "methods/kielmann/options.hpp"
-#include "methods/signature/options.hpp"
-#include "methods/quick/quick.hpp"
-#include "app/options.hpp"
-#include "app/table.hpp"
-#include "common/errors.hpp"
 #include "methods/protocol.hpp"
+#include "methods/quick/quick.hpp"
+#include "methods/settings.hpp"
+#include "methods/signature/options.hpp"
+#include "methods/table.hpp"
 
 namespace logpb::app::method {
 
@@ -50,7 +50,7 @@ struct agree {
   static Role role(int r, int) { return {r == 0, r == 0 ? 1 : 0, 0}; }
   // The phase budgets set these for each method, so they are refused; --runs, --messages and --bell-runs raise
   // the budgets, which otherwise keep the four methods within about a minute on shm.
-  static void budgets(const Given& given, Options& o) {
+  static void budgets(const Given& given, Settings& o) {
     for (const char* k : {"all", "sizes", "size", "iters", "warmup", "eps", "no-saturation-compare", "max-burst",
                           "bursts", "deltas", "delta-factors", "max-samples", "max-point-seconds"})
       if (given(k))
@@ -65,30 +65,32 @@ struct agree {
   // Each phase's settings over the user's: --runs, --messages, --bell-runs, --queue-depth and the
   // availability thresholds stay the user's (budgets() gives agree smaller defaults for the first
   // three); what the budgets set, the options refuse.
-  static void signature_budget(Options& o) {
+  static void signature_budget(Settings& o) {
     quick::signature_budget(o);  // its single run is quick's; phase_options keeps the user's --runs
   }
-  static void kielmann_budget(Options& o) {
+  static void kielmann_budget(Settings& o) {
     o.sizes = {8};  // the largest size bounds the adaptive range: 0 .. 8 B, o_s(1) and o_r(1) among them
     // The paper's eps is the user's precision; 0.01 may not saturate in a minute on a busy core.
     o.set(opt::kEps, 0.05);
     o.set(opt::kSaturationCompare, false);
   }
-  static void bell_budget(Options& o) {
+  static void bell_budget(Settings& o) {
     o.sizes = {8};  // Bell et al.'s minimum message (4.1), for overlap and availability alike
   }
   // Each phase's budget, in the order of `phases`.
-  static constexpr void (*budgets_of[])(Options&) = {signature_budget, kielmann_budget, bell_budget, bell_budget};
+  static constexpr void (*budgets_of[])(Settings&) = {signature_budget, kielmann_budget, bell_budget, bell_budget};
   static_assert(std::size(budgets_of) == std::size(phases));
-  static Options phase_options(std::size_t phase, const Options& user) {
-    Options o = user;
+  // O: Settings, or the job's whole command line, of which the phase changes only the Settings.
+  template <class O>
+  static O phase_options(std::size_t phase, const O& user) {
+    O o = user;
     budgets_of[phase](o);
     o.runs = user.runs;
     return o;
   }
-  static nlohmann::json budgets_json(const Options& user) {
+  static nlohmann::json budgets_json(const Settings& user) {
     nlohmann::json b = nlohmann::json::object();
-    const Options s = phase_options(0, user), k = phase_options(1, user), ov = phase_options(2, user),
+    const Settings s = phase_options(0, user), k = phase_options(1, user), ov = phase_options(2, user),
                   av = phase_options(3, user);
     b["signature"] = {{"max_burst", s.get(opt::kMaxBurst)}, {"delta_factors", s.get(opt::kDeltaFactors)},
                       {"rtt_iterations", s.iterations},   {"max_samples_per_point", s.rule.max_samples},
@@ -110,7 +112,7 @@ struct agree {
       for (std::size_t p = 0; p < std::size(phases); ++p) methods::serve(ep);  // each phase ends with a quit
       return;
     }
-    const Options user = job.o;
+    const auto user = job.o;
     nlohmann::json a = {{"budgets", budgets_json(user)}, {"seconds", nlohmann::json::object()}};
     nlohmann::json records = nlohmann::json::object();
     const auto t_all = std::chrono::steady_clock::now();

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "app/method.hpp"
+#include "methods/descriptor.hpp"
 
 namespace logpb::analysis {
 namespace {

@@ -20,7 +20,7 @@ namespace logpb::analysis {
 inline constexpr double kAgreeTolerance = 0.10;
 
 // The methods agree runs, in the order it runs them and sets their figures side by side; each says which
-// figures it shares and how its paper defines them (SharedFigure in app/method.hpp).
+// figures it shares and how its paper defines them (SharedFigure in methods/descriptor.hpp).
 inline constexpr const char* kAgreeMethods[] = {"signature", "kielmann", "overlap", "availability"};
 // The parameters they share.
 inline constexpr const char* kSharedParameters[] = {"o_s", "o_r", "g", "rtt", "L"};

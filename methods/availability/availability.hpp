@@ -5,10 +5,10 @@
 #include <vector>
 
 #include "methods/availability/analysis.hpp"
-#include "app/method.hpp"
-#include "app/options.hpp"
 #include "methods/availability/loops.hpp"
 #include "methods/availability/options.hpp"
+#include "methods/descriptor.hpp"
+#include "methods/settings.hpp"
 
 namespace logpb::app::method {
 
@@ -31,17 +31,17 @@ struct availability {
   static inline const std::vector<MethodOption> options = {opt::kBaseThreshold, opt::kStopThreshold};
 
   template <class L>
-  static Run run(L& link, methods::ClientState& st, const Clock& clock, const Options& o, RunIO& io) {
+  static Run run(L& link, methods::ClientState& st, const Clock& clock, const Settings& o, RunIO& io) {
     methods::DoerflerConfig cfg;
     cfg.sizes = io.sizes;
     cfg.base_threshold = o.get(opt::kBaseThreshold);
     cfg.stop_threshold = o.get(opt::kStopThreshold);
     return methods::doerfler(link, st, clock, cfg, io.progress);
   }
-  static nlohmann::json record(const Run& r, const Options& o) {
+  static nlohmann::json record(const Run& r, const Settings& o) {
     return analysis::doerfler_record(r, o.get(opt::kBaseThreshold), o.get(opt::kStopThreshold));
   }
-  static nlohmann::json analyse(const std::vector<Run>& runs, const Options&) { return analysis::doerfler_summary(runs); }
+  static nlohmann::json analyse(const std::vector<Run>& runs, const Settings&) { return analysis::doerfler_summary(runs); }
 };
 
 }  // namespace logpb::app::method

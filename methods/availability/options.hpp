@@ -5,8 +5,8 @@
 
 #include <utility>
 
-#include "app/method_option.hpp"
-#include "app/options.hpp"
+#include "methods/method_option.hpp"
+#include "methods/settings.hpp"
 
 namespace logpb::app::method::opt {
 
@@ -15,6 +15,6 @@ inline const Typed<double> kBaseThreshold =
 // Read after --base-threshold: every descriptor that takes both lists that one first.
 inline const Typed<double> kStopThreshold =
     option::real("stop-threshold", "availability: stop threshold (1.5-2)", 1.5,
-                 [](const Options& so_far) { return std::pair{so_far.get(kBaseThreshold), 100.0}; });
+                 [](const Settings& so_far) { return std::pair{so_far.get(kBaseThreshold), 100.0}; });
 
 }  // namespace logpb::app::method::opt

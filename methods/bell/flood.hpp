@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "methods/bell/analysis.hpp"
-#include "app/method.hpp"
-#include "app/options.hpp"
 #include "methods/bell/loops.hpp"
 #include "methods/bell/options.hpp"
+#include "methods/descriptor.hpp"
+#include "methods/settings.hpp"
 
 namespace logpb::app::method {
 
@@ -34,15 +34,17 @@ struct flood {
       {"flood-queue", "adapt|fixed",
        "flood: adapt doubles --queue-depth while a deeper queue is faster (local completion on RC waits for the ACK)",
        "adapt"}};
-  static void check(const Options& o) {
+  static void check(const Settings& o) {
     const std::string& v = o.method_arg("flood-overlap");
     if (v != "yes" && v != "no") throw UsageError("--flood-overlap takes yes or no, not '" + v + "'");
     const std::string& q = o.method_arg("flood-queue");
     if (q != "adapt" && q != "fixed") throw UsageError("--flood-queue takes adapt or fixed, not '" + q + "'");
   }
 
-  template <class L>
-  static Run run(L& link, methods::ClientState& st, const Clock& clock, const Options& o, RunIO& io) {
+  // run and analyse read --tx-burst, which is DPDK's (dpdk::CliOptions), so they take the whole command
+  // line O the runner holds rather than Settings.
+  template <class L, class O>
+  static Run run(L& link, methods::ClientState& st, const Clock& clock, const O& o, RunIO& io) {
     // With batched sends (--tx-burst) the overlap test does not run: its sends at q = 1 go one by one, so
     // the o_s and o_r it infers would not be the batched stream's, and naming the limiting stage from them
     // would be wrong.
@@ -55,8 +57,9 @@ struct flood {
                                   o.method_arg("flood-queue") == "adapt"};
     return methods::bell_flood(link, st, clock, cfg, io.progress);
   }
-  static nlohmann::json record(const Run& r, const Options&) { return analysis::bell_record(r, true); }
-  static nlohmann::json analyse(const std::vector<Run>& runs, const Options& o) {
+  static nlohmann::json record(const Run& r, const Settings&) { return analysis::bell_record(r, true); }
+  template <class O>
+  static nlohmann::json analyse(const std::vector<Run>& runs, const O& o) {
     nlohmann::json j = analysis::bell_summary(runs, true);
     if (o.tx_burst > 1 && j["parameters"].contains("g"))
       j["parameters"]["g"]["sends"] = "batched: up to " + std::to_string(o.tx_burst) +

@@ -3,7 +3,7 @@
 // flood and overlap take them, and agree for its overlap phase.
 #pragma once
 
-#include "app/method_option.hpp"
+#include "methods/method_option.hpp"
 
 namespace logpb::app::method::opt {
 

@@ -5,10 +5,10 @@
 #include <vector>
 
 #include "methods/bell/analysis.hpp"
-#include "app/method.hpp"
-#include "app/options.hpp"
 #include "methods/bell/loops.hpp"
 #include "methods/bell/options.hpp"
+#include "methods/descriptor.hpp"
+#include "methods/settings.hpp"
 
 namespace logpb::app::method {
 
@@ -30,13 +30,13 @@ struct overlap {
   static inline const std::vector<MethodOption> options = {opt::kQueueDepth, opt::kMessages, opt::kBellRuns};
 
   template <class L>
-  static Run run(L& link, methods::ClientState& st, const Clock& clock, const Options& o, RunIO& io) {
+  static Run run(L& link, methods::ClientState& st, const Clock& clock, const Settings& o, RunIO& io) {
     const methods::BellConfig cfg{io.sizes, o.get(opt::kQueueDepth), o.get(opt::kMessages), o.get(opt::kBellRuns),
                                   true};
     return methods::bell_overlap(link, st, clock, cfg, io.progress);
   }
-  static nlohmann::json record(const Run& r, const Options&) { return analysis::bell_record(r, false); }
-  static nlohmann::json analyse(const std::vector<Run>& runs, const Options&) { return analysis::bell_summary(runs, false); }
+  static nlohmann::json record(const Run& r, const Settings&) { return analysis::bell_record(r, false); }
+  static nlohmann::json analyse(const std::vector<Run>& runs, const Settings&) { return analysis::bell_summary(runs, false); }
 };
 
 }  // namespace logpb::app::method

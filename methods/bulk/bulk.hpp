@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "methods/bulk/analysis.hpp"
-#include "app/method.hpp"
-#include "app/options.hpp"
 #include "methods/bulk/loops.hpp"
+#include "methods/descriptor.hpp"
+#include "methods/settings.hpp"
 #include "methods/signature/options.hpp"
 
 namespace logpb::app::method {
@@ -27,7 +27,7 @@ struct bulk {
                                                            opt::kDeltas};
 
   template <class L>
-  static Run run(L& link, methods::ClientState& st, const Clock& clock, const Options& o, RunIO& io) {
+  static Run run(L& link, methods::ClientState& st, const Clock& clock, const Settings& o, RunIO& io) {
     methods::SignatureConfig cfg;
     const std::vector<int>& bursts = o.get(opt::kBursts);
     cfg.bursts = bursts.empty() ? methods::default_bursts(std::min(o.get(opt::kMaxBurst), 64)) : bursts;
@@ -40,8 +40,8 @@ struct bulk {
     hooks.progress = io.progress;
     return methods::bulk(link, st, clock, io.sizes, cfg, o.get(opt::kDeltas), hooks);
   }
-  static nlohmann::json record(const Run& r, const Options& o) { return analysis::bulk_record(r, o.raw); }
-  static nlohmann::json analyse(const std::vector<Run>& runs, const Options&) { return analysis::bulk_summary(runs); }
+  static nlohmann::json record(const Run& r, const Settings& o) { return analysis::bulk_record(r, o.raw); }
+  static nlohmann::json analyse(const std::vector<Run>& runs, const Settings&) { return analysis::bulk_summary(runs); }
 };
 
 }  // namespace logpb::app::method

@@ -14,11 +14,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "app/method.hpp"
-#include "app/options.hpp"
-#include "app/table.hpp"
-#include "methods/bw/loops.hpp"
 #include "common/stats.hpp"
+#include "methods/bw/loops.hpp"
+#include "methods/descriptor.hpp"
+#include "methods/settings.hpp"
+#include "methods/table.hpp"
 
 namespace logpb::app::method {
 
@@ -35,14 +35,14 @@ struct bw {
   using Run = std::vector<methods::BwSize>;
 
   // The sizes: -a or --sizes, else -s n, else the defaults; each within half the segment.
-  static std::vector<std::uint32_t> sizes(const Options& o, std::uint32_t max_bytes) {
+  static std::vector<std::uint32_t> sizes(const Settings& o, std::uint32_t max_bytes) {
     if (o.sizes.empty() && o.size_given) return method_sizes(*find_method(name), {o.size}, max_bytes);
     return method_sizes(*find_method(name), o.sizes, max_bytes);
   }
-  static int iterations(const Options& o) { return o.iterations_given ? o.iterations : kDefaultIterations; }
+  static int iterations(const Settings& o) { return o.iterations_given ? o.iterations : kDefaultIterations; }
 
   template <class L>
-  static Run run(L& link, methods::ClientState& st, const Clock& clock, const Options& o, RunIO& io) {
+  static Run run(L& link, methods::ClientState& st, const Clock& clock, const Settings& o, RunIO& io) {
     methods::BwConfig cfg;
     cfg.sizes = sizes(o, methods::max_message(link));
     cfg.iterations = iterations(o);
@@ -50,7 +50,7 @@ struct bw {
     return methods::bw(link, st, clock, cfg, io.progress, io.done);
   }
 
-  static nlohmann::json record(const Run& r, const Options&) {
+  static nlohmann::json record(const Run& r, const Settings&) {
     nlohmann::json per = nlohmann::json::array();
     auto num = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); };
     for (const auto& b : r)
@@ -107,7 +107,7 @@ struct bw {
                      "the average if higher; over runs the highest run's"},
             {"interval", "Student-t 95% interval of the mean over the runs (none from one run)"}};
   }
-  static nlohmann::json analyse(const std::vector<Run>& runs, const Options& o) {
+  static nlohmann::json analyse(const std::vector<Run>& runs, const Settings& o) {
     nlohmann::json recs = nlohmann::json::array();
     for (const auto& r : runs) recs.push_back(record(r, o));
     return {{"parameters", nlohmann::json::object()}, {"checks", nlohmann::json::array()}, {"bw", summarize_runs(recs)}};

@@ -7,10 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "app/table.hpp"
 #include "common/clock.hpp"
 #include "methods/bw/bw.hpp"
 #include "methods/bw/loops.hpp"
+#include "methods/table.hpp"
 
 using namespace logpb;
 using namespace logpb::app;

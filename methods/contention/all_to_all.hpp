@@ -11,11 +11,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "methods/contention/figures.hpp"
-#include "app/method.hpp"
-#include "app/options.hpp"
 #include "common/errors.hpp"
+#include "methods/contention/figures.hpp"
 #include "methods/contention/loops.hpp"
+#include "methods/descriptor.hpp"
+#include "methods/settings.hpp"
 
 namespace logpb::app::method {
 
@@ -26,7 +26,7 @@ struct all_to_all {
   static constexpr Needs needs{};
   static constexpr Scope scope = Scope::job;
   static inline const std::vector<MethodOption> options = {contention::kRoundSeconds, contention::kMinMessages};
-  static void check(const Options& o) { contention::check_common(o); }
+  static void check(const Settings& o) { contention::check_common(o); }
   static void check_size(int n) {
     if (n < 2) throw UsageError("--bench all-to-all needs at least 2 ranks");
   }

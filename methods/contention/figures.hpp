@@ -11,10 +11,10 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/figures.hpp"
-#include "app/method.hpp"
-#include "app/options.hpp"
 #include "common/errors.hpp"
 #include "methods/contention/loops.hpp"
+#include "methods/descriptor.hpp"
+#include "methods/settings.hpp"
 
 namespace logpb::app::contention {
 
@@ -22,7 +22,7 @@ inline const MethodOption kK{"k", "LIST", "the numbers of contending ranks, e.g.
 inline const MethodOption kRoundSeconds{"round-seconds", "S", "time each round (each K) aims for", "1"};
 inline const MethodOption kMinMessages{"min-messages", "N", "fewest timed messages per rank and round", "30"};
 
-inline double number(const Options& o, const char* name, double lo, double hi) {
+inline double number(const Settings& o, const char* name, double lo, double hi) {
   const std::string& v = o.method_arg(name);
   double x = NAN;
   try {
@@ -37,7 +37,7 @@ inline double number(const Options& o, const char* name, double lo, double hi) {
 }
 
 // The K of each round: --k, or 1, 2, 4, ... up to the most the job holds (and that most itself).
-inline std::vector<int> k_list(const Options& o, int most) {
+inline std::vector<int> k_list(const Settings& o, int most) {
   std::vector<int> ks;
   const std::string& v = o.method_arg("k");
   if (v == "auto") {
@@ -45,7 +45,7 @@ inline std::vector<int> k_list(const Options& o, int most) {
     ks.push_back(most);
     return ks;
   }
-  ks = parse_int_list("--k", v);
+  ks = cli::parse_int_list("--k", v);
   if (ks.front() != 1) ks.insert(ks.begin(), 1);  // every ratio is against K = 1
   if (ks.back() > most)
     throw UsageError("--k " + std::to_string(ks.back()) + ": this job has room for " + std::to_string(most) +
@@ -53,7 +53,7 @@ inline std::vector<int> k_list(const Options& o, int most) {
   return ks;
 }
 
-inline void check_common(const Options& o) {
+inline void check_common(const Settings& o) {
   if (o.method_arg("k") != "auto") k_list(o, 1 << 16);
   number(o, "round-seconds", 0.01, 3600);
   number(o, "min-messages", 3, 1e7);
@@ -61,7 +61,7 @@ inline void check_common(const Options& o) {
 
 // Messages a rank times in a round where one message costs about `per_message_ns`: enough for
 // --round-seconds, at least --min-messages, at most a million.
-inline int timed_messages(const Options& o, double per_message_ns) {
+inline int timed_messages(const Settings& o, double per_message_ns) {
   const double want = std::isfinite(per_message_ns) && per_message_ns > 0
                           ? number(o, "round-seconds", 0.01, 3600) * 1e9 / per_message_ns
                           : 0;

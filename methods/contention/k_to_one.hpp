@@ -12,11 +12,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "methods/contention/figures.hpp"
-#include "app/method.hpp"
-#include "app/options.hpp"
 #include "common/errors.hpp"
+#include "methods/contention/figures.hpp"
 #include "methods/contention/loops.hpp"
+#include "methods/descriptor.hpp"
+#include "methods/settings.hpp"
 
 namespace logpb::app::method {
 
@@ -28,7 +28,7 @@ struct k_to_one {
   static constexpr Scope scope = Scope::job;
   static inline const std::vector<MethodOption> options = {contention::kK, contention::kRoundSeconds,
                                                            contention::kMinMessages};
-  static void check(const Options& o) { contention::check_common(o); }
+  static void check(const Settings& o) { contention::check_common(o); }
   static void check_size(int n) {
     if (n < 2) throw UsageError("--bench k-to-one needs at least 2 ranks (one replier and K >= 1 requesters)");
   }

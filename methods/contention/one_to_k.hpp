@@ -10,11 +10,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "methods/contention/figures.hpp"
-#include "app/method.hpp"
-#include "app/options.hpp"
 #include "common/errors.hpp"
+#include "methods/contention/figures.hpp"
 #include "methods/contention/loops.hpp"
+#include "methods/descriptor.hpp"
+#include "methods/settings.hpp"
 
 namespace logpb::app::method {
 
@@ -26,7 +26,7 @@ struct one_to_k {
   static constexpr Scope scope = Scope::job;
   static inline const std::vector<MethodOption> options = {contention::kK, contention::kRoundSeconds,
                                                            contention::kMinMessages};
-  static void check(const Options& o) { contention::check_common(o); }
+  static void check(const Settings& o) { contention::check_common(o); }
   static void check_size(int n) {
     if (n < 2) throw UsageError("--bench one-to-k needs at least 2 ranks (one requester and K >= 1 repliers)");
   }

@@ -7,11 +7,11 @@
 #include <string>
 #include <vector>
 
+#include "methods/descriptor.hpp"
 #include "methods/kielmann/analysis.hpp"
-#include "app/method.hpp"
-#include "app/options.hpp"
 #include "methods/kielmann/loops.hpp"
 #include "methods/kielmann/options.hpp"
+#include "methods/settings.hpp"
 
 namespace logpb::app::method {
 
@@ -41,7 +41,7 @@ struct kielmann {
   static inline const std::vector<MethodOption> options = {opt::kEps, opt::kSaturationCompare};
 
   template <class L>
-  static Run run(L& link, methods::ClientState& st, const Clock& clock, const Options& o, RunIO& io) {
+  static Run run(L& link, methods::ClientState& st, const Clock& clock, const Settings& o, RunIO& io) {
     methods::KielmannConfig cfg;
     cfg.eps = o.get(opt::kEps);
     cfg.compare_saturation = o.get(opt::kSaturationCompare);
@@ -64,8 +64,8 @@ struct kielmann {
     };
     return methods::kielmann(link, st, clock, cfg, progress);
   }
-  static nlohmann::json record(const Run& r, const Options&) { return analysis::kielmann_record(r); }
-  static nlohmann::json analyse(const std::vector<Run>& runs, const Options&) { return analysis::kielmann_summary(runs); }
+  static nlohmann::json record(const Run& r, const Settings&) { return analysis::kielmann_record(r); }
+  static nlohmann::json analyse(const std::vector<Run>& runs, const Settings&) { return analysis::kielmann_summary(runs); }
 };
 
 }  // namespace logpb::app::method

@@ -2,7 +2,7 @@
 // the saturation criterion RTT_1 < eps x RTT_n, and their Table 2's comparison of g(m) by saturation.
 #pragma once
 
-#include "app/method_option.hpp"
+#include "methods/method_option.hpp"
 
 namespace logpb::app::method::opt {
 

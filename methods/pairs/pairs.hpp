@@ -14,11 +14,11 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/figures.hpp"
-#include "app/method.hpp"
-#include "app/options.hpp"
 #include "common/errors.hpp"
-#include "methods/protocol.hpp"
 #include "common/stats.hpp"
+#include "methods/descriptor.hpp"
+#include "methods/protocol.hpp"
+#include "methods/settings.hpp"
 
 namespace logpb::app::method {
 
@@ -31,7 +31,7 @@ struct pairs {
   static constexpr const char* link_option = "pairs-bench";
   static inline const std::vector<MethodOption> options = {
       {"pairs-bench", "METHOD", "the single-pair method each requester runs", "signature"}};
-  static void check(const Options& o) {
+  static void check(const Settings& o) {
     const std::string& b = o.method_arg("pairs-bench");
     if (const MethodInfo* m = find_method(b); !m || m->scope != Scope::link)
       throw UsageError("--pairs-bench must be a single-pair method (e.g. signature, pingpong), not '" + b + "'");

@@ -11,12 +11,12 @@
 
 #include "analysis/results_json.hpp"
 #include "analysis/signature_fit.hpp"
-#include "app/method.hpp"
-#include "app/options.hpp"
-#include "app/table.hpp"
+#include "common/stats.hpp"
+#include "methods/descriptor.hpp"
 #include "methods/messages.hpp"
 #include "methods/pingpong/loops.hpp"
-#include "common/stats.hpp"
+#include "methods/settings.hpp"
+#include "methods/table.hpp"
 
 namespace logpb::app::method {
 
@@ -40,12 +40,12 @@ struct pingpong {
 
   // The round trip of a ping-pong program: no poll before each request (methods/pingpong/loops.hpp).
   static constexpr bool kPollBeforeSend = false;
-  static methods::PingpongConfig config(const Options& o, std::uint32_t bytes) {
+  static methods::PingpongConfig config(const Settings& o, std::uint32_t bytes) {
     return {o.iterations, o.warmup, bytes, kPollBeforeSend};
   }
 
   template <class L>
-  static Run run(L& link, methods::ClientState& st, const Clock& clock, const Options& o, RunIO& io) {
+  static Run run(L& link, methods::ClientState& st, const Clock& clock, const Settings& o, RunIO& io) {
     Run run;
     run.sweep = !o.sizes.empty();
     if (!run.sweep) {
@@ -66,7 +66,7 @@ struct pingpong {
     }
     return run;
   }
-  static nlohmann::json record(const Run& r, const Options& o) {
+  static nlohmann::json record(const Run& r, const Settings& o) {
     if (!r.sweep)
       return {{"rtt", analysis::distribution_json(r.sizes.front().r.rtt_ns, o.raw)},
               {"lost", r.sizes.front().r.lost},
@@ -76,7 +76,7 @@ struct pingpong {
       per.push_back({{"bytes", s.bytes}, {"rtt", analysis::distribution_json(s.r.rtt_ns, o.raw)}, {"lost", s.r.lost}});
     return {{"per_size", per}, {"poll_before_send", kPollBeforeSend}};
   }
-  static nlohmann::json analyse(const std::vector<Run>& runs, const Options&) {
+  static nlohmann::json analyse(const std::vector<Run>& runs, const Settings&) {
     if (!runs.front().sweep) {
       std::vector<analysis::Param> rtts;
       for (const auto& r : runs) rtts.push_back(analysis::rtt_param(r.sizes.front().r.summary));

@@ -17,15 +17,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "app/method.hpp"
-#include "methods/bw/bw.hpp"
-#include "methods/pingpong/pingpong.hpp"
-#include "app/options.hpp"
-#include "app/table.hpp"
 #include "common/errors.hpp"
-#include "methods/protocol.hpp"
-#include "methods/signature/options.hpp"
 #include "common/transport.hpp"
+#include "methods/bw/bw.hpp"
+#include "methods/descriptor.hpp"
+#include "methods/pingpong/pingpong.hpp"
+#include "methods/protocol.hpp"
+#include "methods/settings.hpp"
+#include "methods/signature/options.hpp"
+#include "methods/table.hpp"
 
 namespace logpb::app::method {
 
@@ -41,7 +41,7 @@ struct quick {
   }
   static Role role(int r, int) { return {r == 0, r == 0 ? 1 : 0, 0}; }
   // Its budgets are fixed: the options that would change them are refused.
-  static void budgets(const Given& given, Options&) {
+  static void budgets(const Given& given, Settings&) {
     for (const char* k : {"all", "sizes", "size", "iters", "warmup", "runs"})
       if (given(k))
         throw UsageError(std::string("--") + k + ": logpbench quick sets its own budgets (recorded in the results' quick.budgets); "
@@ -49,21 +49,21 @@ struct quick {
   }
 
   // Each phase's settings over the user's (transport, placement and window stay the user's).
-  static void pingpong_budget(Options& o) {
+  static void pingpong_budget(Settings& o) {
     o.iterations = 10000;
     o.warmup = 1000;
     o.runs = 1;
     o.size = 0;
     o.sizes.clear();
   }
-  static void bw_budget(Options& o, bool bulk) {
+  static void bw_budget(Settings& o, bool bulk) {
     o.sizes = bulk ? std::vector<std::uint32_t>{0, 4096} : std::vector<std::uint32_t>{0};
     o.iterations = 10000;
     o.iterations_given = true;
     o.warmup = 1000;
     o.runs = 3;
   }
-  static void signature_budget(Options& o) {
+  static void signature_budget(Settings& o) {
     o.iterations = 2000;
     o.warmup = 200;
     o.runs = 1;
@@ -76,7 +76,7 @@ struct quick {
     o.sizes.clear();
   }
   static nlohmann::json budgets_json(bool bulk) {
-    Options p, b, s;
+    Settings p, b, s;
     pingpong_budget(p);
     bw_budget(b, bulk);
     signature_budget(s);
@@ -94,7 +94,7 @@ struct quick {
       for (int phase = 0; phase < (bulk ? 3 : 2); ++phase) methods::serve(ep);  // each phase ends with a quit
       return;
     }
-    const Options user = job.o;
+    const auto user = job.o;  // the job's whole command line, restored after the phases
     nlohmann::json q = {{"budgets", budgets_json(bulk)}, {"seconds", nlohmann::json::object()}};
     const auto t_all = std::chrono::steady_clock::now();
     // The shares of the progress bar follow the phases' usual lengths.
@@ -112,7 +112,7 @@ struct quick {
     q["signature"] = phase("signature", 0.0, 0.7, signature_budget);
     q["pingpong"] = phase("pingpong", 0.7, 0.8, pingpong_budget);
     if constexpr (bulk) {
-      nlohmann::json bwr = phase("bw", 0.8, 1.0, [](Options& o) { bw_budget(o, true); });
+      nlohmann::json bwr = phase("bw", 0.8, 1.0, [](Settings& o) { bw_budget(o, true); });
       bwr["bw"] = bw::summarize_runs(bwr.value("runs", nlohmann::json::array()));
       q["bw"] = bwr;
     } else {

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "app/method_option.hpp"
-#include "app/options.hpp"
 #include "common/errors.hpp"
+#include "common/options.hpp"
+#include "methods/method_option.hpp"
 #include "shm/emulation.hpp"
 
 namespace logpb::app::method::opt {
@@ -31,7 +31,7 @@ inline const Typed<double> kMaxBurstTime = option::parsed<double>(
 // Empty: the default grid up to --max-burst.
 inline const Typed<std::vector<int>> kBursts = option::parsed<std::vector<int>>(
     "bursts", "signature: explicit M list, e.g. 1,2,4,8", {},
-    [](const std::string& s) { return parse_int_list("--bursts", s); });
+    [](const std::string& s) { return cli::parse_int_list("--bursts", s); });
 
 // In ns; empty: automatic, from --delta-factors.
 inline const Typed<std::vector<double>> kDeltas = option::parsed<std::vector<double>>(
@@ -39,7 +39,7 @@ inline const Typed<std::vector<double>> kDeltas = option::parsed<std::vector<dou
     [](const std::string& s) {
       std::vector<double> v;
       if (s == "auto") return v;
-      for (const auto& x : split_list(s)) {
+      for (const auto& x : cli::split_list(s)) {
         const double d = parse_duration_ns(x);
         if (d < 0 || (!v.empty() && d <= v.back()))
           throw UsageError("--deltas must be ascending non-negative durations");
@@ -52,7 +52,7 @@ inline const Typed<std::vector<double>> kDeltaFactors = option::parsed<std::vect
     "delta-factors", "signature: automatic Deltas as multiples of g (default 0.5,1,2,4)", {0.5, 1, 2, 4},
     [](const std::string& s) {
       std::vector<double> v;
-      for (const auto& x : split_list(s)) {
+      for (const auto& x : cli::split_list(s)) {
         double f = 0;
         try {
           f = std::stod(x);

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "analysis/results_json.hpp"
-#include "methods/signature/analysis.hpp"
 #include "analysis/signature_fit.hpp"
-#include "app/method.hpp"
-#include "app/options.hpp"
+#include "methods/descriptor.hpp"
+#include "methods/settings.hpp"
+#include "methods/signature/analysis.hpp"
 #include "methods/signature/loops.hpp"
 #include "methods/signature/options.hpp"
 
@@ -46,7 +46,7 @@ struct signature {
   };
 
   template <class L>
-  static Run run(L& link, methods::ClientState& st, const Clock& clock, const Options& o, RunIO& io) {
+  static Run run(L& link, methods::ClientState& st, const Clock& clock, const Settings& o, RunIO& io) {
     methods::SignatureConfig cfg;
     const std::vector<int>& bursts = o.get(opt::kBursts);
     cfg.bursts = bursts.empty() ? methods::default_bursts(o.get(opt::kMaxBurst)) : bursts;
@@ -90,12 +90,12 @@ struct signature {
                                     link.window(), replier);
     return r;
   }
-  static nlohmann::json record(const Run& r, const Options& o) {
+  static nlohmann::json record(const Run& r, const Settings& o) {
     nlohmann::json j = analysis::signature_record(r.data, o.raw);
     j["fit"] = r.fit;
     return j;
   }
-  static nlohmann::json analyse(const std::vector<Run>& runs, const Options&) {
+  static nlohmann::json analyse(const std::vector<Run>& runs, const Settings&) {
     std::vector<analysis::SignatureFit> fits;
     for (const auto& r : runs) fits.push_back(r.fit);
     return analysis::signature_summary(fits);

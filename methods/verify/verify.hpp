@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "app/method.hpp"
-#include "app/options.hpp"
+#include "methods/descriptor.hpp"
+#include "methods/settings.hpp"
 #include "methods/verify/loops.hpp"
 
 namespace logpb::app::method {
@@ -22,16 +22,16 @@ struct verify {
   using Run = std::vector<methods::VerifyCase>;
 
   template <class L>
-  static Run run(L& link, methods::ClientState& st, const Clock&, const Options& o, RunIO& io) {
+  static Run run(L& link, methods::ClientState& st, const Clock&, const Settings& o, RunIO& io) {
     io.progress("verifying bulk store and get");
     return methods::verify_bulk(link, st, o.segment_bytes, 12345);
   }
-  static nlohmann::json record(const Run& r, const Options&) {
+  static nlohmann::json record(const Run& r, const Settings&) {
     nlohmann::json v = nlohmann::json::array();
     for (const auto& c : r) v.push_back({{"bytes", c.bytes}, {"store_ok", c.store_ok}, {"get_ok", c.get_ok}});
     return {{"verify", v}};
   }
-  static nlohmann::json analyse(const std::vector<Run>& runs, const Options&) {
+  static nlohmann::json analyse(const std::vector<Run>& runs, const Settings&) {
     int failed_run = -1;
     for (std::size_t k = 0; k < runs.size() && failed_run < 0; ++k)
       for (const auto& c : runs[k])

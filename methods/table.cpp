@@ -1,12 +1,12 @@
-#include "app/table.hpp"
+#include "methods/table.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <string_view>
 
-#include "app/all_methods.hpp"
 #include "common/errors.hpp"
 #include "common/results.hpp"
+#include "methods/all_methods.hpp"
 
 namespace logpb::app {
 namespace {

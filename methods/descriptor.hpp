@@ -1,5 +1,5 @@
-// One descriptor per measurement method, and the catalogue of them that option validation, --help, the
-// printed table, the plots (through meta.method.plot) and the run dispatch all read.
+// One descriptor per measurement method, and the catalogue of them (built in app/method.cpp) that option
+// validation, --help, the printed table, the plots (through meta.method.plot) and the run dispatch all read.
 //
 // A method lives in a folder methods/<folder>/ whose CMakeLists.txt names it (logpb_methods(NAME)); its
 // descriptor methods/<folder>/NAME.hpp defines `struct logpb::app::method::NAME`, and methods/CMakeLists.txt
@@ -10,24 +10,24 @@
 //   static constexpr Scope scope;                      // Scope::link, or Scope::job (see below)
 //   static inline const std::vector<std::uint32_t> default_sizes;  // optional: a method over message sizes
 //   using Run = ...;                                   // what one run measures
-//   template <class L> static Run run(L& link, methods::ClientState&, const Clock&, const Options&, RunIO&);
-//   static nlohmann::json record(const Run&, const Options&);         // runs[k] of the results
-//   static nlohmann::json analyse(const std::vector<Run>&, const Options&);
+//   template <class L> static Run run(L& link, methods::ClientState&, const Clock&, const Settings&, RunIO&);
+//   static nlohmann::json record(const Run&, const Settings&);        // runs[k] of the results
+//   static nlohmann::json analyse(const std::vector<Run>&, const Settings&);
 //                                   // {parameters, checks, per_size...}: every run so far, rebuilt after each
 //   static void print(std::FILE*, const nlohmann::json& doc);  // optional: lines after the table
 //   static void verdict(const nlohmann::json& analysed);       // optional: throws when the run proved a fault
 //   static inline const std::vector<MethodOption> options;     // optional: the command-line options it
-//                                   // takes (--NAME VALUE, app/method_option.hpp), each declared once in the
+//                                   // takes (--NAME VALUE, method_option.hpp), each declared once in the
 //                                   // folder of the method that owns it; recorded in meta.flags
-//   static void check(const Options&);                          // optional: validates its text options
+//   static void check(const Settings&);                         // optional: validates its text options
 //   static constexpr Takes takes;                               // optional: which shared options it takes
 //   static constexpr analysis::compare::Reading compare_as;     // optional: how `compare` names its figures
 //   static inline const std::vector<SharedFigure> shares;       // optional: the LogP figures it shares with
 //                                   // other methods and its paper's definition of each (read by `agree`)
-//   static void budgets(const Given&, Options&);                // optional: a method that sets its own
+//   static void budgets(const Given&, Settings&);               // optional: a method that sets its own
 //                                   // budgets refuses the options it sets and may give others defaults
-// The timed loops (loops.hpp) and the analysis (analysis.*) sit beside the descriptor, which binds them to
-// the command line. --runs repeats run() in the one loop of bench_runner.hpp, for every method.
+// Settings (settings.hpp) is what a method reads of the command line. The timed loops (loops.hpp) and the
+// analysis (analysis.*) sit beside the descriptor, which binds them to the command line. --runs repeats run() in the one loop of bench_runner.hpp, for every method.
 //
 // A job-level method (Scope::job: it drives several links, as Culler et al. 3.5's pairs) has no run() on a
 // link; the job runner (app/job.hpp) hands it the whole job instead. Its members, besides name, summary,
@@ -38,7 +38,9 @@
 //   template <class J, class EP> static void run_job(J& job, EP& ep, const Role& role);
 //                                // every rank runs it on its endpoint; the leader (job.leader()) writes
 //                                // the results into job.doc. J is app::Job, whose measure_link(ep, peer,
-//                                // bench) runs a link-level method on one link and returns its record.
+//                                // bench) runs a link-level method on one link and returns its record;
+//                                // job.o, the job's command line, is a Settings and more (quick and
+//                                // agree copy it whole and edit the copy's Settings for each phase).
 //   static constexpr const char* link_option;   // optional: the option naming the link-level method it
 //                                               // runs on each link (pairs: "pairs-bench"); the transport
 //                                               // must then meet that method's needs
@@ -56,8 +58,8 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/compare.hpp"
-#include "app/method_option.hpp"
 #include "common/results.hpp"
+#include "methods/settings.hpp"
 
 namespace logpb::app {
 
@@ -90,7 +92,6 @@ struct Takes {
   bool ud = false;          // small AMs only, so it runs over an unreliable datagram QP (--ud)
 };
 
-struct Options;
 // Whether the user gave an option (by its name on the command line), not just its default.
 using Given = std::function<bool(const char*)>;
 
@@ -120,10 +121,10 @@ struct MethodInfo {
   Scope scope = Scope::link;
   std::vector<std::uint32_t> default_sizes;  // empty: the method is not run over a list of sizes
   Takes takes;
-  void (*budgets)(const Given&, Options&) = nullptr;  // sets its own budgets
+  void (*budgets)(const Given&, Settings&) = nullptr;  // sets its own budgets
   void (*print)(std::FILE*, const nlohmann::json& doc) = nullptr;
   std::vector<MethodOption> options;           // the method's own options
-  void (*check)(const Options&) = nullptr;     // validates them
+  void (*check)(const Settings&) = nullptr;     // validates them
   std::string link_option;                     // a job-level method: the option naming its link-level method
   analysis::compare::Reading compare_as;       // how `compare` names its figures
   std::vector<SharedFigure> shares;            // the figures it shares with other methods

@@ -1,7 +1,7 @@
 // A method's own command-line option (--NAME VALUE), declared once beside the method that owns it and
-// listed in the `options` of every descriptor that takes it (app/method.hpp). The command line
+// listed in the `options` of every descriptor that takes it (methods/descriptor.hpp). The command line
 // (app/options.cpp) builds the option, its --help line, its check and its record in meta.flags from the
-// declaration alone; a method reads the value through Options::get.
+// declaration alone; a method reads the value through Settings::get.
 #pragma once
 
 #include <functional>
@@ -15,12 +15,12 @@
 
 namespace logpb::app {
 
-struct Options;
+struct Settings;
 
 // What a typed option holds once read and checked.
 using MethodValue = std::variant<std::string, int, double, bool, std::vector<int>, std::vector<double>>;
 
-// A text option is the first four fields: kept as given in Options::method_args, checked by the method's
+// A text option is the first four fields: kept as given in Settings::method_args, checked by the method's
 // check(), agreed by every rank. A typed option (see Typed below) is read and checked here.
 struct MethodOption {
   // What Boost reads off the command line, and so what meta.flags records: the text, an int, a double,
@@ -35,7 +35,7 @@ struct MethodOption {
   MethodValue initial{};  // a typed option's default, as the methods read it
   // A typed option's value from what the command line holds (its text, int or double; for a flag, whether
   // it was given), checked (UsageError). `so_far` holds the typed options read before it.
-  std::function<MethodValue(const MethodValue& given, const Options& so_far)> read{};
+  std::function<MethodValue(const MethodValue& given, const Settings& so_far)> read{};
   const char* no_help = nullptr;  // a flag with a --no-NAME form: that form's help
   // Given with a method that does not list it: refused. The typed options are accepted with any method,
   // as scripts hand one set of options to several methods, and pairs passes them to its --pairs-bench.
@@ -44,7 +44,7 @@ struct MethodOption {
   bool typed() const { return static_cast<bool>(read); }
 };
 
-// A typed option whose value the methods read as T (Options::get, Options::set).
+// A typed option whose value the methods read as T (Settings::get, Settings::set).
 template <class T>
 struct Typed : MethodOption {};
 
@@ -54,7 +54,7 @@ namespace option {
 inline Typed<int> integer(const char* name, const char* help, int initial, double lo, double hi) {
   Typed<int> o;
   o.name = name, o.value_name = "arg", o.help = help, o.cli = MethodOption::Cli::integer, o.initial = initial;
-  o.read = [name, lo, hi](const MethodValue& v, const Options&) -> MethodValue {
+  o.read = [name, lo, hi](const MethodValue& v, const Settings&) -> MethodValue {
     cli::check_range(name, std::get<int>(v), lo, hi);
     return v;
   };
@@ -64,10 +64,10 @@ inline Typed<int> integer(const char* name, const char* help, int initial, doubl
 
 // A double in [lo, hi] (bounds from `range`, which may read the options before it).
 inline Typed<double> real(const char* name, const char* help, double initial,
-                          std::function<std::pair<double, double>(const Options&)> range) {
+                          std::function<std::pair<double, double>(const Settings&)> range) {
   Typed<double> o;
   o.name = name, o.value_name = "arg", o.help = help, o.cli = MethodOption::Cli::real, o.initial = initial;
-  o.read = [name, range](const MethodValue& v, const Options& so_far) -> MethodValue {
+  o.read = [name, range](const MethodValue& v, const Settings& so_far) -> MethodValue {
     const auto [lo, hi] = range(so_far);
     cli::check_range(name, std::get<double>(v), lo, hi);
     return v;
@@ -77,7 +77,7 @@ inline Typed<double> real(const char* name, const char* help, double initial,
 }
 
 inline Typed<double> real(const char* name, const char* help, double initial, double lo, double hi) {
-  return real(name, help, initial, [lo, hi](const Options&) { return std::pair{lo, hi}; });
+  return real(name, help, initial, [lo, hi](const Settings&) { return std::pair{lo, hi}; });
 }
 
 // Text the option parses into T. The empty text, as no text, leaves `initial`; `shown` is --help's default.
@@ -86,7 +86,7 @@ Typed<T> parsed(const char* name, const char* help, T initial, std::function<T(c
                 const char* shown = nullptr) {
   Typed<T> o;
   o.name = name, o.value_name = "arg", o.help = help, o.default_value = shown, o.initial = std::move(initial);
-  o.read = [parse = std::move(parse), fallback = o.initial](const MethodValue& v, const Options&) -> MethodValue {
+  o.read = [parse = std::move(parse), fallback = o.initial](const MethodValue& v, const Settings&) -> MethodValue {
     const std::string& s = std::get<std::string>(v);
     if (s.empty()) return fallback;
     return parse(s);
@@ -99,7 +99,7 @@ Typed<T> parsed(const char* name, const char* help, T initial, std::function<T(c
 inline Typed<bool> flag(const char* name, const char* help, const char* no_help = nullptr) {
   Typed<bool> o;
   o.name = name, o.help = help, o.cli = MethodOption::Cli::flag, o.initial = false, o.no_help = no_help;
-  o.read = [](const MethodValue& v, const Options&) { return v; };
+  o.read = [](const MethodValue& v, const Settings&) { return v; };
   o.refused_elsewhere = false;
   return o;
 }
