@@ -9,7 +9,7 @@
 // rank's role and plays the whole job.
 //
 // The leader writes the JSON: rank 0, except in server/client where the client (rank 1 of the
-// bootstrap, the side that chose the method) does, as before.
+// bootstrap, the side that chose the method) does.
 #pragma once
 
 #include <algorithm>

@@ -162,7 +162,7 @@ class Transport {
       }
       // accept() copied out what it delivers. With the rx-mbuf reuse on, the mbuf is released before the
       // handler runs: a reply the handler sends goes out in it (frame_mbuf), as testpmd's macswap sends
-      // the received mbuf back. Else it is freed after, as before the reuse existed.
+      // the received mbuf back. Else it is freed after the handler.
       if (reuse_rx_mbuf_) [[unlikely]]
         release(m);
       if (f) {

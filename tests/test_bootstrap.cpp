@@ -1,4 +1,4 @@
-// The bootstrap's refusals (issue 12, faults): the framing refuses another version, a declared length
+// The bootstrap's refusals (faults): the framing refuses another version, a declared length
 // beyond its limit and nesting beyond its depth; rank 0 refuses a connection of another framing, a hello
 // of another job (the job key is the bootstrap's session) and a hello with oversized fields, and still
 // forms its job; a member refuses a welcome from another job's rank 0. And an rkey goes only to the

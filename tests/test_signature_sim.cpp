@@ -1,5 +1,5 @@
 // The signature extractor against curves from a discrete-event simulation of the real system
-// (tests/logp_sim.hpp), in every regime of issue 8's truth matrix: the 1990s machines (g > o_s + o_r:
+// (tests/logp_sim.hpp), in every regime of the truth matrix: the 1990s machines (g > o_s + o_r:
 // the NI is the bottleneck), today's NIs (g < o_s + o_r, and g < o_s: the processor is), and a
 // capacity-limited machine (W small against L/g: the window is). Tolerance: 5% or 100 ns, whichever is
 // larger. Tests tagged [regime] need the regime-aware extractor (bottleneck, idle, g_ni); the others
@@ -197,7 +197,7 @@ TEST_CASE("modern regime: o_s, o_r, L recovered; g is the steady state o_s + o_r
   }
 }
 
-// Idle is asserted as a value with an interval that contains zero (issue 8: "when Idle = g - o_s - o_r is
+// Idle is asserted as a value with an interval that contains zero (the rule: "when Idle = g - o_s - o_r is
 // zero within its interval, report bottleneck processor"; the header: "with its interval"), not as an
 // invalid-but-bounded parameter.
 TEST_CASE("modern regime: the processor is the bottleneck, Idle = 0, g_ni hidden with a bound that holds",

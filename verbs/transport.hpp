@@ -7,8 +7,8 @@
 // Stores have two protocols, switched by size (describe() records the switch):
 //  - medium (payload up to one packet of the path MTU less the 64-byte frame): ONE SEND carrying the frame
 //    and its payload, inline when both fit the QP's inline data, so a small message with data costs one
-//    NI operation like a small AM (issue 8: the size axis must not hold a switch of the tool's making
-//    below the MTU). The receiver checks bulk_off/bulk_len against its segment before copying the
+//    NI operation like a small AM (the size axis must not hold a switch of the tool's making below
+//    the MTU). The receiver checks bulk_off/bulk_len against its segment before copying the
 //    payload there from the receive slot, then delivers the frame.
 //  - bulk (anything larger): the AM header is RDMA-written into a slot of the header ring the peer keeps
 //    for us, then the data is RDMA-written WITH IMM into the peer's segment (one chained post); the

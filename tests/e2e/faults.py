@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fault trials (issue 12, part 4): a rank SIGKILLed at a random point of a run, many times over.
+"""Fault trials: a rank SIGKILLed at a random point of a run, many times over.
 
 usage: faults.py LOGPBENCH SOURCE_DIR trials TRANSPORT COUNT [SEED] [-- EXTRA LOGPBENCH ARGS]
 TRANSPORT mpi runs the two ranks under scripts/mpirun-lab (the leader is MPI rank 0); there the survivor's

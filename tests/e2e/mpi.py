@@ -1,4 +1,4 @@
-"""--transport mpi (issue 11): every method over Open MPI under scripts/mpirun-lab (vader shared memory),
+"""--transport mpi: every method over Open MPI under scripts/mpirun-lab (vader shared memory),
 a 4-rank k-to-one, a rank killed mid-run, runs without a launcher refused, and the sizes where the peers'
 MPI tools go wrong (1 B, 4-6 KiB around Open MPI's eager/rendezvous switch, 64 KiB): no NaN, no negative
 value and no availability outside [0, 1], whatever the checks say (a failed check explains a figure left out

@@ -1,4 +1,4 @@
-"""--transport ofi (issue 25): the methods over every libfabric provider that runs on this host in local mode
+"""--transport ofi: the methods over every libfabric provider that runs on this host in local mode
 (tcp's msg endpoint, tcp;ofi_rxm, udp;ofi_rxd, shm), the three completion modes recorded, and the errors a user
 must be able to act on: an unknown provider (the message lists those fi_getinfo sees), a bad --ep, an endpoint
 type the provider lacks, and a peer killed mid-run (exit 3 within seconds, valid JSON).

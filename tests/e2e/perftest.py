@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""perftest's interface, end to end (issue 12): -a, --bench bw, --csv, `logpbench quick`, the progress
+"""perftest's interface, end to end: -a, --bench bw, --csv, `logpbench quick`, the progress
 line on a terminal, and bad input. Each subcommand is one ctest test.
 
 usage: perftest.py LOGPBENCH_BINARY SOURCE_DIR TEST [ARGS]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Soak (issue 12, part 4): a long flood of one-way AMs over a transport, and the counters of both ends
+"""Soak: a long flood of one-way AMs over a transport, and the counters of both ends
 compared frame for frame (the job's own check, "every frame sent was taken in", from meta.am.per_rank).
 
 usage: soak.py LOGPBENCH SOURCE_DIR run TRANSPORT MESSAGES [-- EXTRA LOGPBENCH ARGS]

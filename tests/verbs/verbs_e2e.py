@@ -160,7 +160,7 @@ def test_ranks():
     assert t["counters"]["bad_src"] == 0 and t["counters"]["bad_imm"] == 0, t["counters"]
     assert len(doc["meta"]["ranks"]) == 4, doc["meta"]["ranks"]
     print("pairs (4 ranks, 2 pairs):", json.dumps(doc.get("pairs", {}).get("spread")))
-    # Contention over verbs (Culler 3.5's K-to-1, issue 10's methods): the same code as on shm and DPDK,
+    # Contention over verbs (Culler 3.5's K-to-1): the same code as on shm and DPDK,
     # 3 requesters to one replier, each rank on its own QPs; functional in a TCG guest.
     out = os.path.join(TMP, "kto.json")
     run(["local", "-N", "4", "--bench", "k-to-one", "--round-seconds", "0.2", "--json", out] + BASE, timeout=600)
@@ -283,7 +283,7 @@ def test_peer_death():
     print(f"peer death noticed in {took:.2f} s: {doc['error']}")
 
 
-# A QP forced into the error state mid-run (issue 12, part 4): LOGPB_VERBS_FAULT (verbs/transport.hpp) moves
+# A QP forced into the error state mid-run: LOGPB_VERBS_FAULT (verbs/transport.hpp) moves
 # one rank's QP to IBV_QPS_ERR after its N-th send. The run must end within seconds, with exit class 3
 # (peer lost), an error naming the completion status (ibv_wc_status_str) and the QP's state, valid JSON
 # from the leader with status "failed" and the fault recorded in meta; and the other rank must end too.
