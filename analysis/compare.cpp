@@ -53,18 +53,30 @@ void add(std::vector<Quantity>& out, std::string param, const std::string& kind,
   q.size = size;
   q.unit = u;
   q.fig = std::move(f);
-  q.label = kind.empty() ? q.param : kind == "k" ? q.param + "(K=" + size_text(size) + ")" : q.param + "(" + size_text(size) + ")";
+  q.label = kind.empty()  ? q.param
+            : kind == "k" ? q.param + "(K=" + size_text(size) + ")"
+                          : q.param + "(" + size_text(size) + ")";
   out.push_back(std::move(q));
 }
 
 std::string fmt_value(double v, Unit u) {
   char b[64];
   switch (u) {
-    case Unit::ns: std::snprintf(b, sizeof b, "%.1f", v); break;
-    case Unit::ns_per_byte: std::snprintf(b, sizeof b, "%.4f", v); break;
-    case Unit::bytes: std::snprintf(b, sizeof b, "%.0f", v); break;
-    case Unit::gb_per_s: std::snprintf(b, sizeof b, "%.3f", v); break;
-    case Unit::ratio: std::snprintf(b, sizeof b, "%.3f", v); break;
+    case Unit::ns:
+      std::snprintf(b, sizeof b, "%.1f", v);
+      break;
+    case Unit::ns_per_byte:
+      std::snprintf(b, sizeof b, "%.4f", v);
+      break;
+    case Unit::bytes:
+      std::snprintf(b, sizeof b, "%.0f", v);
+      break;
+    case Unit::gb_per_s:
+      std::snprintf(b, sizeof b, "%.3f", v);
+      break;
+    case Unit::ratio:
+      std::snprintf(b, sizeof b, "%.3f", v);
+      break;
   }
   return b;
 }
@@ -92,11 +104,16 @@ std::string csv_num(double v) {
 
 const char* unit_name(Unit u) {
   switch (u) {
-    case Unit::ns: return "ns";
-    case Unit::ns_per_byte: return "ns/B";
-    case Unit::bytes: return "B";
-    case Unit::gb_per_s: return "GB/s";
-    case Unit::ratio: return "";
+    case Unit::ns:
+      return "ns";
+    case Unit::ns_per_byte:
+      return "ns/B";
+    case Unit::bytes:
+      return "B";
+    case Unit::gb_per_s:
+      return "GB/s";
+    case Unit::ratio:
+      return "";
   }
   return "";
 }
@@ -122,7 +139,8 @@ Figure figure_of(const json& p) {
   return f;
 }
 
-Figure difference(const Figure& base, const Figure& other, const std::string& base_name, const std::string& other_name) {
+Figure difference(const Figure& base, const Figure& other, const std::string& base_name,
+                  const std::string& other_name) {
   Figure d;
   if (!base.valid || !other.valid) {
     std::string why;
@@ -135,8 +153,10 @@ Figure difference(const Figure& base, const Figure& other, const std::string& ba
   // Independent runs: the half-widths add in quadrature (see the header).
   const Estimate e = analysis::difference(estimate(base), estimate(other));
   d.value = e.value;
-  if (std::isfinite(base.ci95) && std::isfinite(other.ci95)) d.ci95 = e.ci95;
-  else d.error = std::string("no interval: ") + (std::isfinite(base.ci95) ? other_name : base_name) + " gave none";
+  if (std::isfinite(base.ci95) && std::isfinite(other.ci95))
+    d.ci95 = e.ci95;
+  else
+    d.error = std::string("no interval: ") + (std::isfinite(base.ci95) ? other_name : base_name) + " gave none";
   return d;
 }
 
@@ -159,8 +179,10 @@ std::vector<Quantity> quantities(const json& doc, const ReadingOf& reading) {
     for (const auto& k : keys) {
       const json& p = doc["parameters"][k];
       if (!is_param(p)) continue;
-      if (k == "rtt" && pp_size > 0) add(out, k, "bytes", pp_size, Unit::ns, figure_of(p));
-      else add(out, k, "", 0, unit_of(k), figure_of(p));
+      if (k == "rtt" && pp_size > 0)
+        add(out, k, "bytes", pp_size, Unit::ns, figure_of(p));
+      else
+        add(out, k, "", 0, unit_of(k), figure_of(p));
     }
   }
   if (doc.contains("per_size") && doc["per_size"].is_array()) {
@@ -229,12 +251,14 @@ void check_result(const json& doc, const std::string& what) {
   const std::string schema = str(doc, "schema");
   if (schema.rfind("logpbench/", 0) != 0) {
     if (schema.rfind("logpbench-", 0) == 0)
-      throw Refused(what + ": a " + schema + " document, not a measured result (compare takes results of logpbench runs)");
+      throw Refused(what + ": a " + schema +
+                    " document, not a measured result (compare takes results of logpbench runs)");
     throw Refused(what + ": not a logpbench result (schema '" + schema + "', wanted logpbench/1)");
   }
   if (!doc.contains("meta") || !doc["meta"].is_object()) throw Refused(what + ": a logpbench result without 'meta'");
   if (!doc.contains("parameters") || !doc["parameters"].is_object())
-    throw Refused(what + ": a logpbench result without 'parameters' (status '" + str(doc, "status") + "'): nothing to compare");
+    throw Refused(what + ": a logpbench result without 'parameters' (status '" + str(doc, "status") +
+                  "'): nothing to compare");
 }
 
 std::vector<std::string> default_names(const std::vector<json>& docs) {
@@ -264,7 +288,8 @@ std::vector<std::string> parse_names(const std::string& list, std::size_t files)
   std::set<std::string> seen;
   for (const auto& x : names) {
     if (x.empty()) throw Refused("--names: an empty name");
-    if (x.find_first_of(" \t") != std::string::npos) throw Refused("--names: '" + x + "' has a space (names start each line)");
+    if (x.find_first_of(" \t") != std::string::npos)
+      throw Refused("--names: '" + x + "' has a space (names start each line)");
     if (!seen.insert(x).second) throw Refused("--names: '" + x + "' given twice");
   }
   return names;
@@ -275,8 +300,15 @@ std::vector<std::string> knob_warnings(const std::vector<json>& docs, const std:
   // (mpi-settings), and the transport, which is what a comparison is about (it is named in each line).
   // max_burst_time_effective_ns follows each run's own measured interruptions; max-burst-time, the knob,
   // is compared.
-  static const std::set<std::string> ignored = {"json", "csv", "quiet", "port", "connect-timeout", "timeout",
-                                                "link-timeout", "transport", "max_burst_time_effective_ns",
+  static const std::set<std::string> ignored = {"json",
+                                                "csv",
+                                                "quiet",
+                                                "port",
+                                                "connect-timeout",
+                                                "timeout",
+                                                "link-timeout",
+                                                "transport",
+                                                "max_burst_time_effective_ns",
                                                 "mpi-settings"};
   std::vector<std::string> w;
   if (docs.empty()) return w;
@@ -314,7 +346,8 @@ std::vector<std::string> knob_warnings(const std::vector<json>& docs, const std:
                   "may be the method's, not the interface's");
     for (const char* k : {"host", "cpu"}) {
       const std::string a = trim(str(m0, k)), b = trim(str(mi, k));
-      if (a != b) w.push_back(names[0] + " and " + names[i] + " ran on a different " + k + ": '" + a + "' vs '" + b + "'");
+      if (a != b)
+        w.push_back(names[0] + " and " + names[i] + " ran on a different " + k + ": '" + a + "' vs '" + b + "'");
     }
     if (str(m0, "version") != str(mi, "version"))
       w.push_back(names[0] + " and " + names[i] + " come from different logpbench versions: " + str(m0, "version") +
@@ -335,19 +368,23 @@ std::vector<std::string> harness_lines(const std::vector<json>& docs, const std:
   for (std::size_t i = 0; i < docs.size(); ++i) {
     const double s = share(docs[i], "send_ns"), r = share(docs[i], "recv_ns");
     if (!std::isfinite(s) || !std::isfinite(r)) {
-      out.push_back("harness " + names[i] + ": not recorded (a run older than meta.harness): its figures carry "
+      out.push_back("harness " + names[i] +
+                    ": not recorded (a run older than meta.harness): its figures carry "
                     "logpbench's AM layer by an unknown amount");
       continue;
     }
-    std::snprintf(buf, sizeof buf, "harness %s: logpbench's AM layer costs %.1f ns per send and %.1f ns per receive "
-                  "(meta.harness), inside its o_s and o_r", names[i].c_str(), s, r);
+    std::snprintf(buf, sizeof buf,
+                  "harness %s: logpbench's AM layer costs %.1f ns per send and %.1f ns per receive "
+                  "(meta.harness), inside its o_s and o_r",
+                  names[i].c_str(), s, r);
     out.push_back(buf);
     if (i == 0) continue;
     const double s0 = share(docs[0], "send_ns"), r0 = share(docs[0], "recv_ns");
     if (!std::isfinite(s0) || !std::isfinite(r0)) continue;
     auto differs = [](double a, double b) { return std::fabs(a - b) > std::max(2.0, 0.1 * std::max(a, b)); };
     if (differs(s, s0) || differs(r, r0)) {
-      std::snprintf(buf, sizeof buf, "harness %s vs %s: the AM layer's share differs by %+.1f ns per send and %+.1f ns "
+      std::snprintf(buf, sizeof buf,
+                    "harness %s vs %s: the AM layer's share differs by %+.1f ns per send and %+.1f ns "
                     "per receive: that much of o_s and o_r \"added\" is logpbench's, not the interface's",
                     names[i].c_str(), names[0].c_str(), s - s0, r - r0);
       out.push_back(buf);
@@ -390,7 +427,8 @@ std::string format_figure(const Figure& f, Unit u) {
       return "hidden, at most " + with_unit(fmt_value(f.upper_bound, u), u) + " (" + f.error + ")";
     return "n/a (" + f.error + ")";
   }
-  if (!std::isfinite(f.ci95)) return with_unit(fmt_value(f.value, u), u) + " (" + (f.error.empty() ? "no interval" : f.error) + ")";
+  if (!std::isfinite(f.ci95))
+    return with_unit(fmt_value(f.value, u), u) + " (" + (f.error.empty() ? "no interval" : f.error) + ")";
   return with_unit(fmt_value(f.value, u) + " ± " + fmt_value(f.ci95, u), u);
 }
 
@@ -411,24 +449,31 @@ json figure_json(const Figure& f, Unit u) {
 json pair_json(const Pair& p) {
   json rows = json::array();
   for (const auto& r : p.rows) {
-    json row = {{"quantity", r.a.label}, {"param", r.a.param}, {"unit", unit_name(r.a.unit)},
-                {p.a, figure_json(r.a.fig, r.a.unit)}, {p.b, figure_json(r.b.fig, r.b.unit)},
-                {"added", figure_json(r.added, r.a.unit)}, {"resolved", r.resolved}};
+    json row = {{"quantity", r.a.label},
+                {"param", r.a.param},
+                {"unit", unit_name(r.a.unit)},
+                {p.a, figure_json(r.a.fig, r.a.unit)},
+                {p.b, figure_json(r.b.fig, r.b.unit)},
+                {"added", figure_json(r.added, r.a.unit)},
+                {"resolved", r.resolved}};
     if (!r.a.size_kind.empty()) row[r.a.size_kind] = r.a.size;
     rows.push_back(row);
   }
-  return {{"baseline", p.a}, {"other", p.b}, {"rows", rows}, {"only_in_baseline", p.only_a}, {"only_in_other", p.only_b}};
+  return {
+      {"baseline", p.a}, {"other", p.b}, {"rows", rows}, {"only_in_baseline", p.only_a}, {"only_in_other", p.only_b}};
 }
 
 std::string csv(const std::vector<Pair>& pairs) {
-  std::string s = "baseline,other,quantity,param,size_kind,size,unit,baseline_value,baseline_ci95,baseline_note,"
-                  "other_value,other_ci95,other_note,added,added_ci95,added_note,resolved\n";
+  std::string s =
+      "baseline,other,quantity,param,size_kind,size,unit,baseline_value,baseline_ci95,baseline_note,"
+      "other_value,other_ci95,other_note,added,added_ci95,added_note,resolved\n";
   for (const auto& p : pairs)
     for (const auto& r : p.rows) {
       auto fig = [](const Figure& f) {
         const std::string note = f.valid ? f.error
-                                 : std::isfinite(f.upper_bound) ? "hidden, at most " + csv_num(f.upper_bound) + ": " + f.error
-                                                                : f.error;
+                                 : std::isfinite(f.upper_bound)
+                                     ? "hidden, at most " + csv_num(f.upper_bound) + ": " + f.error
+                                     : f.error;
         return csv_num(f.valid ? f.value : NAN) + "," + csv_num(f.valid ? f.ci95 : NAN) + "," + csv_field(note);
       };
       s += csv_field(p.a) + "," + csv_field(p.b) + "," + csv_field(r.a.label) + "," + csv_field(r.a.param) + "," +

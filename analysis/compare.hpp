@@ -41,7 +41,7 @@ struct Figure {
   double value = std::numeric_limits<double>::quiet_NaN();
   double ci95 = std::numeric_limits<double>::quiet_NaN();         // NaN: the run gave no interval
   double upper_bound = std::numeric_limits<double>::quiet_NaN();  // with !valid: at most this
-  std::string error;                                               // with !valid: why there is no value
+  std::string error;                                              // with !valid: why there is no value
 };
 // From {value_ns, ci95_ns} (or {value, ci95} for a ratio); null values keep error and upper_bound_ns.
 Figure figure_of(const nlohmann::json& p);
@@ -50,8 +50,8 @@ Figure difference(const Figure& base, const Figure& other, const std::string& ba
 
 // One comparable quantity of one result.
 struct Quantity {
-  std::string label;  // as printed: "o_s", "g(4096)", "availability_send(64)", "g(K=3)"
-  std::string param;  // without the size: "o_s", "g", "availability_send"
+  std::string label;      // as printed: "o_s", "g(4096)", "availability_send(64)", "g(K=3)"
+  std::string param;      // without the size: "o_s", "g", "availability_send"
   std::string size_kind;  // "" (top level), "bytes" or "k"
   double size = 0;
   Unit unit = Unit::ns;

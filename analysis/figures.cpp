@@ -61,7 +61,7 @@ Combined combine_runs(const std::vector<Param>& per_run) {
     c.min = c.max = std::nan("");
     return c;
   }
-  const Estimate between = mean_ci95(v);  // the runs' scatter
+  const Estimate between = mean_ci95(v);             // the runs' scatter
   const Estimate within = mean_of_independent(own);  // the runs' own intervals
   c.min = *std::min_element(v.begin(), v.end());
   c.max = *std::max_element(v.begin(), v.end());

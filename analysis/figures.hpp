@@ -21,7 +21,7 @@ struct Param {
   static Param invalid(std::string why, double raw = std::nan(""));
   // Not observable here, but known to be at most `bound` (e.g. the NI's gap hidden behind the processor).
   static Param hidden(std::string why, double bound, double bound_ci = 0);
-  double raw = std::nan("");  // the computed number even when invalid, for the record
+  double raw = std::nan("");          // the computed number even when invalid, for the record
   double upper_bound = std::nan("");  // with !valid: the parameter is at most this (JSON upper_bound_ns)
   std::string ci_method;              // how ci95 was computed, when it is not the obvious one
   Estimate estimate() const { return {value, ci95}; }

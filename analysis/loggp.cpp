@@ -46,7 +46,8 @@ GapFit fit_gap(const std::vector<double>& sizes, const std::vector<double>& gap,
   if (!f.G.valid) f.G = Param::invalid("the per-message time does not grow with size here: no G", lf.slope);
   if (f.g.valid && f.G.valid) {
     f.crossover.value = f.crossover.raw = f.g.value / f.G.value;
-    f.crossover.ci95 = f.crossover.value * std::sqrt(std::pow(f.g.ci95 / f.g.value, 2) + std::pow(f.G.ci95 / f.G.value, 2));
+    f.crossover.ci95 =
+        f.crossover.value * std::sqrt(std::pow(f.g.ci95 / f.g.value, 2) + std::pow(f.G.ci95 / f.G.value, 2));
     f.crossover.valid = true;
     f.crossover.note = "bytes at which G*n equals g (Bell et al.'s 'large message')";
   } else {
@@ -108,7 +109,8 @@ Bottleneck classify_flood(double gap, double gap_ci, const Param& o_s, const Par
   if (s || r) {
     b.stage = s && (!r || o_s.value >= o_r.value) ? kStageSend : kStageRecv;
     b.ni = Param::hidden("hidden: the flood runs at the " + b.stage + " (the overlap test's " +
-                             (b.stage == kStageSend ? "o_s" : "o_r") + " reaches the time per message), so the NI's "
+                             (b.stage == kStageSend ? "o_s" : "o_r") +
+                             " reaches the time per message), so the NI's "
                              "own gap is at most the flood's time",
                          gap);
   } else if (o_s.valid && o_r.valid) {
@@ -118,9 +120,10 @@ Bottleneck classify_flood(double gap, double gap_ci, const Param& o_s, const Par
     b.ni.valid = true;
     b.ni.note = "the NI's gap: both overheads stay below the flood's time per message";
   } else {
-    b.ni = Param::hidden("the overheads are unknown at this size, so the flood cannot tell the NI's gap from an "
-                         "overhead; the NI's gap is at most the flood's time",
-                         gap);
+    b.ni = Param::hidden(
+        "the overheads are unknown at this size, so the flood cannot tell the NI's gap from an "
+        "overhead; the NI's gap is at most the flood's time",
+        gap);
   }
   return b;
 }
@@ -145,11 +148,13 @@ NaiveBulk fit_naive_bulk(const std::vector<double>& sizes, const std::vector<dou
   b.T0.ci95 = T0_ci;
   // Culler et al. section 4: T_0 is only a fitting constant; a negative one shows the model does not hold.
   if (lf.intercept < 0) {
-    b.T0 = Param::invalid("T_0 of the naive fit is negative: T(n) is not linear in n and T_0 means nothing", lf.intercept);
+    b.T0 =
+        Param::invalid("T_0 of the naive fit is negative: T(n) is not linear in n and T_0 means nothing", lf.intercept);
     b.warning = b.T0.note;
   } else {
     b.T0.valid = true;
-    b.T0.note = "intercept of T(n) = T_0 + n / R_inf: a fitting constant, not a start-up cost (Culler et al. section 4)";
+    b.T0.note =
+        "intercept of T(n) = T_0 + n / R_inf: a fitting constant, not a start-up cost (Culler et al. section 4)";
   }
   return b;
 }
@@ -181,8 +186,9 @@ LogGPFromPLogP plogp_to_loggp(std::uint32_t m, const PLogPPoint& x, const PLogPP
     // RTT(0) exceeds RTT(m) by more than g(0): the two round trips were not timed alike (a cold start,
     // interruptions), since m more bytes never make a round trip faster. Bounded by RTT(m), as g(0) is at
     // most RTT(0) (a saturation of one message is a round trip).
-    const std::string why = "g(m) = RTT(m) - RTT(0) + g(0) is negative: RTT(0) exceeds RTT(m) by more than g(0), "
-                            "so the two round trips were not timed under the same conditions";
+    const std::string why =
+        "g(m) = RTT(m) - RTT(0) + g(0) is negative: RTT(0) exceeds RTT(m) by more than g(0), "
+        "so the two round trips were not timed under the same conditions";
     d.g = Param::hidden(why, x.rtt, x.rtt_ci);
     d.g.raw = gap(x);
     if (m > 0) {

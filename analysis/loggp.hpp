@@ -13,8 +13,8 @@
 namespace logpb::analysis {
 
 struct GapFit {
-  Param g, G;         // G in ns per byte
-  Param crossover;    // bytes where G*n equals g (Bell's 'large message' size), in value_ns as bytes
+  Param g, G;                       // G in ns per byte
+  Param crossover;                  // bytes where G*n equals g (Bell's 'large message' size), in value_ns as bytes
   std::vector<double> large_sizes;  // the sizes the G fit used
 };
 // sizes ascending; gap[i] the per-message time at sizes[i] (ns); ci[i] its half-width (may be NaN).

@@ -114,7 +114,10 @@ FixedPoint close_injection(const Network& net, double s, double T, double q, dou
   }
   for (fp.iterations = 0; fp.iterations < 200; ++fp.iterations) {
     const double mid = 0.5 * (lo + hi);
-    if (f(mid) > 0) hi = mid; else lo = mid;
+    if (f(mid) > 0)
+      hi = mid;
+    else
+      lo = mid;
     if (hi - lo <= 1e-13 * hi) break;
   }
   finish(0.5 * (lo + hi));
@@ -200,7 +203,6 @@ OneToK one_to_k(const LogGP& p, int K) {
   return r;
 }
 
-
 // ---- a measured run's predictions ----------------------------------------------------------------------
 
 using json = nlohmann::json;
@@ -256,9 +258,11 @@ json synchronous(const RunParameters& in, const Setting& st) {
             {"logpc", predicted(in, [&](const LogGP& p) { return sync(p).logpc; })},
             {"injection_per_us", std::isfinite(r.fp.m_c) ? json(r.fp.m_c * 1e3) : json(nullptr)},
             {"rho", finite_or_null(r.fp.rho)},
-            {"converged", r.fp.converged}, {"iterations", r.fp.iterations},
-            {"formula", "LogP 2(o_s+L+o_r); LoPC + C_r, C_r = o_r+o_s (the paper's approximation of LoPC, no MVA); "
-                        "LoGPC + 2 C_n, C_n from eq. 7 closed with 2 messages and 2 C_n per iteration"}};
+            {"converged", r.fp.converged},
+            {"iterations", r.fp.iterations},
+            {"formula",
+             "LogP 2(o_s+L+o_r); LoPC + C_r, C_r = o_r+o_s (the paper's approximation of LoPC, no MVA); "
+             "LoGPC + 2 C_n, C_n from eq. 7 closed with 2 messages and 2 C_n per iteration"}};
   if (!r.fp.note.empty()) j["note"] = r.fp.note;
   return j;
 }
@@ -272,14 +276,17 @@ json asynchronous(const RunParameters& in, const Setting& st) {
             {"C_n", predicted(in, [&](const LogGP& p) { return async(p).C_n; })},
             {"saturated", r.saturated},
             {"rho", finite_or_null(r.open.rho)},
-            {"formula", "LogP max(g, o_s+o_r) per message; LoGPC the same, C_n (open model, m = 1/that) is added latency, "
-                        "unless the open rate saturates the network: then the closed fixed point, sends block"}};
+            {"formula",
+             "LogP max(g, o_s+o_r) per message; LoGPC the same, C_n (open model, m = 1/that) is added latency, "
+             "unless the open rate saturates the network: then the closed fixed point, sends block"}};
   if (r.saturated) j["note"] = r.open.note;
   return j;
 }
 
 json long_messages(const RunParameters& in, const Setting& st) {
-  auto lng = [&](const LogGP& p) { return long_all_to_all(p, st.net, st.bytes, st.channel_known() ? st.channel : kNaN); };
+  auto lng = [&](const LogGP& p) {
+    return long_all_to_all(p, st.net, st.bytes, st.channel_known() ? st.channel : kNaN);
+  };
   const auto r = lng(in.loggp());
   return {{"bytes", st.bytes},
           {"T", predicted(in, [&](const LogGP& p) { return lng(p).T; })},
@@ -290,7 +297,9 @@ json long_messages(const RunParameters& in, const Setting& st) {
 }  // namespace
 
 json all_to_all_predictions(const RunParameters& in, const Setting& st) {
-  return {{"synchronous", synchronous(in, st)}, {"asynchronous", asynchronous(in, st)}, {"long_message", long_messages(in, st)}};
+  return {{"synchronous", synchronous(in, st)},
+          {"asynchronous", asynchronous(in, st)},
+          {"long_message", long_messages(in, st)}};
 }
 
 json k_to_one_predictions(const RunParameters& in, int kmax) {
@@ -298,11 +307,13 @@ json k_to_one_predictions(const RunParameters& in, int kmax) {
   for (int K = 1; K <= kmax; ++K) {
     const auto r = k_to_one(in.loggp(), K);
     kto.push_back({{"k", K},
-                   {"logp", {{"g", predicted(in, [&](const LogGP& p) { return k_to_one(p, K).g_k; })},
-                             {"ratio", finite_or_null(r.ratio)},
-                             {"replier_bound", r.replier_bound}}},
-                   {"logpc", {{"g", predicted(in, [&](const LogGP& p) { return k_to_one(p, K).g_k; })},
-                              {"queueing", predicted(in, [&](const LogGP& p) { return k_to_one(p, K).queueing; })}}}});
+                   {"logp",
+                    {{"g", predicted(in, [&](const LogGP& p) { return k_to_one(p, K).g_k; })},
+                     {"ratio", finite_or_null(r.ratio)},
+                     {"replier_bound", r.replier_bound}}},
+                   {"logpc",
+                    {{"g", predicted(in, [&](const LogGP& p) { return k_to_one(p, K).g_k; })},
+                     {"queueing", predicted(in, [&](const LogGP& p) { return k_to_one(p, K).queueing; })}}}});
   }
   return kto;
 }
@@ -310,14 +321,16 @@ json k_to_one_predictions(const RunParameters& in, int kmax) {
 json one_to_k_predictions(const RunParameters& in, int kmax) {
   json otk = json::array();
   for (int K = 1; K <= kmax; ++K)
-    otk.push_back({{"k", K}, {"g", predicted(in, [&](const LogGP& p) { return one_to_k(p, K).g_k; })},
+    otk.push_back({{"k", K},
+                   {"g", predicted(in, [&](const LogGP& p) { return one_to_k(p, K).g_k; })},
                    {"gain", std::isfinite(one_to_k(in.loggp(), K).gain) ? json(1.0) : json(nullptr)}});
   return otk;
 }
 
 const char* const kKToOneFormula =
     "LogP: g(K) = max(g1, K max(g, o_r+o_s)), g1 = max(g, o_s+o_r): ratio K once the replier binds (Culler 3.5). "
-    "LoGPC adds no gap (an endpoint hot spot, not uniform network traffic); it adds queueing latency (K-1) max(g, o_r+o_s)";
+    "LoGPC adds no gap (an endpoint hot spot, not uniform network traffic); it adds queueing latency (K-1) max(g, "
+    "o_r+o_s)";
 
 json all_to_all_by_bytes(const RunParameters& in, const Setting& st) {
   json curve = json::array();
@@ -326,9 +339,13 @@ json all_to_all_by_bytes(const RunParameters& in, const Setting& st) {
     const auto sy = sync_all_to_all(in.loggp(), st.net, sb);
     const auto as = async_all_to_all(in.loggp(), st.net, sb);
     const auto lg = long_all_to_all(in.loggp(), st.net, b, st.channel_known() ? st.channel : kNaN);
-    curve.push_back({{"bytes", b}, {"sync_logp_ns", finite_or_null(sy.logp)}, {"sync_lopc_ns", finite_or_null(sy.lopc)},
-                     {"sync_logpc_ns", finite_or_null(sy.logpc)}, {"async_logp_ns", finite_or_null(as.logp)},
-                     {"async_logpc_ns", finite_or_null(as.logpc)}, {"long_T_ns", finite_or_null(lg.T)},
+    curve.push_back({{"bytes", b},
+                     {"sync_logp_ns", finite_or_null(sy.logp)},
+                     {"sync_lopc_ns", finite_or_null(sy.lopc)},
+                     {"sync_logpc_ns", finite_or_null(sy.logpc)},
+                     {"async_logp_ns", finite_or_null(as.logp)},
+                     {"async_logpc_ns", finite_or_null(as.logpc)},
+                     {"long_T_ns", finite_or_null(lg.T)},
                      {"long_T_c_ns", finite_or_null(lg.T_c)}});
   }
   return curve;

@@ -21,11 +21,11 @@ namespace logpb::analysis::logpc {
 
 // ---- the network ------------------------------------------------------------------------------------
 struct Network {
-  std::string topology;        // "crossbar" or "kary"
-  int k = 0, n = 1;            // radix and dimension (crossbar: nodes, 1)
-  bool torus = false;          // end-around connections
-  bool bidirectional = true;   // two physical channels per link, one per direction (eq. 4's factor 2)
-  double k_d = 1;              // average distance travelled in each dimension
+  std::string topology;       // "crossbar" or "kary"
+  int k = 0, n = 1;           // radix and dimension (crossbar: nodes, 1)
+  bool torus = false;         // end-around connections
+  bool bidirectional = true;  // two physical channels per link, one per direction (eq. 4's factor 2)
+  double k_d = 1;             // average distance travelled in each dimension
   long nodes = 0;
 };
 
@@ -61,14 +61,14 @@ double saturation_rate(const Network& net, double s);
 // rises to the saturation rate, so there is exactly one root below min(q/T, m_sat), found by bisection.
 // With c = 0 the model is open (Agarwal's constant rate m = q/T): saturated if that rate reaches m_sat.
 struct FixedPoint {
-  double m_c = 0;      // injection rate with contention
-  double C_n = 0;      // contention per message at m_c (eq. 6)
-  double rho = 0;      // channel utilisation at m_c (eq. 4)
-  double T_c = 0;      // the iteration with contention, T + c C_n (= q / m_c)
+  double m_c = 0;  // injection rate with contention
+  double C_n = 0;  // contention per message at m_c (eq. 6)
+  double rho = 0;  // channel utilisation at m_c (eq. 4)
+  double T_c = 0;  // the iteration with contention, T + c C_n (= q / m_c)
   bool converged = false;
   bool saturated = false;  // open model only: the rate q/T drives rho to 1, no finite C_n exists
   int iterations = 0;
-  std::string note;        // in words, when not converged or saturated
+  std::string note;  // in words, when not converged or saturated
 };
 FixedPoint close_injection(const Network& net, double s, double T, double q, double c);
 
@@ -138,7 +138,6 @@ struct OneToK {
   double g_k = 0, gain = 0;
 };
 OneToK one_to_k(const LogGP& p, int K);
-
 
 // ---- a measured run's predictions (logpbench model) -----------------------------------------------------
 // The run's LogGP parameters in kParameterKeys' order, each with its 95% half-width; NaN when the run lacks

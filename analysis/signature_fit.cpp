@@ -49,7 +49,8 @@ SendOnly send_only_cost(const Curve& c_all, double tolerance) {
   // is wider. A loose tolerance takes in the first transition point and biases o_s up. Points before
   // the cheapest that cost more (a cold first message) are skipped.
   const std::size_t head = std::min<std::size_t>(n, 4);
-  const auto best = static_cast<std::size_t>(std::min_element(c.cost_ns.begin(), c.cost_ns.begin() + head) - c.cost_ns.begin());
+  const auto best =
+      static_cast<std::size_t>(std::min_element(c.cost_ns.begin(), c.cost_ns.begin() + head) - c.cost_ns.begin());
   const double m = c.cost_ns[best];
   const double band = std::max(tolerance * m, 2 * safe_ci(c.ci95_ns[best], m));
   double sum = 0, var = 0;
@@ -114,7 +115,8 @@ Steady steady_state_cost(const Curve& c_all) {
   if (b >= a + 2) {
     auto slope = [&](std::size_t i, std::size_t j, double& var) {
       const double ti = c.M[i] * c.cost_ns[i], tj = c.M[j] * c.cost_ns[j];
-      const double si = safe_ci(c.ci95_ns[i], c.cost_ns[i]) * c.M[i] / 1.96, sj = safe_ci(c.ci95_ns[j], c.cost_ns[j]) * c.M[j] / 1.96;
+      const double si = safe_ci(c.ci95_ns[i], c.cost_ns[i]) * c.M[i] / 1.96,
+                   sj = safe_ci(c.ci95_ns[j], c.cost_ns[j]) * c.M[j] / 1.96;
       var = (si * si + sj * sj) / ((c.M[j] - c.M[i]) * (c.M[j] - c.M[i]));
       return (tj - ti) / (c.M[j] - c.M[i]);
     };
@@ -123,8 +125,9 @@ Steady steady_state_cost(const Curve& c_all) {
     const double allowed = std::max(0.05 * std::fabs(f.slope), 1.96 * std::sqrt(v1 + v2));
     r.reached = std::fabs(s2 - s1) <= allowed;
     char buf[200];
-    std::snprintf(buf, sizeof buf, "slope of T(M) %.1f ns over M = %g..%g, %.1f ns over M = %g..%g (allowed difference %.1f ns)",
-                  s1, c.M[a], c.M[m], s2, c.M[m], c.M[b], allowed);
+    std::snprintf(buf, sizeof buf,
+                  "slope of T(M) %.1f ns over M = %g..%g, %.1f ns over M = %g..%g (allowed difference %.1f ns)", s1,
+                  c.M[a], c.M[m], s2, c.M[m], c.M[b], allowed);
     r.detail = buf;
   } else {
     r.reached = false;  // too few points to tell
@@ -162,7 +165,8 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
   fit.steady_M = st.used_M;
   fit.checks.push_back({"steady state reached at Delta = 0", st.reached,
                         st.reached ? st.detail
-                                   : "the issue time still bends over the largest M: the curve is in its transition (" + st.detail + ")"});
+                                   : "the issue time still bends over the largest M: the curve is in its transition (" +
+                                         st.detail + ")"});
   fit.checks.push_back({"send-only regime seen", so.used_M.size() >= 2,
                         so.used_M.size() >= 2 ? "" : "only one point in the send-only plateau: o_s rests on it alone"});
 
@@ -195,7 +199,8 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
     std::vector<const DeltaFit*> raised;
     for (const auto& d : fit.per_delta)
       if (d.o_r.valid) raised.push_back(&d);
-    std::sort(raised.begin(), raised.end(), [](const DeltaFit* a, const DeltaFit* b) { return a->o_r.value < b->o_r.value; });
+    std::sort(raised.begin(), raised.end(),
+              [](const DeltaFit* a, const DeltaFit* b) { return a->o_r.value < b->o_r.value; });
     const std::size_t mid = raised.size() / 2;
     double v, ci;
     if (raised.size() % 2) {
@@ -210,7 +215,8 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
       fit.o_r.value = fit.o_r.raw = v;
       fit.o_r.ci95 = ci;
       fit.o_r.valid = true;
-      fit.o_r.note = "g' - Delta - o_s: median over " + std::to_string(k) + " Delta curve(s) that raised the steady state";
+      fit.o_r.note =
+          "g' - Delta - o_s: median over " + std::to_string(k) + " Delta curve(s) that raised the steady state";
     } else {
       fit.o_r = Param::invalid("g' - Delta - o_s is not positive: the Delta curves and o_s disagree", v);
     }
@@ -233,7 +239,8 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
 
   if (fit.rtt.valid && fit.o_s.valid && fit.o_r.valid) {
     const double v = fit.rtt.value / 2 - fit.o_s.value - fit.o_r.value;
-    const double ci = std::sqrt(fit.rtt.ci95 * fit.rtt.ci95 / 4 + fit.o_s.ci95 * fit.o_s.ci95 + fit.o_r.ci95 * fit.o_r.ci95);
+    const double ci =
+        std::sqrt(fit.rtt.ci95 * fit.rtt.ci95 / 4 + fit.o_s.ci95 * fit.o_s.ci95 + fit.o_r.ci95 * fit.o_r.ci95);
     if (v >= 0) {
       fit.L.value = fit.L.raw = v;
       fit.L.ci95 = ci;
@@ -275,37 +282,45 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
   // requester spends per pair, so the requester idles waiting for replies with the NI not the cause.
   const double own = fit.o_s.valid && fit.o_r.valid ? fit.o_s.value + fit.o_r.value : NAN;
   const double own_ci = fit.o_s.valid && fit.o_r.valid ? std::hypot(fit.o_s.ci95, fit.o_r.ci95) : 0;
-  const bool replier_bound = fit.g.valid && fit.replier.valid &&
-                             fit.replier.value >= fit.g.value - std::max(0.05 * fit.g.value, fit.g.ci95 + fit.replier.ci95) &&
-                             (!std::isfinite(own) || fit.replier.value > 1.1 * own + own_ci + fit.replier.ci95);
+  const bool replier_bound =
+      fit.g.valid && fit.replier.valid &&
+      fit.replier.value >= fit.g.value - std::max(0.05 * fit.g.value, fit.g.ci95 + fit.replier.ci95) &&
+      (!std::isfinite(own) || fit.replier.value > 1.1 * own + own_ci + fit.replier.ci95);
   if (!fit.g.valid) {
     fit.g_ni = Param::invalid("no steady state: " + fit.g.note);
   } else if (capacity) {
     fit.bottleneck = kBottleneckCapacity;
     char buf[240];
-    std::snprintf(buf, sizeof buf, "hidden: the steady state is the capacity bound RTT / W = %.1f ns (W = %d requests "
-                  "per round trip); the NI's gap is at most the steady-state cost. A larger --window would show more", cap, window);
+    std::snprintf(buf, sizeof buf,
+                  "hidden: the steady state is the capacity bound RTT / W = %.1f ns (W = %d requests "
+                  "per round trip); the NI's gap is at most the steady-state cost. A larger --window would show more",
+                  cap, window);
     fit.g_ni = Param::hidden(buf, fit.g.value, fit.g.ci95);
   } else if (replier_bound) {
     fit.bottleneck = kBottleneckReplier;
     char buf[320];
-    std::snprintf(buf, sizeof buf, "hidden: the replier's own service time, %.1f ns per request (its o_r + handler + o_s, "
+    std::snprintf(buf, sizeof buf,
+                  "hidden: the replier's own service time, %.1f ns per request (its o_r + handler + o_s, "
                   "as it timed it), is the steady state; the requester spends %.1f ns per pair, so it waits for the "
-                  "replier (Culler et al. 3.5). The NI's gap is at most the steady-state cost", fit.replier.value, own);
+                  "replier (Culler et al. 3.5). The NI's gap is at most the steady-state cost",
+                  fit.replier.value, own);
     fit.g_ni = Param::hidden(buf, fit.g.value, fit.g.ci95);
   } else if (processor) {
     fit.bottleneck = kBottleneckProcessor;
     fit.idle.note = "zero within its interval: the processor (o_s + o_r per request) is the bottleneck";
-    fit.g_ni = Param::hidden("hidden: Idle = g - o_s - o_r is zero, so the steady state is the processor's o_s + o_r "
-                             "(Culler et al. section 5: 'the gap is equal to o_s + o_r'); the NI's own gap is at most this",
-                             fit.g.value, fit.g.ci95);
+    fit.g_ni = Param::hidden(
+        "hidden: Idle = g - o_s - o_r is zero, so the steady state is the processor's o_s + o_r "
+        "(Culler et al. section 5: 'the gap is equal to o_s + o_r'); the NI's own gap is at most this",
+        fit.g.value, fit.g.ci95);
   } else if (fit.idle.valid) {
     fit.bottleneck = kBottleneckNI;
     fit.g_ni = fit.g;
     fit.g_ni.note = "the NI's gap: Idle > 0, so the processor waits for the NI in the steady state";
   } else {
-    fit.g_ni = Param::hidden("o_r unknown, so Idle = g - o_s - o_r cannot tell the NI from the processor; the NI's gap "
-                             "is at most the steady-state cost", fit.g.value, fit.g.ci95);
+    fit.g_ni = Param::hidden(
+        "o_r unknown, so Idle = g - o_s - o_r cannot tell the NI from the processor; the NI's gap "
+        "is at most the steady-state cost",
+        fit.g.value, fit.g.ci95);
   }
   // A time cannot be negative, whatever the bottleneck. A difference below zero within its interval (the
   // Idle >= 0 check's allowance) is reported as 0, its arithmetic kept in raw_value_ns; one below zero
@@ -317,7 +332,8 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
       fit.idle.note += " (g - o_s - o_r came out negative within its interval; its value is in raw_value_ns)";
     } else {
       char buf[240];
-      std::snprintf(buf, sizeof buf, "g - o_s - o_r = %.1f +- %.1f ns, below zero beyond its interval: the o_s + o_r "
+      std::snprintf(buf, sizeof buf,
+                    "g - o_s - o_r = %.1f +- %.1f ns, below zero beyond its interval: the o_s + o_r "
                     "measured here exceed the steady state, which LogP does not allow (see the check Idle >= 0)",
                     fit.idle.raw, fit.idle.ci95);
       fit.idle = Param::invalid(buf, fit.idle.raw);
@@ -340,11 +356,20 @@ void to_json(nlohmann::json& j, const SignatureFit& f) {
   nlohmann::json pd = nlohmann::json::array();
   for (const auto& d : f.per_delta)
     pd.push_back({{"delta_ns", d.delta_ns}, {"steady_ns", d.steady}, {"raised", d.raised}, {"o_r", d.o_r}});
-  j = {{"o_s", f.o_s},         {"o_r", f.o_r},     {"g", f.g},          {"L", f.L},
-       {"rtt", f.rtt},         {"idle", f.idle},   {"g_ni", f.g_ni},    {"bottleneck", f.bottleneck},
+  j = {{"o_s", f.o_s},
+       {"o_r", f.o_r},
+       {"g", f.g},
+       {"L", f.L},
+       {"rtt", f.rtt},
+       {"idle", f.idle},
+       {"g_ni", f.g_ni},
+       {"bottleneck", f.bottleneck},
        {"replier_service", f.replier},
-       {"window", f.window},   {"send_only_M", f.send_only_M},         {"steady_M", f.steady_M},
-       {"per_delta", pd},      {"checks", f.checks}};
+       {"window", f.window},
+       {"send_only_M", f.send_only_M},
+       {"steady_M", f.steady_M},
+       {"per_delta", pd},
+       {"checks", f.checks}};
 }
 
 }  // namespace logpb::analysis

@@ -57,9 +57,9 @@ inline constexpr const char* kBottleneckReplier = "replier";
 
 struct SignatureFit {
   Param o_s, o_r, g, L, rtt;
-  Param idle;      // g - o_s - o_r (Culler 3.1), with its interval
-  Param g_ni;      // the NI's own gap: = g when the NI is the bottleneck, else hidden with upper_bound g
-  Param replier;   // the replier's busy time per request, as it timed it (Culler et al. 3.5's turnaround)
+  Param idle;              // g - o_s - o_r (Culler 3.1), with its interval
+  Param g_ni;              // the NI's own gap: = g when the NI is the bottleneck, else hidden with upper_bound g
+  Param replier;           // the replier's busy time per request, as it timed it (Culler et al. 3.5's turnaround)
   std::string bottleneck;  // one of the kBottleneck* names ("" when g itself is unknown)
   int window = 0;          // the AM window W the run used (0: unknown: no capacity test)
   std::vector<double> send_only_M, steady_M;
@@ -73,7 +73,8 @@ void to_json(nlohmann::json& j, const SignatureFit& f);
 // replier: the replier's own service time per request (invalid: not measured); a steady state it reaches,
 // clearly above the requester's o_s + o_r, is the replier's (bottleneck "replier"), not the NI's.
 SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, double raise_threshold = 1.2,
-                           int window = 0, const Param& replier = Param::invalid("the replier's service time was not measured"));
+                           int window = 0,
+                           const Param& replier = Param::invalid("the replier's service time was not measured"));
 
 // The automatic Delta grid: factors x g, rounded to 10 ns.
 std::vector<double> auto_deltas(double g_ns, const std::vector<double>& factors);

@@ -41,21 +41,25 @@ bool with_method(std::string_view name, F&& f) {
 template <class L>
 inline constexpr bool link_has_bulk = BulkTransport<std::remove_cvref_t<decltype(std::declval<L&>().transport())>>;
 template <class M, class L>
-inline constexpr bool can_run = (!M::needs.bulk || link_has_bulk<L>) && (!M::needs.get || link_has_bulk<L>) &&
-                                (!M::needs.local_completion || L::has_local_completion);
+inline constexpr bool can_run = (!M::needs.bulk || link_has_bulk<L>)&&(!M::needs.get ||
+                                                                       link_has_bulk<L>)&&(!M::needs.local_completion ||
+                                                                                           L::has_local_completion);
 
 template <class M, class L>
 [[noreturn]] void refuse_transport() {
   std::string what;
-  if (M::needs.bulk && !link_has_bulk<L>) what = "bulk transfers (store and get)";
-  else what = "local completion of a send (what Bell et al.'s flood and Doerfler & Brightwell's loop wait for)";
+  if (M::needs.bulk && !link_has_bulk<L>)
+    what = "bulk transfers (store and get)";
+  else
+    what = "local completion of a send (what Bell et al.'s flood and Doerfler & Brightwell's loop wait for)";
   throw UsageError(std::string("--bench ") + M::name + " needs " + what + ", which this transport lacks");
 }
 
 // The one repetition loop: --runs runs of M, each recorded in runs[k] (checkpointed while it runs), and
 // after each the parameters, per-size tables and checks rebuilt from every run so far.
 template <class M, class L>
-void repeat_method(L& link, methods::ClientState& st, const Clock& clock, const Options& o, ResultsDoc& doc, Progress& progress) {
+void repeat_method(L& link, methods::ClientState& st, const Clock& clock, const Options& o, ResultsDoc& doc,
+                   Progress& progress) {
   if constexpr (!can_run<M, L>) {
     refuse_transport<M, L>();
   } else {
@@ -87,12 +91,16 @@ void repeat_method(L& link, methods::ClientState& st, const Clock& clock, const 
 
 // The chosen method on one link (requester -> replier).
 template <class L>
-void run_methods(L link, methods::ClientState& st, const Clock& clock, const Options& o, ResultsDoc& doc, Progress& progress) {
+void run_methods(L link, methods::ClientState& st, const Clock& clock, const Options& o, ResultsDoc& doc,
+                 Progress& progress) {
   const MethodInfo* info = find_method(o.bench);
   if (!info) throw UsageError("--bench " + o.bench + ": no such method (" + method_names(", ", " or ") + ")");
-  doc.j["meta"]["method"] = {{"name", info->name}, {"summary", info->summary}, {"plot", info->plot},
-                             {"needs", {{"bulk", info->needs.bulk}, {"get", info->needs.get},
-                                        {"local_completion", info->needs.local_completion}}}};
+  doc.j["meta"]["method"] = {
+      {"name", info->name},
+      {"summary", info->summary},
+      {"plot", info->plot},
+      {"needs",
+       {{"bulk", info->needs.bulk}, {"get", info->needs.get}, {"local_completion", info->needs.local_completion}}}};
   if (!doc.j.contains("runs")) doc.j["runs"] = nlohmann::json::array();
   with_method(o.bench, [&]<class M>() {
     if constexpr (M::scope == Scope::job)

@@ -48,12 +48,11 @@ int run_compare(int argc, const char* const* argv) {
   std::vector<std::string> paths;
   std::string names_list, json_out, csv_out;
   po::options_description opts("logpbench compare A.json B.json [C.json …] [--names a,b,…] [--json OUT] [--csv OUT]");
-  opts.add_options()
-      ("help,h", "this text")
-      ("names", po::value(&names_list), "one name per file, comma-separated (default: each run's transport when "
-                                        "unique, else transport-bench, else A, B, …)")
-      ("json", po::value(&json_out), "write the comparison here (atomically); scripts/report draws it")
-      ("csv", po::value(&csv_out), "write the same table as CSV");
+  opts.add_options()("help,h", "this text")("names", po::value(&names_list),
+                                            "one name per file, comma-separated (default: each run's transport when "
+                                            "unique, else transport-bench, else A, B, …)")(
+      "json", po::value(&json_out), "write the comparison here (atomically); scripts/report draws it")(
+      "csv", po::value(&csv_out), "write the same table as CSV");
   po::options_description hidden;
   hidden.add_options()("result", po::value(&paths)->composing());
   po::options_description all;
@@ -65,23 +64,27 @@ int run_compare(int argc, const char* const* argv) {
     po::store(po::command_line_parser(argc - 1, argv + 1).options(all).positional(pos).run(), vm);
     po::notify(vm);
     if (vm.count("help")) {
-      std::cout << opts << "\nThe first file is the baseline. For every other file, each parameter both share (o_s, o_r, g, L,\n"
-                           "rtt, G, … and the per-size figures: g(m), T(n), BW(n), availability, …) as one line:\n"
-                           "  <a>-vs-<b> <param>: <a> X ± a, <b> Y ± b, added Z ± c\n"
-                        << kIntervals
-                        << "Warns when the runs differ in a knob that changes a figure (meta.flags) or in host/CPU.\n"
-                           "Exit 2: fewer than two files, a file that is not a logpbench result, or runs sharing no parameter.\n";
+      std::cout
+          << opts
+          << "\nThe first file is the baseline. For every other file, each parameter both share (o_s, o_r, g, L,\n"
+             "rtt, G, … and the per-size figures: g(m), T(n), BW(n), availability, …) as one line:\n"
+             "  <a>-vs-<b> <param>: <a> X ± a, <b> Y ± b, added Z ± c\n"
+          << kIntervals
+          << "Warns when the runs differ in a knob that changes a figure (meta.flags) or in host/CPU.\n"
+             "Exit 2: fewer than two files, a file that is not a logpbench result, or runs sharing no parameter.\n";
       return 0;
     }
     if (paths.size() < 2)
-      throw cmp::Refused("compare needs at least two results (the first is the baseline), got " + std::to_string(paths.size()));
+      throw cmp::Refused("compare needs at least two results (the first is the baseline), got " +
+                         std::to_string(paths.size()));
     std::vector<json> docs;
     for (const auto& p : paths) docs.push_back(load_result(p));
     const std::vector<std::string> names =
         vm.count("names") ? cmp::parse_names(names_list, docs.size()) : cmp::default_names(docs);
 
     std::vector<cmp::Pair> pairs;
-    for (std::size_t i = 1; i < docs.size(); ++i) pairs.push_back(cmp::compare_pair(docs[0], docs[i], names[0], names[i], compare_reading));
+    for (std::size_t i = 1; i < docs.size(); ++i)
+      pairs.push_back(cmp::compare_pair(docs[0], docs[i], names[0], names[i], compare_reading));
     const auto warnings = cmp::knob_warnings(docs, names);
     const auto harness = cmp::harness_lines(docs, names);
 
@@ -110,7 +113,8 @@ int run_compare(int argc, const char* const* argv) {
           for (const auto& x : v) s += (s.empty() ? "" : ", ") + x;
           return s.empty() ? std::string("-") : s;
         };
-        std::printf("# only in %s: %s; only in %s: %s\n", p.a.c_str(), list(p.only_a).c_str(), p.b.c_str(), list(p.only_b).c_str());
+        std::printf("# only in %s: %s; only in %s: %s\n", p.a.c_str(), list(p.only_a).c_str(), p.b.c_str(),
+                    list(p.only_b).c_str());
       }
     }
 
@@ -120,15 +124,21 @@ int run_compare(int argc, const char* const* argv) {
       out["status"] = "complete";
       out["version"] = version_string();
       out["baseline"] = names[0];
-      out["ci_method"] = "95% half-widths; a difference is other - baseline, its half-width the runs' half-widths "
-                         "combined in quadrature (independent runs)";
+      out["ci_method"] =
+          "95% half-widths; a difference is other - baseline, its half-width the runs' half-widths "
+          "combined in quadrature (independent runs)";
       out["runs"] = json::array();
       for (std::size_t i = 0; i < docs.size(); ++i) {
         const json& m = docs[i]["meta"];
-        json r = {{"name", names[i]}, {"path", paths[i]}, {"bench", cmp::bench_of(docs[i])},
-                  {"transport", cmp::transport_of(docs[i])}, {"status", docs[i].value("status", json(nullptr))},
-                  {"host", m.value("host", json(nullptr))}, {"cpu", m.value("cpu", json(nullptr))},
-                  {"version", m.value("version", json(nullptr))}, {"emulation", m.value("emulation", json(nullptr))},
+        json r = {{"name", names[i]},
+                  {"path", paths[i]},
+                  {"bench", cmp::bench_of(docs[i])},
+                  {"transport", cmp::transport_of(docs[i])},
+                  {"status", docs[i].value("status", json(nullptr))},
+                  {"host", m.value("host", json(nullptr))},
+                  {"cpu", m.value("cpu", json(nullptr))},
+                  {"version", m.value("version", json(nullptr))},
+                  {"emulation", m.value("emulation", json(nullptr))},
                   {"figure", cmp::figure_inputs(docs[i], compare_reading)}};
         out["runs"].push_back(r);
       }

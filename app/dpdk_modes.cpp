@@ -37,7 +37,8 @@ void run_dpdk(Job& job) {
   auto conn = dpdk::connect(job.ranks, dpdk::connect_options(job.o, place(job)));
   dpdk::Transport& t = conn->transport();
   if (job.o.mode == "server" && !job.leader())
-    std::fprintf(stderr, "logpbench server: DPDK port %u (%s)\n", conn->ports()[0]->id(), conn->ports()[0]->mac_string().c_str());
+    std::fprintf(stderr, "logpbench server: DPDK port %u (%s)\n", conn->ports()[0]->id(),
+                 conn->ports()[0]->mac_string().c_str());
   if (job.leader()) {
     job.doc.j["meta"]["no_huge"] = job.o.no_huge;
     job.doc.j["meta"]["dpdk_job"] = conn->describe();

@@ -48,10 +48,17 @@ Ranks make_ranks(const Options& o) {
 // The settings every rank must share, as the leader has them. Methods' own settings (sizes, stop rule)
 // matter only where the method runs: on requesters, which in local and launched jobs share one command line.
 nlohmann::json agreement(const Options& o, std::uint32_t session) {
-  return {{"transport", o.transport}, {"bench", o.bench},       {"method_args", o.method_args},
-          {"window", o.window},       {"credits", o.credits},   {"emulate", o.emulate_spec},
-          {"ring", o.ring},           {"segment_bytes", o.segment_bytes}, {"session", session},
-          {"ud", o.ud},               {"mtu", o.mtu}};  // what the bench needs (e.g. remote reads) follows from the agreed bench on every rank
+  return {{"transport", o.transport},
+          {"bench", o.bench},
+          {"method_args", o.method_args},
+          {"window", o.window},
+          {"credits", o.credits},
+          {"emulate", o.emulate_spec},
+          {"ring", o.ring},
+          {"segment_bytes", o.segment_bytes},
+          {"session", session},
+          {"ud", o.ud},
+          {"mtu", o.mtu}};  // what the bench needs (e.g. remote reads) follows from the agreed bench on every rank
 }
 
 void apply_agreement(Options& o, const nlohmann::json& a, int leader) {
@@ -142,7 +149,8 @@ void settle_mode(Options& o) {
   if (!o.mode_given && detect_launcher()) o.mode = "launched";
   if (o.mode == "local" && o.reflector) o.ranks = 1;  // the peer is a reflector, not a rank
   if (o.mode == "local")
-    for (int r = 0; r < o.ranks; ++r) check_cpu(choose_core(o, r, r, o.ranks), r == 0 ? "--cpu" : (o.cpus.empty() ? "--peer-cpu" : "--cpus"));
+    for (int r = 0; r < o.ranks; ++r)
+      check_cpu(choose_core(o, r, r, o.ranks), r == 0 ? "--cpu" : (o.cpus.empty() ? "--peer-cpu" : "--cpus"));
 }
 
 // A link-level method measures one pair; a job-level method checks the size itself.
@@ -234,22 +242,28 @@ void announce_job(Job& job, const Fitness& f, std::size_t hosts) {
   const int n = job.ranks.size();
   const bool shared = job.oversubscribed;
   if (shared && !f.fit && job.leader())
-    std::fprintf(stderr, "logpbench: warning: %d ranks share cores on one host: waits yield the core, and the "
-                         "figures are unfit for timing (recorded in meta.job)\n", n);
+    std::fprintf(stderr,
+                 "logpbench: warning: %d ranks share cores on one host: waits yield the core, and the "
+                 "figures are unfit for timing (recorded in meta.job)\n",
+                 n);
   else if (shared && job.leader())
-    std::fprintf(stderr, "logpbench: %d ranks share cores; the emulated NI sleeps through its millisecond "
-                         "parameters, so each rank needs its core only briefly (recorded in meta.job)\n", n);
+    std::fprintf(stderr,
+                 "logpbench: %d ranks share cores; the emulated NI sleeps through its millisecond "
+                 "parameters, so each rank needs its core only briefly (recorded in meta.job)\n",
+                 n);
   if (!job.leader()) return;
   auto& doc = job.doc;
-  doc.j["meta"]["job"] = {{"launcher", job.ranks.launcher()},
-                          {"mode", job.o.mode},
-                          {"size", n},
-                          {"leader_rank", job.leader_rank},
-                          {"hosts", hosts},
-                          {"oversubscribed", shared},
-                          {"fit_for_timing", f.fit},
-                          {"waiting", f.sleeps ? "the emulated NI sleeps: overheads slept, idle ranks wait on a doorbell"
-                                      : shared ? "yields the core when idle (ranks share cores)" : "busy polling"}};
+  doc.j["meta"]["job"] = {
+      {"launcher", job.ranks.launcher()},
+      {"mode", job.o.mode},
+      {"size", n},
+      {"leader_rank", job.leader_rank},
+      {"hosts", hosts},
+      {"oversubscribed", shared},
+      {"fit_for_timing", f.fit},
+      {"waiting", f.sleeps ? "the emulated NI sleeps: overheads slept, idle ranks wait on a doorbell"
+                  : shared ? "yields the core when idle (ranks share cores)"
+                           : "busy polling"}};
   if (!doc.j.contains("checks")) doc.j["checks"] = nlohmann::json::array();
 }
 
@@ -258,10 +272,11 @@ void check_own_cores(ResultsDoc& doc, bool shared, bool fit, int n) {
   if (!doc.j.contains("checks")) doc.j["checks"] = nlohmann::json::array();
   const std::string detail =
       !shared ? "each rank pinned to its own core"
-      : fit   ? std::to_string(n) + " ranks on fewer cores, on an emulated NI that sleeps through parameters of a "
-                "millisecond or more: each rank needs its core for microseconds per millisecond, so sharing does not "
-                "bend the emulated figures"
-              : std::to_string(n) + " ranks on fewer cores: a functional run, unfit for timing";
+      : fit   ? std::to_string(n) +
+                  " ranks on fewer cores, on an emulated NI that sleeps through parameters of a "
+                  "millisecond or more: each rank needs its core for microseconds per millisecond, so sharing does not "
+                  "bend the emulated figures"
+            : std::to_string(n) + " ranks on fewer cores: a functional run, unfit for timing";
   doc.j["checks"].push_back({{"name", "every rank had a core of its own"}, {"ok", fit}, {"detail", detail}});
 }
 
@@ -379,7 +394,8 @@ void record_counters(Job& job, const nlohmann::json& per_rank, const nlohmann::j
     check["ok"] = true;
     check["applies"] = false;
     check["detail"] = "frames were lost on this NI (" + std::to_string(lost) +
-                      " losses counted): the counts are not expected to balance" + (bad.empty() ? "" : " (" + bad + ")");
+                      " losses counted): the counts are not expected to balance" +
+                      (bad.empty() ? "" : " (" + bad + ")");
   } else {
     check["ok"] = bad.empty();
     check["detail"] = bad.empty() ? std::to_string(messages) + " frames, every one counted at both ends"

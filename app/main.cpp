@@ -77,7 +77,8 @@ int main(int argc, char** argv) {
     const double calibration_ms = since_ms(t_phase);
     set_ci_floor_ns(clock.resolution_ns());
     if (clock.calibration_spread() > 0.01)
-      std::fprintf(stderr, "logpbench: warning: TSC calibration windows disagree by %.2f%%: the clock or VM is unstable\n",
+      std::fprintf(stderr,
+                   "logpbench: warning: TSC calibration windows disagree by %.2f%%: the clock or VM is unstable\n",
                    clock.calibration_spread() * 100);
     doc.j["meta"] = host_meta(clock);
     doc.j["meta"]["mode"] = o.mode;
@@ -162,7 +163,8 @@ int main(int argc, char** argv) {
       const double worst = std::max(before, after.stolen_fraction);
       if (!doc.j.contains("checks")) doc.j["checks"] = nlohmann::json::array();
       char buf[240];
-      std::snprintf(buf, sizeof buf, "%.1f%% of this core was taken by interruptions before the run and %.1f%% after "
+      std::snprintf(buf, sizeof buf,
+                    "%.1f%% of this core was taken by interruptions before the run and %.1f%% after "
                     "(above 15%%, another busy process or the VM's host shares the core: repeat on a quiet machine)",
                     before * 100, after.stolen_fraction * 100);
       doc.j["checks"].push_back({{"name", "the core stayed available"}, {"ok", worst <= 0.15}, {"detail", buf}});

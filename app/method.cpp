@@ -18,7 +18,7 @@ MethodInfo info_of() {
   if constexpr (requires { M::default_sizes; }) i.default_sizes = M::default_sizes;
   if constexpr (requires { M::takes; }) i.takes = M::takes;
   if constexpr (requires(const Given& g, Settings& o) { M::budgets(g, o); }) i.budgets = &M::budgets;
-  if constexpr (requires(std::FILE* f, const nlohmann::json& j) { M::print(f, j); }) i.print = &M::print;
+  if constexpr (requires(std::FILE * f, const nlohmann::json& j) { M::print(f, j); }) i.print = &M::print;
   if constexpr (requires { M::options; }) i.options = M::options;
   if constexpr (requires(const Settings& o) { M::check(o); }) i.check = &M::check;
   if constexpr (requires { M::link_option; }) i.link_option = M::link_option;
@@ -74,11 +74,13 @@ Needs run_needs(std::string_view bench, const std::map<std::string, std::string>
 
 std::string bench_help() {
   std::string s = "the method:";
-  for (const auto& m : all_methods()) s += "\n" + m.name + std::string(m.name.size() < 13 ? 13 - m.name.size() : 1, ' ') + m.summary;
+  for (const auto& m : all_methods())
+    s += "\n" + m.name + std::string(m.name.size() < 13 ? 13 - m.name.size() : 1, ' ') + m.summary;
   return s;
 }
 
-std::vector<std::uint32_t> method_sizes(const MethodInfo& info, const std::vector<std::uint32_t>& given, std::uint32_t max_bytes) {
+std::vector<std::uint32_t> method_sizes(const MethodInfo& info, const std::vector<std::uint32_t>& given,
+                                        std::uint32_t max_bytes) {
   for (auto n : given)
     if (n > max_bytes)
       throw UsageError("size " + std::to_string(n) + " exceeds half the segment (" + std::to_string(max_bytes) + ")");

@@ -61,8 +61,10 @@ Input read_parameters(const json& doc, const std::string& path) {
     }
     const json& p = ps[k];
     if (!p.is_object() || !p.contains("value_ns") || !p["value_ns"].is_number()) {
-      in.why[i] = "no value in " + path + (p.is_object() && p.contains("error") && p["error"].is_string()
-                                                  ? " (" + p["error"].get<std::string>() + ")" : std::string());
+      in.why[i] =
+          "no value in " + path +
+          (p.is_object() && p.contains("error") && p["error"].is_string() ? " (" + p["error"].get<std::string>() + ")"
+                                                                          : std::string());
       continue;
     }
     in.v[i] = p["value_ns"].get<double>();
@@ -77,7 +79,8 @@ lm::Network parse_topology(const std::string& spec) {
   if (spec == "crossbar") return lm::crossbar(0);
   const std::string pre = "kary:";
   if (spec.rfind(pre, 0) != 0)
-    throw UsageError("--topology must be crossbar or kary:k=K,n=N[,wrap=mesh|torus][,channels=bi|uni], not '" + spec + "'");
+    throw UsageError("--topology must be crossbar or kary:k=K,n=N[,wrap=mesh|torus][,channels=bi|uni], not '" + spec +
+                     "'");
   int k = 0, n = 0;
   bool torus = false, bi = true;
   std::stringstream ss(spec.substr(pre.size()));
@@ -88,15 +91,26 @@ lm::Network parse_topology(const std::string& spec) {
     auto integer = [&] {
       std::size_t used = 0;
       int x = 0;
-      try { x = std::stoi(val, &used); } catch (const std::exception&) { used = 0; }
-      if (used != val.size() || val.empty()) throw UsageError("--topology " + spec + ": " + key + "='" + val + "' is not an integer");
+      try {
+        x = std::stoi(val, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != val.size() || val.empty())
+        throw UsageError("--topology " + spec + ": " + key + "='" + val + "' is not an integer");
       return x;
     };
-    if (key == "k") k = integer();
-    else if (key == "n") n = integer();
-    else if (key == "wrap" && (val == "mesh" || val == "torus")) torus = val == "torus";
-    else if (key == "channels" && (val == "bi" || val == "uni")) bi = val == "bi";
-    else throw UsageError("--topology " + spec + ": unknown or bad item '" + item + "' (k=, n=, wrap=mesh|torus, channels=bi|uni)");
+    if (key == "k")
+      k = integer();
+    else if (key == "n")
+      n = integer();
+    else if (key == "wrap" && (val == "mesh" || val == "torus"))
+      torus = val == "torus";
+    else if (key == "channels" && (val == "bi" || val == "uni"))
+      bi = val == "bi";
+    else
+      throw UsageError("--topology " + spec + ": unknown or bad item '" + item +
+                       "' (k=, n=, wrap=mesh|torus, channels=bi|uni)");
   }
   if (k < 2 || n < 1) throw UsageError("--topology " + spec + ": needs k >= 2 and n >= 1");
   if (k > 1 << 20 || n > 16) throw UsageError("--topology " + spec + ": k or n out of range");
@@ -140,17 +154,21 @@ json measured_value(const json& p) {  // {value_ns, ci95_ns} -> same, or null
 }
 
 po::options_description model_options(ModelArgs& a) {
-  po::options_description opts("logpbench model RESULT.json --topology crossbar|kary:k=K,n=N[,wrap=mesh|torus][,channels=bi|uni]");
-  opts.add_options()
-      ("help,h", "this text")
-      ("topology", po::value(&a.topology), "crossbar, or a k-ary n-cube: kary:k=K,n=N (wrap=mesh: no end-around "
-                                          "connections, the default; torus: with them; channels=bi (default) or uni)")
-      ("ranks", po::value(&a.ranks), "ranks P (default: from --measured, else k^n; needed with crossbar)")
-      ("bytes", po::value(&a.bytes), "message size B in bytes (default: --measured all-to-all's, else 64, one AM frame)")
-      ("flit-bytes", po::value(&a.flit_bytes)->default_value(1), "bytes per flit; a message is rounded up to whole flits")
-      ("channel-ns-per-byte", po::value(&a.channel), "time one byte holds a network channel (default: the run's G)")
-      ("measured", po::value(&a.measured_paths)->composing(), "a k-to-one, one-to-k or all-to-all result to put beside the prediction (repeatable)")
-      ("json", po::value(&a.json_out), "write the predictions here (atomically)");
+  po::options_description opts(
+      "logpbench model RESULT.json --topology crossbar|kary:k=K,n=N[,wrap=mesh|torus][,channels=bi|uni]");
+  opts.add_options()("help,h", "this text")(
+      "topology", po::value(&a.topology),
+      "crossbar, or a k-ary n-cube: kary:k=K,n=N (wrap=mesh: no end-around "
+      "connections, the default; torus: with them; channels=bi (default) or uni)")(
+      "ranks", po::value(&a.ranks), "ranks P (default: from --measured, else k^n; needed with crossbar)")(
+      "bytes", po::value(&a.bytes),
+      "message size B in bytes (default: --measured all-to-all's, else 64, one AM frame)")(
+      "flit-bytes", po::value(&a.flit_bytes)->default_value(1),
+      "bytes per flit; a message is rounded up to whole flits")(
+      "channel-ns-per-byte", po::value(&a.channel), "time one byte holds a network channel (default: the run's G)")(
+      "measured", po::value(&a.measured_paths)->composing(),
+      "a k-to-one, one-to-k or all-to-all result to put beside the prediction (repeatable)")(
+      "json", po::value(&a.json_out), "write the predictions here (atomically)");
   return opts;
 }
 
@@ -166,8 +184,9 @@ bool parse_model_args(int argc, const char* const* argv, const po::options_descr
   po::store(po::command_line_parser(argc - 1, argv + 1).options(all).positional(pos).run(), vm);
   po::notify(vm);
   if (vm.count("help")) {
-    std::cout << opts << "\nPredicts K-to-1, 1-to-K and all-to-all costs with LogP, LoPC and LoGPC (Moritz & Frank)\n"
-                         "from the LogGP parameters of RESULT.json, beside the --measured runs.\n";
+    std::cout << opts
+              << "\nPredicts K-to-1, 1-to-K and all-to-all costs with LogP, LoPC and LoGPC (Moritz & Frank)\n"
+                 "from the LogGP parameters of RESULT.json, beside the --measured runs.\n";
     return false;
   }
   if (a.result_path.empty()) throw UsageError("model: give a RESULT.json with LogGP parameters");
@@ -196,7 +215,8 @@ json model_head(const json& doc, const std::string& result_path, const Input& in
       out["parameters"][kKeys[i]] = {{"value_ns", nullptr}, {"ci95_ns", nullptr}, {"error", in.why[i]}};
       out["missing"].push_back(kKeys[i]);
     } else {
-      out["parameters"][kKeys[i]] = {{"value_ns", in.v[i]}, {"ci95_ns", std::isnan(in.ci[i]) ? json(nullptr) : json(in.ci[i])}};
+      out["parameters"][kKeys[i]] = {{"value_ns", in.v[i]},
+                                     {"ci95_ns", std::isnan(in.ci[i]) ? json(nullptr) : json(in.ci[i])}};
     }
   }
   if (!out.contains("missing")) out["missing"] = json::array();
@@ -210,7 +230,8 @@ Measured load_measured(const std::vector<std::string>& paths) {
     json m = load_json(p, "--measured");
     const std::string b = bench_of(m);
     if (b != "k-to-one" && b != "one-to-k" && b != "all-to-all")
-      throw UsageError("--measured " + p + ": not a k-to-one, one-to-k or all-to-all result (meta.flags.bench '" + b + "')");
+      throw UsageError("--measured " + p + ": not a k-to-one, one-to-k or all-to-all result (meta.flags.bench '" + b +
+                       "')");
     if (b == "all-to-all" && !m.contains("all_to_all"))
       throw UsageError("--measured " + p + ": an all-to-all result without 'all_to_all'");
     if (b != "all-to-all" && !(m.contains("per_k") && m["per_k"].is_array()))
@@ -230,42 +251,75 @@ lm::Setting resolve_setting(const ModelArgs& a, lm::Network net, const Input& in
   std::string ranks_from = "--ranks", bytes_from = "--bytes";
   for (const auto& [p, m] : measured) {
     if (m.contains("all_to_all")) {
-      if (!ranks && m["all_to_all"].value("ranks", 0) >= 2) { ranks = m["all_to_all"]["ranks"]; ranks_from = p; }
-      if (!(bytes > 0) && m["all_to_all"].value("bytes", 0.0) >= 1) { bytes = m["all_to_all"]["bytes"]; bytes_from = p; }
+      if (!ranks && m["all_to_all"].value("ranks", 0) >= 2) {
+        ranks = m["all_to_all"]["ranks"];
+        ranks_from = p;
+      }
+      if (!(bytes > 0) && m["all_to_all"].value("bytes", 0.0) >= 1) {
+        bytes = m["all_to_all"]["bytes"];
+        bytes_from = p;
+      }
     }
   }
   for (const auto& [p, m] : measured) {  // an all-to-all's P first: K-to-1 may not have used every rank
     if (!ranks && m.contains("per_k")) {
       int kmax = 0;
       for (const auto& e : m["per_k"]) kmax = std::max(kmax, e.value("k", 0));
-      if (kmax >= 1) { ranks = kmax + 1; ranks_from = p + " (largest K + 1)"; }
+      if (kmax >= 1) {
+        ranks = kmax + 1;
+        ranks_from = p + " (largest K + 1)";
+      }
     }
   }
   if (!ranks) {
-    if (net.topology == "crossbar") throw UsageError("model: --topology crossbar needs --ranks P (or a --measured run)");
+    if (net.topology == "crossbar")
+      throw UsageError("model: --topology crossbar needs --ranks P (or a --measured run)");
     ranks = int(net.nodes);
     ranks_from = "k^n";
   }
   if (net.topology == "crossbar") net = lm::crossbar(ranks);
-  if (ranks > net.nodes) throw UsageError("--ranks " + std::to_string(ranks) + ": the network has only " + std::to_string(net.nodes) + " nodes");
+  if (ranks > net.nodes)
+    throw UsageError("--ranks " + std::to_string(ranks) + ": the network has only " + std::to_string(net.nodes) +
+                     " nodes");
   if (ranks < net.nodes)
-    notes.push_back("P = " + std::to_string(ranks) + " < " + std::to_string(net.nodes) + " nodes: the model assumes every "
+    notes.push_back("P = " + std::to_string(ranks) + " < " + std::to_string(net.nodes) +
+                    " nodes: the model assumes every "
                     "node injects, so it overestimates network contention for this job");
-  if (!(bytes > 0)) { bytes = 64; bytes_from = "default: one AM frame"; }
+  if (!(bytes > 0)) {
+    bytes = 64;
+    bytes_from = "default: one AM frame";
+  }
   std::string channel_from = "--channel-ns-per-byte";
-  if (std::isnan(channel) && !std::isnan(in.v[4])) { channel = in.v[4]; channel_from = "the run's G"; }
+  if (std::isnan(channel) && !std::isnan(in.v[4])) {
+    channel = in.v[4];
+    channel_from = "the run's G";
+  }
   const bool have_channel = !std::isnan(channel);
   if (!have_channel && net.topology == "kary")
-    notes.push_back("no channel time: the run has no G and --channel-ns-per-byte was not given, so C_n and LoGPC "
-                    "are missing (with a crossbar they would be 0)");
-  if (net.topology == "crossbar" && !have_channel) { channel = 0; channel_from = "unused: a crossbar has no switch contention"; }
+    notes.push_back(
+        "no channel time: the run has no G and --channel-ns-per-byte was not given, so C_n and LoGPC "
+        "are missing (with a crossbar they would be 0)");
+  if (net.topology == "crossbar" && !have_channel) {
+    channel = 0;
+    channel_from = "unused: a crossbar has no switch contention";
+  }
   const double flits = std::ceil(bytes / flit_bytes);
   lm::Setting st{net, ranks, bytes, flit_bytes, channel, have_channel};
   const double s = st.occupancy(bytes);
-  out["network"] = {{"topology", net.topology}, {"spec", a.topology}, {"k", net.k}, {"n", net.n},
-                    {"wrap", net.torus ? "torus" : "mesh"}, {"channels", net.bidirectional ? "bi" : "uni"},
-                    {"k_d", net.k_d}, {"nodes", net.nodes}, {"ranks", ranks}, {"ranks_from", ranks_from},
-                    {"bytes", bytes}, {"bytes_from", bytes_from}, {"flit_bytes", flit_bytes}, {"flits", flits},
+  out["network"] = {{"topology", net.topology},
+                    {"spec", a.topology},
+                    {"k", net.k},
+                    {"n", net.n},
+                    {"wrap", net.torus ? "torus" : "mesh"},
+                    {"channels", net.bidirectional ? "bi" : "uni"},
+                    {"k_d", net.k_d},
+                    {"nodes", net.nodes},
+                    {"ranks", ranks},
+                    {"ranks_from", ranks_from},
+                    {"bytes", bytes},
+                    {"bytes_from", bytes_from},
+                    {"flit_bytes", flit_bytes},
+                    {"flits", flits},
                     {"channel_ns_per_byte", have_channel || net.topology == "crossbar" ? json(channel) : json(nullptr)},
                     {"channel_from", channel_from},
                     {"occupancy_ns", have_channel || net.topology == "crossbar" ? json(s) : json(nullptr)}};
@@ -327,9 +381,11 @@ json comparison(const Input& in, const lm::Setting& st, const Measured& measured
         if (std::string(mode) == "synchronous") src[mode]["lopc"] = a2a[mode]["lopc"];
       }
       if (src["ranks"].is_number() && src["ranks"].get<int>() != st.ranks)
-        notes.push_back(p + " ran " + std::to_string(src["ranks"].get<int>()) + " ranks, the model " + std::to_string(st.ranks));
+        notes.push_back(p + " ran " + std::to_string(src["ranks"].get<int>()) + " ranks, the model " +
+                        std::to_string(st.ranks));
       if (src["bytes"].is_number() && src["bytes"].get<double>() != st.bytes)
-        notes.push_back(p + " sent " + src["bytes"].dump() + "-byte messages, the model assumed " + std::to_string(st.bytes));
+        notes.push_back(p + " sent " + src["bytes"].dump() + "-byte messages, the model assumed " +
+                        std::to_string(st.bytes));
       cmp["all_to_all"] = src;
     }
   }
@@ -347,30 +403,42 @@ void print_model(const json& out, const Input& in, const lm::Setting& st, const 
   const json& kto = out["predictions"]["k_to_one"];
   const json& cmp = out["comparison"];
   const json& notes = out["notes"];
-  std::printf("LoGPC model (Moritz & Frank) of %s: %s over %s%s\n", result_path.c_str(), out["source"]["bench"].get<std::string>().c_str(),
-              out["source"]["transport"].get<std::string>().c_str(),
-              out["source"]["emulation"].is_object() ? (" emulating " + out["source"]["emulation"].value("spec", std::string())).c_str() : "");
+  std::printf("LoGPC model (Moritz & Frank) of %s: %s over %s%s\n", result_path.c_str(),
+              out["source"]["bench"].get<std::string>().c_str(), out["source"]["transport"].get<std::string>().c_str(),
+              out["source"]["emulation"].is_object()
+                  ? (" emulating " + out["source"]["emulation"].value("spec", std::string())).c_str()
+                  : "");
   std::printf("  parameters (us):");
-  for (int i = 0; i < 5; ++i) std::printf("  %s %s", kKeys[i], i == 4 && !std::isnan(in.v[i]) ? (std::to_string(in.v[i]) + " ns/B").c_str() : pm(out["parameters"][kKeys[i]]).c_str());
+  for (int i = 0; i < 5; ++i)
+    std::printf("  %s %s", kKeys[i],
+                i == 4 && !std::isnan(in.v[i]) ? (std::to_string(in.v[i]) + " ns/B").c_str()
+                                               : pm(out["parameters"][kKeys[i]]).c_str());
   std::printf("\n");
   for (int i = 0; i < 5; ++i)
     if (std::isnan(in.v[i])) std::printf("  %s missing: %s\n", kKeys[i], in.why[i].c_str());
   if (net.topology == "crossbar")
     std::printf("  network: full crossbar of %d ranks (no switch contention: k_d = 1)\n", ranks);
   else
-    std::printf("  network: %d-ary %d-cube %s, %s channels, k_d %.4g per dimension, %ld nodes, %d ranks; B %.0f bytes = %.0f flits, channel %s\n",
-                net.k, net.n, net.torus ? "torus" : "mesh", net.bidirectional ? "bidirectional" : "unidirectional", net.k_d,
-                net.nodes, ranks, bytes, flits, have_channel ? (std::to_string(channel) + " ns/byte (" + channel_from + ")").c_str() : "unknown");
-  std::printf("  all-to-all per iteration (us)   %10s %10s %10s %10s  %s\n", "LogP", "LoPC", "LoGPC", "C_n", "measured");
+    std::printf(
+        "  network: %d-ary %d-cube %s, %s channels, k_d %.4g per dimension, %ld nodes, %d ranks; B %.0f bytes = %.0f "
+        "flits, channel %s\n",
+        net.k, net.n, net.torus ? "torus" : "mesh", net.bidirectional ? "bidirectional" : "unidirectional", net.k_d,
+        net.nodes, ranks, bytes, flits,
+        have_channel ? (std::to_string(channel) + " ns/byte (" + channel_from + ")").c_str() : "unknown");
+  std::printf("  all-to-all per iteration (us)   %10s %10s %10s %10s  %s\n", "LogP", "LoPC", "LoGPC", "C_n",
+              "measured");
   for (const char* mode : {"synchronous", "asynchronous"}) {
     const json& r = a2a[mode];
     std::string meas = "-";
-    if (cmp.contains("all_to_all") && cmp["all_to_all"][mode]["measured"].is_object()) meas = pm(cmp["all_to_all"][mode]["measured"]);
-    std::printf("    %-28s %s %s %s %s  %s%s\n", mode, us(r["logp"]).c_str(), r.contains("lopc") ? us(r["lopc"]).c_str() : us(r["logp"]).c_str(),
-                us(r["logpc"]).c_str(), us(r["C_n"]).c_str(), meas.c_str(), r.value("saturated", false) ? "  (saturated: sends block)" : "");
+    if (cmp.contains("all_to_all") && cmp["all_to_all"][mode]["measured"].is_object())
+      meas = pm(cmp["all_to_all"][mode]["measured"]);
+    std::printf("    %-28s %s %s %s %s  %s%s\n", mode, us(r["logp"]).c_str(),
+                r.contains("lopc") ? us(r["lopc"]).c_str() : us(r["logp"]).c_str(), us(r["logpc"]).c_str(),
+                us(r["C_n"]).c_str(), meas.c_str(), r.value("saturated", false) ? "  (saturated: sends block)" : "");
   }
   const json& lg = a2a["long_message"];
-  std::printf("    long messages, B = %-9.0f T = 2BG %s  T_c %s  T_c/T %s\n", bytes, us(lg["T"]).c_str(), us(lg["T_c"]).c_str(),
+  std::printf("    long messages, B = %-9.0f T = 2BG %s  T_c %s  T_c/T %s\n", bytes, us(lg["T"]).c_str(),
+              us(lg["T_c"]).c_str(),
               lg["ratio"].is_number() ? std::to_string(lg["ratio"].get<double>()).c_str() : "n/a");
   std::printf("  k-to-one, per-sender gap (us)    K   LogP=LoGPC  ratio  queueing  measured g        ratio\n");
   for (const auto& r : kto) {
@@ -382,18 +450,20 @@ void print_model(const json& out, const Input& in, const lm::Setting& st, const 
           if (e["measured_ratio"].is_object() && e["measured_ratio"]["value"].is_number()) {
             char b[64];
             std::snprintf(b, sizeof b, "%.2f ± %.2f", e["measured_ratio"]["value"].get<double>(),
-                          e["measured_ratio"].value("ci95", json(0.0)).is_number() ? e["measured_ratio"]["ci95"].get<double>() : 0.0);
+                          e["measured_ratio"].value("ci95", json(0.0)).is_number()
+                              ? e["measured_ratio"]["ci95"].get<double>()
+                              : 0.0);
             mr = b;
           }
         }
-    std::printf("  %33d %s %6s %s  %-16s %s\n", r["k"].get<int>(), us(r["logp"]["g"], 12).c_str(),
-                r["logp"]["ratio"].is_number() ? std::to_string(r["logp"]["ratio"].get<double>()).substr(0, 5).c_str() : "n/a",
-                us(r["logpc"]["queueing"], 9).c_str(), mg.c_str(), mr.c_str());
+    std::printf(
+        "  %33d %s %6s %s  %-16s %s\n", r["k"].get<int>(), us(r["logp"]["g"], 12).c_str(),
+        r["logp"]["ratio"].is_number() ? std::to_string(r["logp"]["ratio"].get<double>()).substr(0, 5).c_str() : "n/a",
+        us(r["logpc"]["queueing"], 9).c_str(), mg.c_str(), mr.c_str());
   }
   if (cmp.contains("one_to_k")) {
     std::printf("  one-to-k (LogP: gain 1)          K   measured g        gain\n");
-    for (const auto& e : cmp["one_to_k"]["per_k"])
-    {
+    for (const auto& e : cmp["one_to_k"]["per_k"]) {
       std::string gain = "-";
       if (e["measured_gain"].is_object() && e["measured_gain"]["value"].is_number()) {
         char b[64];

@@ -39,9 +39,13 @@ std::uint32_t new_session() {
 nlohmann::json numa_placement(int cpu, int nic_node) {
   const int cpu_node = numa_available() >= 0 ? numa_node_of_cpu(cpu) : -1;
   if (nic_node >= 0 && cpu_node >= 0 && cpu_node != nic_node)
-    std::fprintf(stderr, "logpbench: warning: core %d is on NUMA node %d but the NIC is on node %d: every message "
-                         "crosses the interconnect; choose a core of node %d with --cpu\n", cpu, cpu_node, nic_node, nic_node);
-  return {{"cpu", cpu}, {"cpu_numa_node", cpu_node}, {"nic_numa_node", nic_node},
+    std::fprintf(stderr,
+                 "logpbench: warning: core %d is on NUMA node %d but the NIC is on node %d: every message "
+                 "crosses the interconnect; choose a core of node %d with --cpu\n",
+                 cpu, cpu_node, nic_node, nic_node);
+  return {{"cpu", cpu},
+          {"cpu_numa_node", cpu_node},
+          {"nic_numa_node", nic_node},
           {"local", nic_node < 0 || cpu_node < 0 || cpu_node == nic_node}};
 }
 

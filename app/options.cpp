@@ -33,62 +33,76 @@ struct Text {
 
 po::options_description run_section(Options& o) {
   po::options_description general("Run");
-  general.add_options()
-      ("help,h", "this text")
-      ("version", "print the version")
-      ("transport", po::value(&o.transport)->default_value(o.transport), "shm | verbs | dpdk | mpi | ofi (mpi: under mpirun/srun only; ofi: with --provider)")
-      ("bench", po::value(&o.bench)->default_value(o.bench), bench_help().c_str());
+  general.add_options()("help,h", "this text")("version", "print the version")(
+      "transport", po::value(&o.transport)->default_value(o.transport),
+      "shm | verbs | dpdk | mpi | ofi (mpi: under mpirun/srun only; ofi: with --provider)")(
+      "bench", po::value(&o.bench)->default_value(o.bench), bench_help().c_str());
   shm::describe_emulate(general, o);
-  general.add_options()
-      ("json", po::value(&o.json_path), "write results to this file (atomically; checkpointed during the run)")
-      ("csv", po::value(&o.csv_path), "also write the run's table as CSV (atomically): pingpong's latency table, bw's "
-                                       "bandwidth table, else the parameters; a second table goes to FILE-NAME.csv")
-      ("raw", po::bool_switch(&o.raw), "also store every raw sample in the JSON")
-      ("runs", po::value(&o.runs)->default_value(o.runs), "repeat the whole measurement; parameters get run-to-run spread")
-      ("quiet,q", po::bool_switch(&o.quiet), "no progress line");
+  general.add_options()("json", po::value(&o.json_path),
+                        "write results to this file (atomically; checkpointed during the run)")(
+      "csv", po::value(&o.csv_path),
+      "also write the run's table as CSV (atomically): pingpong's latency table, bw's "
+      "bandwidth table, else the parameters; a second table goes to FILE-NAME.csv")(
+      "raw", po::bool_switch(&o.raw), "also store every raw sample in the JSON")(
+      "runs", po::value(&o.runs)->default_value(o.runs),
+      "repeat the whole measurement; parameters get run-to-run spread")("quiet,q", po::bool_switch(&o.quiet),
+                                                                        "no progress line");
   return general;
 }
 
 po::options_description placement_section(Options& o, Text& t) {
   po::options_description place("Placement and connection");
-  place.add_options()
-      ("cpu", po::value(&o.cpu)->default_value(o.cpu), "core of this process (local: rank 0, the client)")
-      ("peer-cpu", po::value(&o.peer_cpu)->default_value(o.peer_cpu), "local, 2 ranks: core of the forked peer")
-      ("ranks,N", po::value(&o.ranks)->default_value(o.ranks), "local: processes in the job (forked onto --cpus)")
-      ("cpus", po::value(&t.cpus), "each rank's core, e.g. 0,1,0,1 (local: by rank; launched: by rank on its host); "
-                                      "default: local 2 ranks --cpu/--peer-cpu, else rank r on the r-th allowed core")
-      ("rendezvous", po::value(&o.rendezvous), "under mpirun/srun: HOST:PORT where rank 0 listens (default: a rendezvous file)")
-      ("rendezvous-dir", po::value(&o.rendezvous_dir), "under mpirun/srun: shared directory for the rendezvous file "
-                                                       "(default: $SLURM_SUBMIT_DIR, else the current directory)")
-      ("port,p", po::value(&o.port)->default_value(o.port), "TCP port of the out-of-band bootstrap")
-      ("timeout", po::value(&o.timeout_s)->default_value(o.timeout_s), "seconds without progress before the peer is declared lost")
-      ("connect-timeout", po::value(&o.connect_timeout_s)->default_value(o.connect_timeout_s), "seconds to wait for the peer to connect")
-      ("allow-variant-tsc", po::bool_switch(&o.allow_variant_tsc), "measure even without an invariant TSC")
-      ("probe-ms", po::value(&o.probe_ms)->default_value(o.probe_ms),
-       "ms this core is watched for interruptions before the run (half that after it): the 'core stayed available' "
-       "check and the signature's automatic --max-burst-time read it; shorter starts sooner and sees fewer of them");
+  place.add_options()("cpu", po::value(&o.cpu)->default_value(o.cpu),
+                      "core of this process (local: rank 0, the client)")(
+      "peer-cpu", po::value(&o.peer_cpu)->default_value(o.peer_cpu), "local, 2 ranks: core of the forked peer")(
+      "ranks,N", po::value(&o.ranks)->default_value(o.ranks), "local: processes in the job (forked onto --cpus)")(
+      "cpus", po::value(&t.cpus),
+      "each rank's core, e.g. 0,1,0,1 (local: by rank; launched: by rank on its host); "
+      "default: local 2 ranks --cpu/--peer-cpu, else rank r on the r-th allowed core")(
+      "rendezvous", po::value(&o.rendezvous),
+      "under mpirun/srun: HOST:PORT where rank 0 listens (default: a rendezvous file)")(
+      "rendezvous-dir", po::value(&o.rendezvous_dir),
+      "under mpirun/srun: shared directory for the rendezvous file "
+      "(default: $SLURM_SUBMIT_DIR, else the current directory)")("port,p", po::value(&o.port)->default_value(o.port),
+                                                                  "TCP port of the out-of-band bootstrap")(
+      "timeout", po::value(&o.timeout_s)->default_value(o.timeout_s),
+      "seconds without progress before the peer is declared lost")(
+      "connect-timeout", po::value(&o.connect_timeout_s)->default_value(o.connect_timeout_s),
+      "seconds to wait for the peer to connect")("allow-variant-tsc", po::bool_switch(&o.allow_variant_tsc),
+                                                 "measure even without an invariant TSC")(
+      "probe-ms", po::value(&o.probe_ms)->default_value(o.probe_ms),
+      "ms this core is watched for interruptions before the run (half that after it): the 'core stayed available' "
+      "check and the signature's automatic --max-burst-time read it; shorter starts sooner and sees fewer of them");
   return place;
 }
 
 po::options_description methods_section(Options& o, Text& t) {
   po::options_description method("Methods");
-  method.add_options()
-      ("iters,n", po::value(&o.iterations)->default_value(o.iterations), "ping-pong iterations (timed)")
-      ("warmup", po::value(&o.warmup)->default_value(o.warmup), "ping-pong iterations before timing")
-      ("size,s", po::value(&o.size)->default_value(o.size), "ping-pong message bytes: 0 = one small AM (64-byte frame), n = a bulk store of n bytes")
-      ("window", po::value(&o.window)->default_value(o.window), "AM outstanding window: the network capacity (an emulation's C overrides)");
+  method.add_options()("iters,n", po::value(&o.iterations)->default_value(o.iterations),
+                       "ping-pong iterations (timed)")("warmup", po::value(&o.warmup)->default_value(o.warmup),
+                                                       "ping-pong iterations before timing")(
+      "size,s", po::value(&o.size)->default_value(o.size),
+      "ping-pong message bytes: 0 = one small AM (64-byte frame), n = a bulk store of n bytes")(
+      "window", po::value(&o.window)->default_value(o.window),
+      "AM outstanding window: the network capacity (an emulation's C overrides)");
   shm::describe_ring(method, o);
-  method.add_options()
-      ("credits", po::value(&o.credits)->default_value(o.credits), "one-way requests in flight before the receiver returns credits (flood, saturation, overlap, availability)")
-      ("ci", po::value(&o.rule.rel_precision)->default_value(o.rule.rel_precision, "0.05"), "stop rule: relative 95% half-width to reach")
-      ("batch", po::value(&o.rule.batch)->default_value(o.rule.batch), "stop rule: samples per batch")
-      ("min-samples", po::value(&o.rule.min_samples)->default_value(o.rule.min_samples), "stop rule: fewest samples per point")
-      ("max-samples", po::value(&o.rule.max_samples)->default_value(o.rule.max_samples), "stop rule: cap per point")
-      ("max-point-seconds", po::value(&o.rule.max_seconds)->default_value(o.rule.max_seconds), "stop rule: time cap per point")
-      ("estimator", po::value(&t.estimator)->default_value(t.estimator), "point estimate: median | mean")
-      ("sizes", po::value(&t.sizes), "message sizes in bytes for pingpong, bw, bulk, flood, overlap, availability (e.g. 8,512,4096)")
-      ("all,a", po::bool_switch(&o.all_sizes), "every size 2 .. 2^23 bytes, as perftest's -a (pingpong, bw and the other "
-                                               "methods over sizes); the segment grows to 16 MiB");
+  method.add_options()(
+      "credits", po::value(&o.credits)->default_value(o.credits),
+      "one-way requests in flight before the receiver returns credits (flood, saturation, overlap, availability)")(
+      "ci", po::value(&o.rule.rel_precision)->default_value(o.rule.rel_precision, "0.05"),
+      "stop rule: relative 95% half-width to reach")("batch", po::value(&o.rule.batch)->default_value(o.rule.batch),
+                                                     "stop rule: samples per batch")(
+      "min-samples", po::value(&o.rule.min_samples)->default_value(o.rule.min_samples),
+      "stop rule: fewest samples per point")(
+      "max-samples", po::value(&o.rule.max_samples)->default_value(o.rule.max_samples), "stop rule: cap per point")(
+      "max-point-seconds", po::value(&o.rule.max_seconds)->default_value(o.rule.max_seconds),
+      "stop rule: time cap per point")("estimator", po::value(&t.estimator)->default_value(t.estimator),
+                                       "point estimate: median | mean")(
+      "sizes", po::value(&t.sizes),
+      "message sizes in bytes for pingpong, bw, bulk, flood, overlap, availability (e.g. 8,512,4096)")(
+      "all,a", po::bool_switch(&o.all_sizes),
+      "every size 2 .. 2^23 bytes, as perftest's -a (pingpong, bw and the other "
+      "methods over sizes); the segment grows to 16 MiB");
   return method;
 }
 
@@ -158,8 +172,12 @@ struct MethodOwned {
       if (!mo->typed() || o.method_values.count(n)) continue;
       MethodValue given_value;
       switch (mo->cli) {
-        case MethodOption::Cli::integer: given_value = vm[n].as<int>(); break;
-        case MethodOption::Cli::real: given_value = vm[n].as<double>(); break;
+        case MethodOption::Cli::integer:
+          given_value = vm[n].as<int>();
+          break;
+        case MethodOption::Cli::real:
+          given_value = vm[n].as<double>();
+          break;
         case MethodOption::Cli::flag: {
           const std::string no = "no-" + std::string(n);
           if (mo->no_help && vm.count(n) && vm.count(no))
@@ -167,7 +185,9 @@ struct MethodOwned {
           given_value = vm.count(n) != 0;
           break;
         }
-        case MethodOption::Cli::text: given_value = vm.count(n) ? vm[n].as<std::string>() : std::string(); break;
+        case MethodOption::Cli::text:
+          given_value = vm.count(n) ? vm[n].as<std::string>() : std::string();
+          break;
       }
       o.method_values[n] = mo->read(given_value, o);
     }
@@ -192,13 +212,17 @@ void check_job(Options& o, const po::variables_map& vm, const Text& t) {
   }
   if (o.ranks < 1 || o.ranks > 4096) throw UsageError("-N/--ranks must be in 1..4096");
   if (given(vm, "ranks") && o.mode_given && o.mode != "local")
-    throw UsageError("-N is for local jobs: server/client is a pair, and a launcher (mpirun -np, srun -n) sets the size");
-  if (o.mode == "client" && o.host.empty()) throw UsageError("client needs the server's address: logpbench client HOST");
-  if (o.mode != "client" && !o.host.empty()) throw UsageError("unexpected argument '" + o.host + "' (only client takes a HOST)");
+    throw UsageError(
+        "-N is for local jobs: server/client is a pair, and a launcher (mpirun -np, srun -n) sets the size");
+  if (o.mode == "client" && o.host.empty())
+    throw UsageError("client needs the server's address: logpbench client HOST");
+  if (o.mode != "client" && !o.host.empty())
+    throw UsageError("unexpected argument '" + o.host + "' (only client takes a HOST)");
   if (o.transport != "shm" && o.transport != "verbs" && o.transport != "dpdk" && o.transport != "mpi" &&
       o.transport != "ofi")
     throw UsageError("--transport must be shm, verbs, dpdk, mpi or ofi, not '" + o.transport + "'");
-  if (!find_method(o.bench)) throw UsageError("--bench must be " + method_names(", ", " or ") + ", not '" + o.bench + "'");
+  if (!find_method(o.bench))
+    throw UsageError("--bench must be " + method_names(", ", " or ") + ", not '" + o.bench + "'");
 }
 
 // -a, --sizes, -s and -n: which method takes them, and that they do not contradict one another. -a fills
@@ -217,8 +241,10 @@ void check_sizes_options(Options& o, const po::variables_map& vm, const std::str
     if (!sizes_arg.empty()) throw UsageError("-a runs every size 2 .. 2^23: give it or --sizes, not both");
     if (o.size_given) throw UsageError("-a runs every size 2 .. 2^23: give it or -s, not both");
     if (!over_sizes)
-      throw UsageError("-a (every size 2 .. 2^23) is for a method over message sizes (pingpong, bw, bulk, flood, overlap, "
-                       "availability), not --bench " + o.bench);
+      throw UsageError(
+          "-a (every size 2 .. 2^23) is for a method over message sizes (pingpong, bw, bulk, flood, overlap, "
+          "availability), not --bench " +
+          o.bench);
     o.sizes = all_sizes();
     o.segment_bytes = 2 * o.sizes.back();
   }
@@ -240,7 +266,8 @@ void check_settings(Options& o, const Text& t) {
       throw UsageError("--sizes: " + std::to_string(o.sizes.back()) + " bytes exceed half the " +
                        std::to_string(o.segment_bytes) + "-byte segment");
   }
-  if (o.size > o.segment_bytes / 2) throw UsageError("--size exceeds half the " + std::to_string(o.segment_bytes) + "-byte segment");
+  if (o.size > o.segment_bytes / 2)
+    throw UsageError("--size exceeds half the " + std::to_string(o.segment_bytes) + "-byte segment");
   shm::validate_emulation(o, o.transport, o.mode, o.window);
   o.rule.estimator = parse_estimator(t.estimator);
   check_range("iters", o.iterations, 1, 1e8);
@@ -266,13 +293,20 @@ void check_settings(Options& o, const Text& t) {
 void record_flags(Options& o, const po::variables_map& vm) {
   for (const auto& [name, v] : vm) {
     const auto& a = v.value();
-    if (a.type() == typeid(std::string)) o.flags[name] = v.as<std::string>();
-    else if (a.type() == typeid(int)) o.flags[name] = v.as<int>();
-    else if (a.type() == typeid(double)) o.flags[name] = v.as<double>();
-    else if (a.type() == typeid(bool)) o.flags[name] = v.as<bool>();
-    else if (a.type() == typeid(std::uint16_t)) o.flags[name] = v.as<std::uint16_t>();
-    else if (a.type() == typeid(std::uint32_t)) o.flags[name] = v.as<std::uint32_t>();  // --size
-    else o.flags[name] = "(recorded as given: unknown type)";
+    if (a.type() == typeid(std::string))
+      o.flags[name] = v.as<std::string>();
+    else if (a.type() == typeid(int))
+      o.flags[name] = v.as<int>();
+    else if (a.type() == typeid(double))
+      o.flags[name] = v.as<double>();
+    else if (a.type() == typeid(bool))
+      o.flags[name] = v.as<bool>();
+    else if (a.type() == typeid(std::uint16_t))
+      o.flags[name] = v.as<std::uint16_t>();
+    else if (a.type() == typeid(std::uint32_t))
+      o.flags[name] = v.as<std::uint32_t>();  // --size
+    else
+      o.flags[name] = "(recorded as given: unknown type)";
   }
   o.flags["window_effective"] = o.window;
 }
@@ -303,8 +337,14 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   if (vm.count("help")) {
     std::cout << "usage: logpbench [local | server | client HOST] [options]\n"
                  "With no arguments: local --transport shm --bench signature (the embedded default).\n\n"
-              << general << '\n' << place << '\n' << method << '\n' << owned.desc << '\n' << verbs << '\n' << dpdk
-              << '\n' << mpi << '\n' << ofi;
+              << general << '\n'
+              << place << '\n'
+              << method << '\n'
+              << owned.desc << '\n'
+              << verbs << '\n'
+              << dpdk << '\n'
+              << mpi << '\n'
+              << ofi;
     return false;
   }
   if (vm.count("version")) {

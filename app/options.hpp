@@ -33,11 +33,11 @@ struct Options : Settings, shm::CliOptions, verbs::CliOptions, dpdk::CliOptions,
   std::string bench = "signature";
   std::string json_path;
   std::string csv_path;  // --csv: the run's table(s) as CSV (methods/table.hpp)
-  int cpu = 0;       // this process's core (local: the client)
-  int peer_cpu = 1;  // local: the forked peer's core
+  int cpu = 0;           // this process's core (local: the client)
+  int peer_cpu = 1;      // local: the forked peer's core
   std::uint16_t port = 18515;
   bool all_sizes = false;  // -a: every size 2 .. 2^23, as perftest's -a (o.sizes filled, the segment grown)
-  double probe_ms = 100;  // the interruption probe before the run (half of it after)
+  double probe_ms = 100;   // the interruption probe before the run (half of it after)
   int window = 32;
   int credits = 256;  // one-way requests in flight (the NI's queues may allow fewer)
   double timeout_s = 10;

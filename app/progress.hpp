@@ -62,9 +62,13 @@ class Progress {
     if (!(f >= 0.01) || !(elapsed_s >= 1) || f >= 1) return "";
     const double left = elapsed_s * (1 - f) / f;
     char b[48];
-    if (left < 60) std::snprintf(b, sizeof b, "about %.0f s left", std::ceil(left));
-    else if (left < 3600) std::snprintf(b, sizeof b, "about %d min %d s left", static_cast<int>(left / 60), static_cast<int>(left) % 60);
-    else std::snprintf(b, sizeof b, "about %d h %d min left", static_cast<int>(left / 3600), static_cast<int>(left / 60) % 60);
+    if (left < 60)
+      std::snprintf(b, sizeof b, "about %.0f s left", std::ceil(left));
+    else if (left < 3600)
+      std::snprintf(b, sizeof b, "about %d min %d s left", static_cast<int>(left / 60), static_cast<int>(left) % 60);
+    else
+      std::snprintf(b, sizeof b, "about %d h %d min left", static_cast<int>(left / 3600),
+                    static_cast<int>(left / 60) % 60);
     return b;
   }
 

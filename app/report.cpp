@@ -13,7 +13,8 @@ void print_table(std::FILE* out, const nlohmann::json& doc) {
   const auto& meta = doc.value("meta", nlohmann::json::object());
   const auto& flags = meta.value("flags", nlohmann::json::object());
   std::string emu;
-  if (meta.contains("transport") && meta["transport"].contains("emulation") && !meta["transport"]["emulation"].is_null())
+  if (meta.contains("transport") && meta["transport"].contains("emulation") &&
+      !meta["transport"]["emulation"].is_null())
     emu = " emulating " + meta["transport"]["emulation"].value("spec", std::string{});
   const std::string bench = flags.value("bench", "?");
   const MethodInfo* method = find_method(bench);
@@ -66,12 +67,15 @@ void print_table(std::FILE* out, const nlohmann::json& doc) {
     // A method may give a figure without an interval: printed as such, never read as a missing key.
     const double ci = p.contains("ci95_ns") && p["ci95_ns"].is_number() ? p["ci95_ns"].get<double>() : 0.0;
     std::string how = p.value("ci_method", std::string());
-    if (p.contains("bottleneck") && p["bottleneck"].is_string()) how += (how.empty() ? "" : "; ") + std::string("limited by the ") + p["bottleneck"].get<std::string>();
+    if (p.contains("bottleneck") && p["bottleneck"].is_string())
+      how += (how.empty() ? "" : "; ") + std::string("limited by the ") + p["bottleneck"].get<std::string>();
     // A negative figure is never shown without what explains it.
-    if (p["value_ns"].get<double>() < 0 && p.contains("note")) how += (how.empty() ? "" : "; ") + p["note"].get<std::string>();
+    if (p["value_ns"].get<double>() < 0 && p.contains("note"))
+      how += (how.empty() ? "" : "; ") + p["note"].get<std::string>();
     if (const std::string share = harness_share(doc, key); !share.empty())
       how = share + (how.empty() ? "" : "; ") + how;
-    std::fprintf(out, "  %-7s %12.4f %12.4f %25s  %s\n", k, p["value_ns"].get<double>() / 1e3, ci / 1e3, range.c_str(), how.c_str());
+    std::fprintf(out, "  %-7s %12.4f %12.4f %25s  %s\n", k, p["value_ns"].get<double>() / 1e3, ci / 1e3, range.c_str(),
+                 how.c_str());
   }
   if (method && method->print) method->print(out, doc);  // what the method adds in its own words
   int failed = 0;
@@ -81,7 +85,8 @@ void print_table(std::FILE* out, const nlohmann::json& doc) {
     std::fprintf(out, "  check failed (run %d): %s: %s\n", c.value("run", 0), c.value("name", "").c_str(),
                  c.value("detail", "").c_str());
   }
-  if (failed == 0 && doc.contains("checks") && !doc["checks"].empty()) std::fprintf(out, "  consistency checks: all passed\n");
+  if (failed == 0 && doc.contains("checks") && !doc["checks"].empty())
+    std::fprintf(out, "  consistency checks: all passed\n");
 }
 
 }  // namespace logpb::app

@@ -26,9 +26,12 @@ void run_as(Job& job) {
 }  // namespace
 
 void run_verbs(Job& job) {
-  if (job.o.event_mode) run_as<verbs::EventTransport>(job);
-  else if (job.oversubscribed) run_as<verbs::YieldingTransport>(job);
-  else run_as<verbs::Transport>(job);
+  if (job.o.event_mode)
+    run_as<verbs::EventTransport>(job);
+  else if (job.oversubscribed)
+    run_as<verbs::YieldingTransport>(job);
+  else
+    run_as<verbs::Transport>(job);
 }
 
 }  // namespace logpb::app

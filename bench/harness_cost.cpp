@@ -57,16 +57,26 @@ int main(int argc, char** argv) {
   }
   const double s = logpb::median_of(send), v = logpb::median_of(recv);
   const double ns = logpb::median_of(ni_send), nr = logpb::median_of(ni_recv);
-  std::printf("median of %d rounds: send %.1f ns (%.1fx a bare frame store of %.1f ns), "
-              "receive %.1f ns (%.1fx a bare frame load of %.1f ns)\n",
-              rounds, s, s / ns, ns, v, v / nr, nr);
+  std::printf(
+      "median of %d rounds: send %.1f ns (%.1fx a bare frame store of %.1f ns), "
+      "receive %.1f ns (%.1fx a bare frame load of %.1f ns)\n",
+      rounds, s, s / ns, ns, v, v / nr, nr);
   std::printf("one-way: send %.1f ns, receive %.1f ns\n", logpb::median_of(ow_send), logpb::median_of(ow_recv));
   const bool met = s <= kGoalNs && v <= kGoalNs;
   std::printf("goal: at most %.0f ns per send and per receive: %s\n", kGoalNs, met ? "met" : "NOT met");
-  nlohmann::json j = {{"bench", "harness_cost"}, {"rounds", rounds}, {"cpu", cpu}, {"batch", opt.batch},
-                      {"batches", opt.batches}, {"send_ns", s}, {"recv_ns", v},
-                      {"oneway_send_ns", logpb::median_of(ow_send)}, {"oneway_recv_ns", logpb::median_of(ow_recv)},
-                      {"null_ni_send_ns", ns}, {"null_ni_recv_ns", nr}, {"goal_ns", kGoalNs}, {"goal_met", met}};
+  nlohmann::json j = {{"bench", "harness_cost"},
+                      {"rounds", rounds},
+                      {"cpu", cpu},
+                      {"batch", opt.batch},
+                      {"batches", opt.batches},
+                      {"send_ns", s},
+                      {"recv_ns", v},
+                      {"oneway_send_ns", logpb::median_of(ow_send)},
+                      {"oneway_recv_ns", logpb::median_of(ow_recv)},
+                      {"null_ni_send_ns", ns},
+                      {"null_ni_recv_ns", nr},
+                      {"goal_ns", kGoalNs},
+                      {"goal_met", met}};
   std::printf("%s\n", j.dump().c_str());
   return 0;
 }

@@ -176,7 +176,9 @@ void pong(const Args& a, char* sbuf, char* rbuf[2], long total) {
 class TransportShape {
  public:
   TransportShape(const Args& a, int peer)
-      : a_(a), peer_(peer), rx_(static_cast<std::size_t>(a.ring), MPI_REQUEST_NULL),
+      : a_(a),
+        peer_(peer),
+        rx_(static_cast<std::size_t>(a.ring), MPI_REQUEST_NULL),
         tx_(static_cast<std::size_t>(a.pool), MPI_REQUEST_NULL),
         done_(static_cast<std::size_t>(a.pool)),
         rbuf_(static_cast<std::size_t>(a.ring * a.recv_bytes) + 1),
@@ -274,8 +276,8 @@ int main(int argc, char** argv) {
   const Args a = parse(argc, argv);
   if (nranks != 2) usage("runs as exactly 2 ranks (mpirun -np 2)");
   if (!logpb::bench::pin(a.cpu[rank])) {
-    std::fprintf(stderr, "mpi_bare_pingpong: rank %d cannot pin to cpu %d (is it in the launcher's binding?)\n",
-                 rank, a.cpu[rank]);
+    std::fprintf(stderr, "mpi_bare_pingpong: rank %d cannot pin to cpu %d (is it in the launcher's binding?)\n", rank,
+                 a.cpu[rank]);
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   // Send and receive buffers apart, so no message lands where the next one is read from.
@@ -289,8 +291,10 @@ int main(int argc, char** argv) {
 
   check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
   if (a.transport_shape) {
-    if (rank == 0) ping_transport(a, total, cyc.data());
-    else pong_transport(a, total);
+    if (rank == 0)
+      ping_transport(a, total, cyc.data());
+    else
+      pong_transport(a, total);
   } else if (rank == 0) {
     ping(a, sbuf.data(), rbuf, total, cyc.data());
   } else {
@@ -332,12 +336,11 @@ int main(int argc, char** argv) {
       j["recv_bytes"] = a.recv_bytes;
       j["pool"] = a.pool;
     }
-    const char* how = a.transport_shape ? (a.isend ? "the transport's shape, MPI_Isend pool"
-                                                   : "the transport's shape, MPI_Send")
-                                        : (a.isend ? "MPI_Isend + pre-posted MPI_Irecv"
-                                                   : "MPI_Send + pre-posted MPI_Irecv");
-    std::fprintf(stderr, "mpi_bare_pingpong: %ld B, %s: rtt median %.1f ns ± %s (95%%), n=%ld\n", a.size, how,
-                 s.median, ci, a.iters);
+    const char* how = a.transport_shape
+                          ? (a.isend ? "the transport's shape, MPI_Isend pool" : "the transport's shape, MPI_Send")
+                          : (a.isend ? "MPI_Isend + pre-posted MPI_Irecv" : "MPI_Send + pre-posted MPI_Irecv");
+    std::fprintf(stderr, "mpi_bare_pingpong: %ld B, %s: rtt median %.1f ns ± %s (95%%), n=%ld\n", a.size, how, s.median,
+                 ci, a.iters);
     std::printf("%s\n", j.dump().c_str());
     if (!a.json.empty()) {
       std::ofstream f(a.json);

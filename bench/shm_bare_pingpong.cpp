@@ -77,8 +77,8 @@ int main(int argc, char** argv) {
   std::vector<double> ns;
   for (auto c : cyc) ns.push_back(clock.ns(static_cast<double>(c) - clock.timer_cost_cycles()));
   const auto s = logpb::summarize(ns);
-  nlohmann::json j = {{"bench", "shm_bare_pingpong"}, {"iterations", iters}, {"client_cpu", ccpu},
-                      {"server_cpu", scpu}, {"rtt", s}};
+  nlohmann::json j = {
+      {"bench", "shm_bare_pingpong"}, {"iterations", iters}, {"client_cpu", ccpu}, {"server_cpu", scpu}, {"rtt", s}};
   std::printf("%s\n", j.dump().c_str());
   return 0;
 }

@@ -48,10 +48,15 @@ inline void to_json(nlohmann::json& j, const Counters& c) {
   nlohmann::json rej = nlohmann::json::object();
   for (int i = 0; i < static_cast<int>(Reject::count_); ++i)
     if (c.rejected[i]) rej[to_string(static_cast<Reject>(i))] = c.rejected[i];
-  j = {{"requests_sent", c.requests_sent}, {"replies_sent", c.replies_sent}, {"received", c.received},
-       {"oneway_sent", c.oneway_sent},     {"oneway_received", c.oneway_received},
-       {"credit_frames_received", c.credit_frames}, {"credit_frames_sent", c.credit_frames_sent},
-       {"gets_sent", c.gets_sent}, {"rejected", rej}};
+  j = {{"requests_sent", c.requests_sent},
+       {"replies_sent", c.replies_sent},
+       {"received", c.received},
+       {"oneway_sent", c.oneway_sent},
+       {"oneway_received", c.oneway_received},
+       {"credit_frames_received", c.credit_frames},
+       {"credit_frames_sent", c.credit_frames_sent},
+       {"gets_sent", c.gets_sent},
+       {"rejected", rej}};
 }
 
 struct EndpointOptions {
@@ -88,11 +93,17 @@ class Endpoint {
   };
 
   Endpoint(T& net, const Clock& clock, const EndpointOptions& opt)
-      : net_(net), options_(opt), window_(opt.window), rank_(opt.rank), size_(opt.size),
-        segment_bytes_(opt.segment_bytes), session_(opt.session) {
+      : net_(net),
+        options_(opt),
+        window_(opt.window),
+        rank_(opt.rank),
+        size_(opt.size),
+        segment_bytes_(opt.segment_bytes),
+        session_(opt.session) {
     if (window_ < 1) throw UsageError("AM window must be at least 1");
     if (size_ < 1 || size_ > kMaxRanks || rank_ < 0 || rank_ >= size_)
-      throw UsageError("AM endpoint: rank " + std::to_string(rank_) + " of " + std::to_string(size_) + " is not a rank of the job");
+      throw UsageError("AM endpoint: rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
+                       " is not a rank of the job");
     // Work requests are built once and only patched per send; requests and replies have their own, since
     // a reply is built inside a handler while a request may be waiting to be retried.
     Frame base{};
@@ -154,9 +165,8 @@ class Endpoint {
   // Bulk store (Culler et al. section 4): n bytes from src land at remote_off in dst's segment, then
   // dst's request handler runs with f.bulk_off/bulk_len naming them (and replies).
   void store(int dst, std::uint16_t handler, const void* src, std::uint32_t n, std::uint32_t remote_off,
-             std::uint64_t a0 = 0, std::uint64_t a1 = 0, std::uint64_t a2 = 0, std::uint64_t a3 = 0)
-    requires BulkTransport<T>
-  {
+             std::uint64_t a0 = 0, std::uint64_t a1 = 0, std::uint64_t a2 = 0,
+             std::uint64_t a3 = 0) requires BulkTransport<T> {
     check_bulk(n, remote_off, "store");
     Peer& p = peer(dst);
     if (poll_before_send_) poll();
@@ -172,9 +182,8 @@ class Endpoint {
   // segment, then `handler` runs here as a reply from dst. No handler runs on dst. The transport is
   // handed the completion as it will be delivered: from dst (f.src, whose segment it reads) to us.
   void get(int dst, std::uint16_t handler, std::uint32_t remote_off, std::uint32_t n, std::uint32_t local_off,
-           std::uint64_t a0 = 0, std::uint64_t a1 = 0, std::uint64_t a2 = 0, std::uint64_t a3 = 0)
-    requires BulkTransport<T>
-  {
+           std::uint64_t a0 = 0, std::uint64_t a1 = 0, std::uint64_t a2 = 0,
+           std::uint64_t a3 = 0) requires BulkTransport<T> {
     check_bulk(n, remote_off, "get");
     check_bulk(n, local_off, "get");
     Peer& p = peer(dst);
@@ -192,9 +201,10 @@ class Endpoint {
 
   // Reply to `req` (to its source) from inside its handler. Replies take no window slot; if the NI is
   // momentarily full we wait for it without dispatching, so handlers never nest.
-  void reply(const Frame& req, std::uint16_t handler, std::uint64_t a0 = 0, std::uint64_t a1 = 0,
-             std::uint64_t a2 = 0, std::uint64_t a3 = 0) {
-    if (req.kind != Kind::request) throw std::logic_error("AM reply to a frame that is not a request (one-way requests get none)");
+  void reply(const Frame& req, std::uint16_t handler, std::uint64_t a0 = 0, std::uint64_t a1 = 0, std::uint64_t a2 = 0,
+             std::uint64_t a3 = 0) {
+    if (req.kind != Kind::request)
+      throw std::logic_error("AM reply to a frame that is not a request (one-way requests get none)");
     fill(rep_, req.src, handler, req.token, a0, a1, a2, a3);
     rep_.flags = req.flags;
     while (!net_.try_send(rep_)) stall_check();
@@ -204,11 +214,10 @@ class Endpoint {
   // Reply with n bytes of data from inside a request handler: they land at remote_off in the
   // requester's segment before its reply handler runs (a bulk reply, as a get's data returns).
   void reply_store(const Frame& req, std::uint16_t handler, const void* src, std::uint32_t n, std::uint32_t remote_off,
-                   std::uint64_t a0 = 0, std::uint64_t a1 = 0)
-    requires BulkTransport<T>
-  {
+                   std::uint64_t a0 = 0, std::uint64_t a1 = 0) requires BulkTransport<T> {
     check_bulk(n, remote_off, "reply");
-    if (req.kind != Kind::request) throw std::logic_error("AM reply to a frame that is not a request (one-way requests get none)");
+    if (req.kind != Kind::request)
+      throw std::logic_error("AM reply to a frame that is not a request (one-way requests get none)");
     fill(rep_, req.src, handler, req.token, a0, a1, 0, 0, n, remote_off);
     rep_.flags = req.flags;
     while (!net_.try_store(rep_, src, n, remote_off)) stall_check();
@@ -227,9 +236,7 @@ class Endpoint {
   }
   // A one-way bulk store: n bytes land at remote_off of dst's segment, then its handler runs.
   std::uint64_t oneway_store(int dst, std::uint16_t handler, const void* src, std::uint32_t n, std::uint32_t remote_off,
-                             std::uint64_t a0 = 0, std::uint64_t a1 = 0, bool track = false)
-    requires BulkTransport<T>
-  {
+                             std::uint64_t a0 = 0, std::uint64_t a1 = 0, bool track = false) requires BulkTransport<T> {
     check_bulk(n, remote_off, "store");
     Peer& p = peer(dst);
     poll();
@@ -239,9 +246,7 @@ class Endpoint {
   }
   // Wait (polling, dispatching) until send operation `op` (from oneway(..., track)) is locally complete:
   // its buffer is free again. Says nothing of arrival. Operations are numbered across all peers.
-  void wait_local(std::uint64_t op)
-    requires LocalCompletion<T>
-  {
+  void wait_local(std::uint64_t op) requires LocalCompletion<T> {
     while (net_.tx_completed() < op) progress();
   }
   static constexpr bool has_local_completion = LocalCompletion<T>;
@@ -262,7 +267,9 @@ class Endpoint {
     }
     p.logging_credits = on;
   }
-  const std::vector<CreditMark>& credit_log(int dst) const { return peers_.at(static_cast<std::size_t>(dst)).credit_log; }
+  const std::vector<CreditMark>& credit_log(int dst) const {
+    return peers_.at(static_cast<std::size_t>(dst)).credit_log;
+  }
   int credit_limit() const { return credit_limit_; }
 
   // Poll the NI once, dispatching what arrived (from any peer).
@@ -402,7 +409,8 @@ class Endpoint {
     if (f.version != kVersion) return reject(unattributed_, Reject::bad_version);
     if (f.session != session_) return reject(unattributed_, Reject::foreign_session);
     if (f.dst != rank_ || f.src >= size_ || (f.src == rank_ && f.kind != Kind::reply))
-      return reject(unattributed_, Reject::bad_rank);  // a get's completion is delivered locally, as a reply from its target
+      return reject(unattributed_,
+                    Reject::bad_rank);  // a get's completion is delivered locally, as a reply from its target
     Peer& p = peers_[f.src];
     if (credit_frame(p, f)) return;
     if (f.handler >= kMaxHandlers || handlers_[f.handler] == nullptr) return reject(p.counters, Reject::bad_handler);
@@ -480,8 +488,10 @@ class Endpoint {
     return 0;
   }
   void track_next() {
-    if constexpr (LocalCompletion<T>) net_.track_next();
-    else throw UsageError("this transport cannot report local completion of a send");
+    if constexpr (LocalCompletion<T>)
+      net_.track_next();
+    else
+      throw UsageError("this transport cannot report local completion of a send");
   }
   static void reject(Counters& c, Reject r) { ++c.rejected[static_cast<int>(r)]; }
   void check_bulk(std::uint32_t n, std::uint32_t off, const char* op) const {
@@ -489,8 +499,8 @@ class Endpoint {
       bulk_misfit(n, off, op);
   }
   [[noreturn, gnu::noinline, gnu::cold]] void bulk_misfit(std::uint32_t n, std::uint32_t off, const char* op) const {
-    throw UsageError(std::string("bulk ") + op + " of " + std::to_string(n) + " bytes at offset " + std::to_string(off) +
-                     " does not fit the " + std::to_string(segment_bytes_) + "-byte segment");
+    throw UsageError(std::string("bulk ") + op + " of " + std::to_string(n) + " bytes at offset " +
+                     std::to_string(off) + " does not fit the " + std::to_string(segment_bytes_) + "-byte segment");
   }
 
   [[gnu::noinline]] int timed_poll() {
@@ -601,7 +611,8 @@ class Link {
   static constexpr bool has_local_completion = EP::has_local_completion;
   std::uint64_t completion_stride() const { return ep_->completion_stride(); }
 
-  void request(std::uint16_t h, std::uint64_t a0 = 0, std::uint64_t a1 = 0, std::uint64_t a2 = 0, std::uint64_t a3 = 0) {
+  void request(std::uint16_t h, std::uint64_t a0 = 0, std::uint64_t a1 = 0, std::uint64_t a2 = 0,
+               std::uint64_t a3 = 0) {
     ep_->request(peer_, h, a0, a1, a2, a3);
   }
   void store(std::uint16_t h, const void* src, std::uint32_t n, std::uint32_t remote_off, std::uint64_t a0 = 0,

@@ -45,7 +45,8 @@ bool wait_fd(int fd, short events, Clock::time_point deadline, double timeout_s)
     pollfd p{fd, events, 0};
     const int r = ::poll(&p, 1, ms_left(deadline, timeout_s));
     if (r > 0) return true;
-    if (r < 0 && errno != EINTR) throw std::runtime_error(std::string("poll on the bootstrap socket: ") + std::strerror(errno));
+    if (r < 0 && errno != EINTR)
+      throw std::runtime_error(std::string("poll on the bootstrap socket: ") + std::strerror(errno));
   }
 }
 
@@ -96,7 +97,8 @@ Channel Channel::accept_one(std::uint16_t port, double timeout_s) {
     throw std::runtime_error("cannot listen on TCP port " + std::to_string(port) + ": " + e +
                              " (another logpbench server running? choose one with --port)");
   }
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   try {
     if (!wait_fd(ls, POLLIN, deadline, timeout_s))
       throw PeerError("no client connected within " + std::to_string(timeout_s) + " s");
@@ -119,7 +121,8 @@ Channel Channel::connect_to(const std::string& host, std::uint16_t port, double 
   addrinfo* res = nullptr;
   const int gr = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res);
   if (gr != 0) throw UsageError("cannot resolve server '" + host + "': " + gai_strerror(gr));
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   std::string last = "no address";
   for (;;) {
     for (addrinfo* ai = res; ai; ai = ai->ai_next) {
@@ -163,7 +166,8 @@ void Channel::send(const nlohmann::json& body) {
 }
 
 nlohmann::json Channel::receive(double timeout_s, std::uint32_t max_bytes) {
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   Header h{};
   read_exact(fd_, &h, sizeof h, deadline, timeout_s);
   if (h.magic != kMagic) throw PeerError("the bootstrap peer is not logpbench (bad magic)");
@@ -189,7 +193,8 @@ nlohmann::json Channel::receive(double timeout_s, std::uint32_t max_bytes) {
         return !too_deep;
       },
       false);
-  if (too_deep) throw PeerError("bootstrap message nested deeper than " + std::to_string(kBootstrapMaxDepth) + " levels refused");
+  if (too_deep)
+    throw PeerError("bootstrap message nested deeper than " + std::to_string(kBootstrapMaxDepth) + " levels refused");
   if (j.is_discarded() || !j.is_object()) throw PeerError("malformed bootstrap message");
   return j;
 }

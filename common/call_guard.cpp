@@ -35,8 +35,8 @@ void CallGuard::watch(Config c) {
   stop();
   if (!c.fire) c.fire = end_run;
   cfg_ = std::move(c);
-  arm_fault_record("peer lost: a peer of this job is gone and " + cfg_.library +
-                   " did not return from a call for " + seconds(cfg_.stuck_s) +
+  arm_fault_record("peer lost: a peer of this job is gone and " + cfg_.library + " did not return from a call for " +
+                   seconds(cfg_.stuck_s) +
                    " s (a library can spin forever on state its dead peer held); results are as last checkpointed");
   thread_ = std::jthread([this](std::stop_token st) { run(st); });
 }

@@ -23,10 +23,10 @@ namespace logpb {
 class CallGuard {
  public:
   struct Config {
-    double stuck_s = 2.0;                      // a call this long, with a peer gone, ends the run
-    double check_s = 0.25;                     // how often the watching thread looks
-    std::string library;                       // for the message, e.g. "libfabric's shm provider"
-    std::function<bool()> peers_alive;         // the job's liveness; called from the watching thread
+    double stuck_s = 2.0;                          // a call this long, with a peer gone, ends the run
+    double check_s = 0.25;                         // how often the watching thread looks
+    std::string library;                           // for the message, e.g. "libfabric's shm provider"
+    std::function<bool()> peers_alive;             // the job's liveness; called from the watching thread
     std::function<void(const std::string&)> fire;  // what ends the run (default: message, fault record, exit 3)
   };
 

@@ -193,5 +193,4 @@ double BusyDelay::achieved_ns(double requested_ns, int reps) const {
   return clock_->ns(median_of(std::vector<double>(d.begin(), d.end())) - clock_->timer_cost_cycles());
 }
 
-
 }  // namespace logpb

@@ -47,9 +47,9 @@ struct TscSteps {
 TscSteps tsc_steps(const std::vector<std::uint64_t>& reads);
 
 struct CpuidTsc {
-  bool invariant = false;      // CPUID 0x80000007 EDX[8]
-  double reported_hz = 0;      // from CPUID 0x15, 0x16 or the hypervisor leaf, 0 if none
-  std::string reported_by;     // which leaf gave reported_hz
+  bool invariant = false;   // CPUID 0x80000007 EDX[8]
+  double reported_hz = 0;   // from CPUID 0x15, 0x16 or the hypervisor leaf, 0 if none
+  std::string reported_by;  // which leaf gave reported_hz
   std::string brand;
 };
 CpuidTsc read_cpuid_tsc();
@@ -97,12 +97,12 @@ class Clock {
 // signature keeps its bursts shorter than that where it can (DESIGN.md: machines differ; on one VM seen
 // here the 1 kHz tick costs ~35 us, 3-7% of the core).
 struct Interruptions {
-  double window_ms = 0;       // how long the loop watched
-  int count = 0;              // gaps above threshold_ns
+  double window_ms = 0;  // how long the loop watched
+  int count = 0;         // gaps above threshold_ns
   double threshold_ns = 0;
   double median_interval_us = NAN;  // between the starts of consecutive interruptions
   double median_length_us = NAN, max_length_us = NAN;
-  double stolen_fraction = 0;       // of the window
+  double stolen_fraction = 0;  // of the window
 };
 Interruptions measure_interruptions(const Clock& clock, double window_ms = 200, double threshold_ns = 2000);
 

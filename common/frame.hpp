@@ -12,7 +12,7 @@
 namespace logpb::am {
 
 inline constexpr std::uint16_t kMagic = 0x4c50;  // "LP"
-inline constexpr std::uint8_t kVersion = 2;  // 2: source and destination ranks (N-rank jobs)
+inline constexpr std::uint8_t kVersion = 2;      // 2: source and destination ranks (N-rank jobs)
 inline constexpr std::uint16_t kMaxHandlers = 32;
 inline constexpr int kMaxRanks = 65535;  // ranks are 16-bit on the wire
 
@@ -45,22 +45,46 @@ static_assert(offsetof(Frame, seq) == 0, "the shm transport publishes a frame by
 static_assert(offsetof(Frame, args) == 32, "the arguments are the second half of the line");
 
 // Why a received frame was refused. Counted per reason, never dispatched.
-enum class Reject : int { short_frame, bad_magic, bad_version, foreign_session, bad_kind, bad_handler,
-                          bad_bulk, unexpected_reply, stale_reply, bad_credit, bad_rank, count_ };
+enum class Reject : int {
+  short_frame,
+  bad_magic,
+  bad_version,
+  foreign_session,
+  bad_kind,
+  bad_handler,
+  bad_bulk,
+  unexpected_reply,
+  stale_reply,
+  bad_credit,
+  bad_rank,
+  count_
+};
 inline const char* to_string(Reject r) {
   switch (r) {
-    case Reject::short_frame: return "short_frame";
-    case Reject::bad_magic: return "bad_magic";
-    case Reject::bad_version: return "bad_version";
-    case Reject::foreign_session: return "foreign_session";
-    case Reject::bad_kind: return "bad_kind";
-    case Reject::bad_handler: return "bad_handler";
-    case Reject::bad_bulk: return "bad_bulk";
-    case Reject::unexpected_reply: return "unexpected_reply";
-    case Reject::stale_reply: return "stale_reply";
-    case Reject::bad_credit: return "bad_credit";
-    case Reject::bad_rank: return "bad_rank";  // a source outside the job, or a frame for another rank
-    default: return "?";
+    case Reject::short_frame:
+      return "short_frame";
+    case Reject::bad_magic:
+      return "bad_magic";
+    case Reject::bad_version:
+      return "bad_version";
+    case Reject::foreign_session:
+      return "foreign_session";
+    case Reject::bad_kind:
+      return "bad_kind";
+    case Reject::bad_handler:
+      return "bad_handler";
+    case Reject::bad_bulk:
+      return "bad_bulk";
+    case Reject::unexpected_reply:
+      return "unexpected_reply";
+    case Reject::stale_reply:
+      return "stale_reply";
+    case Reject::bad_credit:
+      return "bad_credit";
+    case Reject::bad_rank:
+      return "bad_rank";  // a source outside the job, or a frame for another rank
+    default:
+      return "?";
   }
 }
 

@@ -37,8 +37,9 @@ CostFigure per_operation(const std::vector<double>& batch_ns, int batch) {
 
 nlohmann::json figure_json(const CostFigure& c, const char* what) {
   if (std::isfinite(c.value_ns) && c.value_ns > 0) return {{"value_ns", c.value_ns}, {"ci95_ns", c.ci95_ns}};
-  nlohmann::json j = {{"value_ns", nullptr}, {"error", std::string(what) + ": not resolved (below the clock's "
-                                                                          "resolution or not measured)"}};
+  nlohmann::json j = {{"value_ns", nullptr},
+                      {"error", std::string(what) + ": not resolved (below the clock's "
+                                                    "resolution or not measured)"}};
   if (std::isfinite(c.ci95_ns) && c.ci95_ns > 0) j["upper_bound_ns"] = c.ci95_ns;
   return j;
 }
@@ -59,8 +60,8 @@ HarnessCost measure_harness_cost(const Clock& clock, const HarnessCostOptions& o
   eo.session = 0x6e756c6c;  // any: both ends of the null NI are this endpoint
   eo.rank = 0;
   eo.size = 2;
-  eo.window = opt.batch;  // a batch of requests never stalls on the window
-  eo.stall_timeout_s = 1;  // a frame the endpoint refused to take would hang a wait: fail instead
+  eo.window = opt.batch;       // a batch of requests never stalls on the window
+  eo.stall_timeout_s = 1;      // a frame the endpoint refused to take would hang a wait: fail instead
   eo.credits = 2 * opt.batch;  // one credit frame per batch, as a flood returns one per C/2 messages
   NullEndpoint ep(*net, clock, eo);
   Tally tally;
@@ -130,7 +131,8 @@ HarnessCost measure_harness_cost(const Clock& clock, const HarnessCostOptions& o
   const std::uint64_t per_kind = rounds * static_cast<std::uint64_t>(B);
   const am::Counters c = ep.counters();
   std::string err;
-  if (c.rejected_total() != 0) err = std::to_string(c.rejected_total()) + " frames rejected by the endpoint";
+  if (c.rejected_total() != 0)
+    err = std::to_string(c.rejected_total()) + " frames rejected by the endpoint";
   else if (tally.count != 2 * per_kind || tally.sum != 2 * expect_sum || polled != 2 * per_kind)
     err = "the handler saw " + std::to_string(tally.count) + " frames of " + std::to_string(2 * per_kind);
   else if (c.requests_sent != per_kind || c.oneway_sent != per_kind || c.oneway_received != per_kind ||
@@ -158,14 +160,15 @@ nlohmann::json harness_cost_json(const HarnessCost& h) {
       {"recv_ns", figure_json(h.recv, "receive")},
       {"oneway_send_ns", figure_json(h.oneway_send, "one-way send")},
       {"oneway_recv_ns", figure_json(h.oneway_recv, "one-way receive")},
-      {"null_ni", {{"send_ns", figure_json(h.ni_send, "null NI send")},
-                   {"recv_ns", figure_json(h.ni_recv, "null NI receive")}}},
-      {"method", "the AM layer (am::Endpoint) over a null NI in this process (common/null_transport.hpp): "
-                 "send_ns is request() with nothing to receive, recv_ns a poll() that validates and dispatches "
-                 "the reply the null NI hands back; oneway_* the same for one-way requests and their credits; "
-                 "null_ni the NI alone. Each the median over batches of a batch's TSC time (timer cost taken "
-                 "off) divided by the batch, with the distribution-free 95% interval of that median; measured "
-                 "on the core of the rank that writes this file, after pinning"},
+      {"null_ni",
+       {{"send_ns", figure_json(h.ni_send, "null NI send")}, {"recv_ns", figure_json(h.ni_recv, "null NI receive")}}},
+      {"method",
+       "the AM layer (am::Endpoint) over a null NI in this process (common/null_transport.hpp): "
+       "send_ns is request() with nothing to receive, recv_ns a poll() that validates and dispatches "
+       "the reply the null NI hands back; oneway_* the same for one-way requests and their credits; "
+       "null_ni the NI alone. Each the median over batches of a batch's TSC time (timer cost taken "
+       "off) divided by the batch, with the distribution-free 95% interval of that median; measured "
+       "on the core of the rank that writes this file, after pinning"},
       {"batch", h.options.batch},
       {"batches", h.options.batches},
       {"warmup_batches", h.options.warmup_batches},

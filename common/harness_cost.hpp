@@ -16,8 +16,8 @@
 namespace logpb {
 
 struct HarnessCostOptions {
-  int batch = 64;        // operations timed together: a TSC read pair per batch, not per operation
-  int batches = 2000;    // the figures are medians over batches, so an interrupted batch does not count
+  int batch = 64;      // operations timed together: a TSC read pair per batch, not per operation
+  int batches = 2000;  // the figures are medians over batches, so an interrupted batch does not count
   int warmup_batches = 200;
 };
 
@@ -28,10 +28,10 @@ struct CostFigure {
 };
 
 struct HarnessCost {
-  CostFigure send;         // request(): poll once (nothing there), fill, hand to the NI, count
-  CostFigure recv;         // poll() handing over a reply: validation, window, dispatch to a handler
-  CostFigure oneway_send;  // oneway(): the same with credits in place of the window
-  CostFigure oneway_recv;  // a one-way request received, with the credit frame returned every C/2
+  CostFigure send;              // request(): poll once (nothing there), fill, hand to the NI, count
+  CostFigure recv;              // poll() handing over a reply: validation, window, dispatch to a handler
+  CostFigure oneway_send;       // oneway(): the same with credits in place of the window
+  CostFigure oneway_recv;       // a one-way request received, with the credit frame returned every C/2
   CostFigure ni_send, ni_recv;  // the null NI alone, no endpoint: what the figures above include of it
   HarnessCostOptions options;
   std::uint64_t frames = 0;  // dispatched to the handler, all counted and checked

@@ -63,7 +63,9 @@ void read_open_mpi(LauncherInfo& li, const char* rank, const char* pmix_rank) {
   note(li, {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMIX_NAMESPACE", "OMPI_MCA_orte_ess_jobid",
             "OMPI_MCA_ess_base_jobid"});
   const char* s = env("OMPI_COMM_WORLD_SIZE");
-  if (!s) throw UsageError("OMPI_COMM_WORLD_RANK is set but OMPI_COMM_WORLD_SIZE is not (" + li.variables + "): run under Open MPI's mpirun");
+  if (!s)
+    throw UsageError("OMPI_COMM_WORLD_RANK is set but OMPI_COMM_WORLD_SIZE is not (" + li.variables +
+                     "): run under Open MPI's mpirun");
   li.rank = env_int("OMPI_COMM_WORLD_RANK", rank);
   li.size = env_int("OMPI_COMM_WORLD_SIZE", s);
   if (pmix_rank && env_int("PMIX_RANK", pmix_rank) != li.rank)
@@ -85,10 +87,13 @@ void read_slurm(LauncherInfo& li, const char* rank, const char* pmix_rank, std::
   note(li, {"SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_JOB_ID", "SLURM_JOBID",
             "SLURM_STEP_ID", "SLURM_STEPID", "SLURM_CLUSTER_NAME", "PMIX_RANK"});
   // A step's own task count first: `srun -n 4` inside `sbatch -n 8` has 4 tasks.
-  const char* sname = env("SLURM_STEP_NUM_TASKS") ? "SLURM_STEP_NUM_TASKS" : env("SLURM_NTASKS") ? "SLURM_NTASKS" : "SLURM_NPROCS";
+  const char* sname = env("SLURM_STEP_NUM_TASKS") ? "SLURM_STEP_NUM_TASKS"
+                      : env("SLURM_NTASKS")       ? "SLURM_NTASKS"
+                                                  : "SLURM_NPROCS";
   const char* s = env(sname);
-  if (!s) throw UsageError("SLURM_PROCID is set but none of SLURM_STEP_NUM_TASKS, SLURM_NTASKS, SLURM_NPROCS (" + li.variables +
-                           "): run under srun");
+  if (!s)
+    throw UsageError("SLURM_PROCID is set but none of SLURM_STEP_NUM_TASKS, SLURM_NTASKS, SLURM_NPROCS (" +
+                     li.variables + "): run under srun");
   li.rank = env_int("SLURM_PROCID", rank);
   li.size = env_int(sname, s);
   if (pmix_rank && env_int("PMIX_RANK", pmix_rank) != li.rank)
@@ -182,8 +187,9 @@ std::pair<std::string, std::uint16_t> split_host_port(const std::string& hp) {
 LauncherInfo launcher_or_throw(const LaunchOptions& opts) {
   auto found = detect_launcher();
   if (!found)
-    throw UsageError("no launcher found: none of OMPI_COMM_WORLD_RANK/SIZE (mpirun), SLURM_PROCID/SLURM_NTASKS (srun), "
-                     "PMI_RANK/PMI_SIZE is set; run under mpirun or srun, or use local -N, server or client");
+    throw UsageError(
+        "no launcher found: none of OMPI_COMM_WORLD_RANK/SIZE (mpirun), SLURM_PROCID/SLURM_NTASKS (srun), "
+        "PMI_RANK/PMI_SIZE is set; run under mpirun or srun, or use local -N, server or client");
   LauncherInfo li = *found;
   if (!opts.job_id.empty()) {
     li.job_id = opts.job_id;
@@ -202,7 +208,8 @@ struct RendezvousFile {
 // node mounts; on one host any directory works.
 RendezvousFile rendezvous_file(const LauncherInfo& li, const LaunchOptions& opts) {
   if (li.job_id.empty())
-    throw UsageError("launched by a PMI launcher (" + li.variables + ") whose environment names no job: give a job id "
+    throw UsageError("launched by a PMI launcher (" + li.variables +
+                     ") whose environment names no job: give a job id "
                      "(the same on every rank) or the rendezvous HOST:PORT");
   RendezvousFile rv;
   rv.dir = opts.rendezvous_dir;
@@ -218,7 +225,10 @@ RendezvousFile rendezvous_file(const LauncherInfo& li, const LaunchOptions& opts
 // Rank 0: listens, says where in the file, and takes the members in.
 Ranks root_by_file(const LauncherInfo& li, const LaunchOptions& opts, const RendezvousFile& rv) {
   RanksListener listener(opts.port);
-  json body{{"job", li.job_key}, {"proto", kRanksProtocol}, {"port", listener.port()}, {"pid", static_cast<long>(::getpid())}};
+  json body{{"job", li.job_key},
+            {"proto", kRanksProtocol},
+            {"port", listener.port()},
+            {"pid", static_cast<long>(::getpid())}};
   if (!opts.advertise.empty()) {
     body["host"] = opts.advertise;
     body["addrs"] = json::array();
@@ -265,8 +275,8 @@ std::vector<std::string> rank0_addresses(const json& f, const std::string& me) {
 
 // One address of rank 0: the welcomed channel, or nothing with `last` saying why. Throws when rank 0 ended
 // the job, or refused this member for a reason other than being another job's rank 0.
-std::optional<Channel> join_rank0_at(const std::string& c, std::uint16_t port, const LauncherInfo& li, const Deadline& dl,
-                                     std::string& last) {
+std::optional<Channel> join_rank0_at(const std::string& c, std::uint16_t port, const LauncherInfo& li,
+                                     const Deadline& dl, std::string& last) {
   std::string why;
   const int fd = connect_bounded(c, port, std::min(std::max(dl.left_s(), 0.01), 2.0), why);
   if (fd < 0) {
@@ -302,8 +312,8 @@ std::optional<Rank0> try_rendezvous(const RendezvousFile& rv, const LauncherInfo
     return std::nullopt;
   }
   if (str_of(f, "job") != li.job_key) {
-    last = "the rendezvous file belongs to job '" + str_of(f, "job", std::string("?")) + "', not this job '" + li.job_key +
-           "' (stale, from an earlier job?): not trusted";
+    last = "the rendezvous file belongs to job '" + str_of(f, "job", std::string("?")) + "', not this job '" +
+           li.job_key + "' (stale, from an earlier job?): not trusted";
     return std::nullopt;
   }
   const long long port = int_of(f, "port", 0);
@@ -331,9 +341,9 @@ Rank0 find_rank0(const LauncherInfo& li, const LaunchOptions& opts, const Rendez
   for (;;) {
     throw_if_interrupted();
     if (dl.passed())
-      throw PeerError("rank " + std::to_string(li.rank) + " found no rank 0 of this job within " + fmt_s(opts.timeout_s) +
-                      rv.where + ": " + last + ". Is rank 0 running, and is " + rv.dir.string() +
-                      " the same shared directory on every node? (or give the rendezvous HOST:PORT)");
+      throw PeerError("rank " + std::to_string(li.rank) + " found no rank 0 of this job within " +
+                      fmt_s(opts.timeout_s) + rv.where + ": " + last + ". Is rank 0 running, and is " +
+                      rv.dir.string() + " the same shared directory on every node? (or give the rendezvous HOST:PORT)");
     if (auto found = try_rendezvous(rv, li, dl, me, last)) return std::move(*found);
     ::poll(nullptr, 0, std::min(dl.poll_ms(), wait_ms));
     wait_ms = std::min(2 * wait_ms, 100);
@@ -353,14 +363,15 @@ std::optional<LauncherInfo> detect_launcher() {
   else if (const char* r = env("PMI_RANK"))
     read_pmi(li, r);
   else if (pmix_rank)
-    throw UsageError("PMIX_RANK=" + std::string(pmix_rank) +
-                     " is set but no size (OMPI_COMM_WORLD_SIZE, SLURM_NTASKS or PMI_SIZE): logpbench reads rank and size "
-                     "from the launcher's environment and has no PMIx client");
+    throw UsageError(
+        "PMIX_RANK=" + std::string(pmix_rank) +
+        " is set but no size (OMPI_COMM_WORLD_SIZE, SLURM_NTASKS or PMI_SIZE): logpbench reads rank and size "
+        "from the launcher's environment and has no PMIx client");
   else
     return std::nullopt;
   if (li.size < 1 || li.rank >= li.size)
-    throw UsageError("the launcher says rank " + std::to_string(li.rank) + " of " + std::to_string(li.size) + " (" + li.variables +
-                     "): the rank must be below the size");
+    throw UsageError("the launcher says rank " + std::to_string(li.rank) + " of " + std::to_string(li.size) + " (" +
+                     li.variables + "): the rank must be below the size");
   li.job_key = li.launcher + "|" + cluster + "|" + li.job_id + "|" + std::to_string(li.size);
   return li;
 }

@@ -40,7 +40,8 @@ inline std::vector<std::string> split_list(const std::string& s) {
   std::vector<std::string> out;
   std::stringstream ss(s);
   std::string item;
-  while (std::getline(ss, item, ',')) if (!item.empty()) out.push_back(item);
+  while (std::getline(ss, item, ','))
+    if (!item.empty()) out.push_back(item);
   return out;
 }
 

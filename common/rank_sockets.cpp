@@ -31,7 +31,8 @@ std::string peer_address(int fd) {
   socklen_t len = sizeof ss;
   if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return "?";
   char host[NI_MAXHOST] = {}, serv[NI_MAXSERV] = {};
-  if (::getnameinfo(reinterpret_cast<sockaddr*>(&ss), len, host, sizeof host, serv, sizeof serv, NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+  if (::getnameinfo(reinterpret_cast<sockaddr*>(&ss), len, host, sizeof host, serv, sizeof serv,
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0)
     return "?";
   return std::string(host) + ":" + serv;
 }
@@ -42,8 +43,13 @@ void set_nodelay(int fd) {
 }
 
 json hello_message(int rank, int size, const std::string& key) {
-  return {{"op", "hello"}, {"proto", kRanksProtocol}, {"rank", rank}, {"size", size}, {"job", key},
-          {"host", this_host()}, {"pid", static_cast<long>(::getpid())}};
+  return {{"op", "hello"},
+          {"proto", kRanksProtocol},
+          {"rank", rank},
+          {"size", size},
+          {"job", key},
+          {"host", this_host()},
+          {"pid", static_cast<long>(::getpid())}};
 }
 
 }  // namespace
@@ -97,16 +103,16 @@ int ranks_impl::connect_bounded(const std::string& host, std::uint16_t port, dou
 
 // Why rank 0 refuses a hello, or "" when it is welcome. `code` lets a member tell "another job's rank 0"
 // (worth trying the rendezvous again: the file may be stale and its port reused) from a real misconfiguration.
-std::string detail::judge_hello(const json& h, int size, const std::string& key, const std::vector<std::string>& joined_from,
-                                std::string& code) {
+std::string detail::judge_hello(const json& h, int size, const std::string& key,
+                                const std::vector<std::string>& joined_from, std::string& code) {
   if (str_of(h, "op") != "hello") {
     code = "protocol";
     return "the first message was not a hello";
   }
   if (int_of(h, "proto", -1) != kRanksProtocol) {
     code = "protocol";
-    return "ranks protocol " + std::to_string(int_of(h, "proto", -1)) + ", rank 0 speaks " + std::to_string(kRanksProtocol) +
-           ": run the same logpbench build on every rank";
+    return "ranks protocol " + std::to_string(int_of(h, "proto", -1)) + ", rank 0 speaks " +
+           std::to_string(kRanksProtocol) + ": run the same logpbench build on every rank";
   }
   // Fields beyond what a member ever sends are refused before anything quotes them (a host name is at most
   // 255 bytes in DNS; a job key is the launcher's ids, far shorter than kMaxJobKey).
@@ -115,7 +121,8 @@ std::string detail::judge_hello(const json& h, int size, const std::string& key,
     if (it != h.end() && (!it->is_string() || it->get_ref<const std::string&>().size() > kMaxHelloField)) {
       code = "protocol";
       return std::string("the hello's '") + field + "' is " +
-             (it->is_string() ? std::to_string(it->get_ref<const std::string&>().size()) + " bytes long" : "not a string") +
+             (it->is_string() ? std::to_string(it->get_ref<const std::string&>().size()) + " bytes long"
+                              : "not a string") +
              " (at most " + std::to_string(kMaxHelloField) + " bytes)";
     }
   }
@@ -167,12 +174,14 @@ std::string ranks_impl::member_hello(Channel& ch, int rank, int size, const std:
     code = str_of(m, "code");
     return str_of(m, "reason", std::string("no reason given"));
   }
-  if (op == "abort") throw PeerError("rank 0 ended the job before it started: " + str_of(m, "reason", std::string("?")));
+  if (op == "abort")
+    throw PeerError("rank 0 ended the job before it started: " + str_of(m, "reason", std::string("?")));
   code = "protocol";
   return "unexpected answer '" + op.substr(0, kMaxHelloField) + "' to the hello";
 }
 
-std::string detail::member_hello(Channel& ch, int rank, int size, const std::string& key, double timeout_s, std::string& code) {
+std::string detail::member_hello(Channel& ch, int rank, int size, const std::string& key, double timeout_s,
+                                 std::string& code) {
   return ranks_impl::member_hello(ch, rank, size, key, Deadline(timeout_s), code);
 }
 
@@ -229,7 +238,8 @@ Ranks Ranks::local(int size, double timeout_s) {
   for (int k = 1; k < size; ++k) {
     int sv[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-      throw std::runtime_error(std::string("socketpair for local rank ") + std::to_string(k) + ": " + std::strerror(errno));
+      throw std::runtime_error(std::string("socketpair for local rank ") + std::to_string(k) + ": " +
+                               std::strerror(errno));
     const pid_t pid = ::fork();
     if (pid < 0) {
       const std::string e = std::strerror(errno);
@@ -276,8 +286,9 @@ Ranks Ranks::tcp_root(RanksListener listener, int size, double timeout_s, const 
       std::string missing;
       for (int k = 1; k < size; ++k)
         if (!joined[static_cast<std::size_t>(k)]) missing += (missing.empty() ? "" : ", ") + std::to_string(k);
-      std::string msg = "only " + std::to_string(count) + " of " + std::to_string(size - 1) + " members joined rank 0 on port " +
-                        std::to_string(listener.port()) + " within " + fmt_s(timeout_s) + "; missing rank(s) " + missing +
+      std::string msg = "only " + std::to_string(count) + " of " + std::to_string(size - 1) +
+                        " members joined rank 0 on port " + std::to_string(listener.port()) + " within " +
+                        fmt_s(timeout_s) + "; missing rank(s) " + missing +
                         ": did they start, and can they reach this host and port?";
       for (const auto& f : refusals) msg += "; refused: " + f;
       // Tell those who joined, so they do not wait out their own deadline.
@@ -329,7 +340,8 @@ Ranks Ranks::tcp_root(RanksListener listener, int size, double timeout_s, const 
       continue;
     }
     const int k = h["rank"].get<int>();
-    joined_from[static_cast<std::size_t>(k)] = str_of(h, "host", "?") + " pid " + std::to_string(int_of(h, "pid", 0)) + " from " + from;
+    joined_from[static_cast<std::size_t>(k)] =
+        str_of(h, "host", "?") + " pid " + std::to_string(int_of(h, "pid", 0)) + " from " + from;
     joined[static_cast<std::size_t>(k)] = Peer{k, std::move(ch), str_of(h, "host", from), int_of(h, "pid", 0)};
     ++count;
   }
@@ -360,7 +372,8 @@ Ranks Ranks::tcp_member(const std::string& host, std::uint16_t port, int rank, i
                     " did not complete the job: " + e.what());
   }
   if (!why.empty())
-    throw UsageError("rank 0 at " + host + ":" + std::to_string(port) + " refused rank " + std::to_string(rank) + ": " + why);
+    throw UsageError("rank 0 at " + host + ":" + std::to_string(port) + " refused rank " + std::to_string(rank) + ": " +
+                     why);
   return joined_member(std::move(ch), host, 0, rank, size, timeout_s, job_key);
 }
 

@@ -101,7 +101,8 @@ json Ranks::root_gather(const char* op, const json& mine) {
       throw_if_interrupted();
       if (dl.passed()) {
         std::string late;
-        for (int i : pending) late += (late.empty() ? "" : ", ") + std::to_string(peers_[static_cast<std::size_t>(i)].rank);
+        for (int i : pending)
+          late += (late.empty() ? "" : ", ") + std::to_string(peers_[static_cast<std::size_t>(i)].rank);
         fail("rank(s) " + late + " did not reach " + what + " within " + fmt_s(timeout_s_) +
                  " (alive but slow or stuck; raise the timeout if a rank legitimately works that long)",
              -1);
@@ -123,15 +124,16 @@ json Ranks::root_gather(const char* op, const json& mine) {
         try {
           m = p.ch.receive(dl.receive_s());
         } catch (const PeerError& e) {
-          fail("rank " + std::to_string(p.rank) + " (" + p.host + " pid " + std::to_string(p.pid) + ") died during " + what + ": " +
-                   e.what(),
+          fail("rank " + std::to_string(p.rank) + " (" + p.host + " pid " + std::to_string(p.pid) + ") died during " +
+                   what + ": " + e.what(),
                p.rank);
         }
         const std::string mop = str_of(m, "op");
         if (mop == "abort") fail(str_of(m, "reason", "rank " + std::to_string(p.rank) + " ended the job"), p.rank);
         if (mop != op || int_of(m, "seq", -1) != static_cast<long long>(seq_))
-          fail("rank " + std::to_string(p.rank) + " is in " + op_name(mop, static_cast<std::uint64_t>(int_of(m, "seq", 0))) + " while rank 0 is in " +
-                   what + ": the ranks call the collectives in different orders",
+          fail("rank " + std::to_string(p.rank) + " is in " +
+                   op_name(mop, static_cast<std::uint64_t>(int_of(m, "seq", 0))) + " while rank 0 is in " + what +
+                   ": the ranks call the collectives in different orders",
                -1);
         all[static_cast<std::size_t>(p.rank)] = m.contains("data") ? m["data"] : json();
       }
@@ -176,8 +178,8 @@ json Ranks::member_exchange(const char* op, const json& mine, bool expect_reply_
     const std::string mop = str_of(m, "op");
     if (mop == "abort") fail(str_of(m, "reason", std::string("rank 0 ended the job")), -1);
     if (mop != op || int_of(m, "seq", -1) != static_cast<long long>(seq_))
-      fail("rank 0 is in " + op_name(mop, static_cast<std::uint64_t>(int_of(m, "seq", 0))) + " while rank " + std::to_string(rank_) + " is in " +
-               what + ": the ranks call the collectives in different orders",
+      fail("rank 0 is in " + op_name(mop, static_cast<std::uint64_t>(int_of(m, "seq", 0))) + " while rank " +
+               std::to_string(rank_) + " is in " + what + ": the ranks call the collectives in different orders",
            -1);
     return m.contains("data") ? m["data"] : json();
   } catch (const Interrupted&) {
@@ -216,7 +218,9 @@ json Ranks::broadcast(const json& from_root) {
     try {
       p.ch.send(m);
     } catch (const PeerError& e) {
-      fail("rank " + std::to_string(p.rank) + " (" + p.host + ") died during " + op_name("broadcast", seq_) + ": " + e.what(), p.rank);
+      fail("rank " + std::to_string(p.rank) + " (" + p.host + ") died during " + op_name("broadcast", seq_) + ": " +
+               e.what(),
+           p.rank);
     }
   }
   return from_root;
@@ -233,7 +237,8 @@ std::vector<int> Ranks::dead_ranks() const {
   for (std::size_t i = 0; i < fds.size(); ++i) {
     if (!fds[i].revents) continue;
     // Readable alone may be an unread message (alive) or an end of stream (dead): peer_alive peeks.
-    if ((fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) || !peers_[i].ch.peer_alive()) dead.push_back(peers_[i].rank);
+    if ((fds[i].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) || !peers_[i].ch.peer_alive())
+      dead.push_back(peers_[i].rank);
   }
   return dead;
 }

@@ -54,9 +54,9 @@ struct LauncherInfo {
   std::string launcher;  // "mpirun" (Open MPI), "srun" (Slurm), "pmi" (a generic PMI launcher)
   int rank = 0;
   int size = 1;
-  std::string job_id;    // Slurm "JOBID.STEPID"; Open MPI's PMIX_NAMESPACE or orte jobid; may be empty for "pmi"
-  std::string job_key;   // launcher + cluster + job id + size: what the hello and the rendezvous file carry
-  std::string variables; // which variables were read, for error messages ("SLURM_PROCID=2 SLURM_NTASKS=4 …")
+  std::string job_id;     // Slurm "JOBID.STEPID"; Open MPI's PMIX_NAMESPACE or orte jobid; may be empty for "pmi"
+  std::string job_key;    // launcher + cluster + job id + size: what the hello and the rendezvous file carry
+  std::string variables;  // which variables were read, for error messages ("SLURM_PROCID=2 SLURM_NTASKS=4 …")
 };
 // Reads the environment. Precedence: Open MPI (OMPI_COMM_WORLD_RANK/SIZE, PMIX_RANK) before Slurm
 // (SLURM_PROCID/SLURM_STEP_NUM_TASKS or SLURM_NTASKS), because `mpirun` inside a Slurm allocation
@@ -130,7 +130,8 @@ class Ranks {
   // does not end the job (a stray client or another job's member must not break it), but if the job is
   // still incomplete at the deadline the error lists the refusals. The listening socket is closed once
   // everyone joined.
-  static Ranks tcp_root(RanksListener listener, int size, double timeout_s, const std::string& job_key = kDefaultJobKey);
+  static Ranks tcp_root(RanksListener listener, int size, double timeout_s,
+                        const std::string& job_key = kDefaultJobKey);
   static Ranks tcp_root(std::uint16_t port, int size, double timeout_s, const std::string& job_key = kDefaultJobKey);
   // A member: connects (retrying while rank 0 is not yet listening), says hello and waits until rank 0 has
   // every member (or refuses it: UsageError with rank 0's reason).
@@ -209,10 +210,10 @@ class Ranks {
   std::string launcher_ = "local";
   std::string job_key_ = kDefaultJobKey;
   double timeout_s_ = 60;
-  std::uint64_t seq_ = 0;          // collectives so far, the same on every rank (checked)
-  std::vector<Peer> peers_;        // rank 0: members in rank order; a member: rank 0 alone
+  std::uint64_t seq_ = 0;    // collectives so far, the same on every rank (checked)
+  std::vector<Peer> peers_;  // rank 0: members in rank order; a member: rank 0 alone
   std::vector<pid_t> children_;
-  std::string broken_;             // the first failure's reason, once broken
+  std::string broken_;  // the first failure's reason, once broken
 };
 
 // The two judgements of the hello, apart from the sockets around them (tests/fuzz drives them with

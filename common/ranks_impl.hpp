@@ -21,7 +21,8 @@ struct Deadline {
   double timeout_s;
   Clock::time_point at;
   explicit Deadline(double t)
-      : timeout_s(t), at(Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(t > 0 ? t : 0))) {}
+      : timeout_s(t),
+        at(Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(t > 0 ? t : 0))) {}
   bool finite() const { return timeout_s > 0; }
   bool passed() const { return finite() && Clock::now() >= at; }
   double left_s() const { return std::chrono::duration<double>(at - Clock::now()).count(); }
@@ -51,6 +52,7 @@ int connect_bounded(const std::string& host, std::uint16_t port, double timeout_
 
 // Member side of the hello, on a connected channel. Returns "" when welcomed; otherwise the reason, with
 // `code` ("job" when we reached another job's rank 0). Throws PeerError when rank 0 goes silent or away.
-std::string member_hello(Channel& ch, int rank, int size, const std::string& key, const Deadline& dl, std::string& code);
+std::string member_hello(Channel& ch, int rank, int size, const std::string& key, const Deadline& dl,
+                         std::string& code);
 
 }  // namespace logpb::ranks_impl

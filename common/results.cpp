@@ -141,15 +141,17 @@ nlohmann::json host_meta(const Clock& clock) {
         {"invariant", clock.cpuid().invariant},
         {"calibrated_against", "CLOCK_MONOTONIC_RAW"},
         {"calibration_spread", clock.calibration_spread()},
-        {"cpuid_hz", clock.cpuid().reported_hz > 0 ? nlohmann::json(clock.cpuid().reported_hz) : nlohmann::json(nullptr)},
+        {"cpuid_hz",
+         clock.cpuid().reported_hz > 0 ? nlohmann::json(clock.cpuid().reported_hz) : nlohmann::json(nullptr)},
         {"cpuid_source", clock.cpuid().reported_by},
         {"cpuid_disagreement", std::isfinite(dis) ? nlohmann::json(dis) : nlohmann::json(nullptr)},
         {"timer_cost_ns", clock.ns(clock.timer_cost_cycles())},
         {"resolution_ns", clock.resolution_ns()},
         {"smallest_step_ns", clock.smallest_step_ns()},
-        {"resolution_note", "typical (median nonzero) step between consecutive TSC reads, the floor of every "
-                            "reported ci95; smallest_step_ns is the least step seen, which a TSC that advances "
-                            "in steps shows when it splits one, so no figure can move by it"}}},
+        {"resolution_note",
+         "typical (median nonzero) step between consecutive TSC reads, the floor of every "
+         "reported ci95; smallest_step_ns is the least step seen, which a TSC that advances "
+         "in steps shows when it splits one, so no figure can move by it"}}},
   };
 }
 

@@ -116,14 +116,22 @@ Summary summarize(std::vector<double> v) {
 }
 
 void to_json(nlohmann::json& j, const Summary& s) {
-  j = {{"n", s.n},           {"min_ns", s.min},       {"max_ns", s.max},       {"mean_ns", s.mean},
-       {"stdev_ns", s.stdev}, {"median_ns", s.median}, {"p90_ns", s.p90},       {"p99_ns", s.p99},
-       {"p999_ns", s.p999},   {"ci95_mean_ns", s.ci95_mean}, {"ci95_median_ns", s.ci95_median}};
+  j = {{"n", s.n},
+       {"min_ns", s.min},
+       {"max_ns", s.max},
+       {"mean_ns", s.mean},
+       {"stdev_ns", s.stdev},
+       {"median_ns", s.median},
+       {"p90_ns", s.p90},
+       {"p99_ns", s.p99},
+       {"p999_ns", s.p999},
+       {"ci95_mean_ns", s.ci95_mean},
+       {"ci95_median_ns", s.ci95_median}};
 }
 
 void to_json(nlohmann::json& j, const StopRule& r) {
-  j = {{"rel_precision", r.rel_precision}, {"confidence", 0.95},         {"batch", r.batch},
-       {"min_samples", r.min_samples},     {"max_samples", r.max_samples}, {"max_seconds_per_point", r.max_seconds},
+  j = {{"rel_precision", r.rel_precision},   {"confidence", 0.95},           {"batch", r.batch},
+       {"min_samples", r.min_samples},       {"max_samples", r.max_samples}, {"max_seconds_per_point", r.max_seconds},
        {"estimator", to_string(r.estimator)}};
 }
 

@@ -75,7 +75,7 @@ struct Point {
   Summary summary;
   double value = 0, ci95 = 0;  // by the rule's estimator
   bool converged = false;
-  int discarded = 0;  // samples returned as NaN (a message was lost during them): re-measured
+  int discarded = 0;            // samples returned as NaN (a message was lost during them): re-measured
   std::vector<double> samples;  // kept for the raw curve (each sample already averages a burst)
 };
 

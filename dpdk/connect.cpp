@@ -74,8 +74,10 @@ std::vector<std::string> eal_args(const ConnectOptions& o, const std::vector<std
   }
   if (!has_prefix_arg(user, {"--file-prefix", "--in-memory"})) {
     // --no-huge implies legacy memory, which --in-memory refuses: a private file prefix instead.
-    if (o.no_huge || has_prefix_arg(user, {"--no-huge"})) a.push_back("--file-prefix=logpbench-" + std::to_string(getpid()));
-    else a.push_back("--in-memory");
+    if (o.no_huge || has_prefix_arg(user, {"--no-huge"}))
+      a.push_back("--file-prefix=logpbench-" + std::to_string(getpid()));
+    else
+      a.push_back("--in-memory");
   }
   if (!has_prefix_arg(user, {"--telemetry", "--no-telemetry"})) a.push_back("--no-telemetry");
   if (o.no_huge && !has_prefix_arg(user, {"--no-huge"})) {
@@ -107,7 +109,8 @@ std::unique_ptr<Connection> connect(Ranks& ranks, const ConnectOptions& o) {
   if (o.reflector) {
     // The reflector echoes our frames with the MACs swapped: the address we send to comes back as the
     // source, so any will do; it is rank 1 of a job of two as the transport and endpoint see it.
-    if (n != 1) throw UsageError("--reflector is a job of one rank (the reflector is its peer), not of " + std::to_string(n));
+    if (n != 1)
+      throw UsageError("--reflector is a job of one rank (the reflector is its peer), not of " + std::to_string(n));
     auto args = eal_args(o, {});
     c->ports_.push_back(std::make_unique<Port>(port_options(o, args)));
     Port& port = *c->ports_[0];
@@ -143,7 +146,9 @@ std::unique_ptr<Connection> connect(Ranks& ranks, const ConnectOptions& o) {
     // We serve the memifs to higher ranks and are the client of lower ones. Ports are kept in rank order
     // of their peers.
     std::vector<std::unique_ptr<Port>> by_peer(static_cast<std::size_t>(n));
-    const auto start = [&](int j) { by_peer[static_cast<std::size_t>(j)] = std::make_unique<Port>(port_options(o, args, memif_name(j))); };
+    const auto start = [&](int j) {
+      by_peer[static_cast<std::size_t>(j)] = std::make_unique<Port>(port_options(o, args, memif_name(j)));
+    };
     start_ports(
         ranks,
         [&] {
@@ -204,12 +209,17 @@ std::unique_ptr<Connection> connect(Ranks& ranks, const ConnectOptions& o) {
     if (a.rx_ring < 1 || a.rx_ring_sources < 1 || a.rx_ring_sources >= n + 1)
       throw PeerError("rank " + std::to_string(a.rank) + " reported a malformed rx ring: " + link.dump());
     if (!o.local && !macs.insert(mac).second)
-      throw UsageError("ranks share the MAC " + mac + ": a switch cannot route between them (give every rank its own port)");
-    table.push_back({{"rank", a.rank}, {"mac", mac}, {"host", theirs.value("host", "?")}, {"rx_ring", a.rx_ring},
+      throw UsageError("ranks share the MAC " + mac +
+                       ": a switch cannot route between them (give every rank its own port)");
+    table.push_back({{"rank", a.rank},
+                     {"mac", mac},
+                     {"host", theirs.value("host", "?")},
+                     {"rx_ring", a.rx_ring},
                      {"rx_ring_sources", a.rx_ring_sources}});
   }
   if (!o.local && macs.count(c->ports_[0]->mac_string()))
-    throw UsageError("another rank has this rank's MAC " + c->ports_[0]->mac_string() + ": give every rank its own port");
+    throw UsageError("another rank has this rank's MAC " + c->ports_[0]->mac_string() +
+                     ": give every rank its own port");
   c->desc_["peers"] = table;
 
   std::vector<Port*> ports;

@@ -25,15 +25,15 @@
 namespace logpb::dpdk {
 
 struct ConnectOptions {
-  std::string eal;            // the user's EAL arguments (--eal), split on spaces, appended last
-  bool no_huge = false;       // --no-huge: EAL without hugepages (and a private file prefix)
-  int cpu = 0;                // this rank's lcore (-l), unless the user's EAL arguments name cores
-  int port_id = -1;           // --dpdk-port (jobs over one port)
+  std::string eal;       // the user's EAL arguments (--eal), split on spaces, appended last
+  bool no_huge = false;  // --no-huge: EAL without hugepages (and a private file prefix)
+  int cpu = 0;           // this rank's lcore (-l), unless the user's EAL arguments name cores
+  int port_id = -1;      // --dpdk-port (jobs over one port)
   int rx_ring = 1024, tx_ring = 1024, mtu = 0;
   double link_timeout_s = 10;
-  bool local = false;         // every rank on this host: one memif interface per pair of ranks
-  bool reflector = false;     // a job of one rank against a reflector (testpmd macswap) on the one port
-  TransportOptions transport; // session, burst, drop rate, segment, ...; rank and size are the job's
+  bool local = false;          // every rank on this host: one memif interface per pair of ranks
+  bool reflector = false;      // a job of one rank against a reflector (testpmd macswap) on the one port
+  TransportOptions transport;  // session, burst, drop rate, segment, ...; rank and size are the job's
 };
 
 // What connect() built. Its destructor frees the transport but leaves the ports open and the EAL up

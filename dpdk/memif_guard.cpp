@@ -22,7 +22,8 @@ struct Guard {
   int n = 0;
   std::uintptr_t base = 0, code_lo = 0, code_hi = 0;  // the memif PMD's load address and executable segment
   bool code_found = false;
-  struct sigaction old_segv {}, old_bus {};
+  struct sigaction old_segv {
+  }, old_bus{};
 };
 Guard g;
 
@@ -68,7 +69,8 @@ void on_fault(int sig, siginfo_t*, void* ctx) {
   if (pc >= g.code_lo && pc < g.code_hi && a_guarded_link_down()) {
     // The message, with the faulting instruction as an offset into the PMD (hex, formatted by hand).
     static const char head[] =
-        "\nlogpbench: peer lost: the DPDK memif port faulted in a burst after its peer disconnected (DPDK 22.11's memif "
+        "\nlogpbench: peer lost: the DPDK memif port faulted in a burst after its peer disconnected (DPDK 22.11's "
+        "memif "
         "unmaps a departed peer's rings while a burst may still read them; fault at librte_net_memif+0x";
     static const char tail[] = "); results are as last checkpointed\n";
     char hex[2 * sizeof(std::uintptr_t)];

@@ -26,7 +26,8 @@ namespace logpb::dpdk {
 namespace {
 
 std::runtime_error dpdk_error(const std::string& call, int err, const std::string& advice) {
-  return std::runtime_error(call + " failed: " + rte_strerror(err < 0 ? -err : err) + (advice.empty() ? "" : " (" + advice + ")"));
+  return std::runtime_error(call + " failed: " + rte_strerror(err < 0 ? -err : err) +
+                            (advice.empty() ? "" : " (" + advice + ")"));
 }
 
 #ifndef MADV_POPULATE_WRITE
@@ -125,8 +126,9 @@ Port::Port(const PortOptions& opt) {
 
 static void init_eal(const std::vector<std::string>& eal_args) {
   if (!has_arg(eal_args, "--no-huge") && free_hugepages() == 0)
-    throw UsageError("DPDK needs hugepages and none are free: reserve some (echo 512 > /proc/sys/vm/nr_hugepages; "
-                     "scripts/setup does) or run with --no-huge");
+    throw UsageError(
+        "DPDK needs hugepages and none are free: reserve some (echo 512 > /proc/sys/vm/nr_hugepages; "
+        "scripts/setup does) or run with --no-huge");
   check_prefix_free(eal_args);
   std::vector<std::string> args{"logpbench", "--log-level=error"};
   args.insert(args.end(), eal_args.begin(), eal_args.end());
@@ -136,11 +138,15 @@ static void init_eal(const std::vector<std::string>& eal_args) {
   if (rte_eal_init(static_cast<int>(args.size()), argv.data()) < 0) {
     const int e = rte_errno;
     std::string advice = "check the EAL arguments given with --eal";
-    if (e == EALREADY) advice = "EAL was already initialised in this process";
-    else if (e == EACCES) advice = "permissions or hugepages: run as root; reserve hugepages or use --no-huge";
+    if (e == EALREADY)
+      advice = "EAL was already initialised in this process";
+    else if (e == EACCES)
+      advice = "permissions or hugepages: run as root; reserve hugepages or use --no-huge";
     else if (e == EAGAIN || e == EBUSY)
-      advice = "another DPDK process holds this file prefix: give each process its own --file-prefix, or use --in-memory";
-    else if (e == ENODEV || e == EINVAL) advice = "no such device or bad vdev arguments: check --eal \"--vdev ...\"";
+      advice =
+          "another DPDK process holds this file prefix: give each process its own --file-prefix, or use --in-memory";
+    else if (e == ENODEV || e == EINVAL)
+      advice = "no such device or bad vdev arguments: check --eal \"--vdev ...\"";
     throw dpdk_error("rte_eal_init", e, advice);
   }
 }
@@ -148,12 +154,14 @@ static void init_eal(const std::vector<std::string>& eal_args) {
 void Port::setup(const PortOptions& opt) {
   const std::uint16_t n = rte_eth_dev_count_avail();
   if (n == 0)
-    throw UsageError("no DPDK port: give a virtual device (e.g. --eal \"--vdev net_memif0,role=server\") or bind a NIC "
-                     "to vfio-pci and allow it with --eal \"-a PCI_ADDRESS\"");
+    throw UsageError(
+        "no DPDK port: give a virtual device (e.g. --eal \"--vdev net_memif0,role=server\") or bind a NIC "
+        "to vfio-pci and allow it with --eal \"-a PCI_ADDRESS\"");
   if (!opt.device.empty()) {
     std::uint16_t p = 0;
     if (rte_eth_dev_get_port_by_name(opt.device.c_str(), &p) != 0)
-      throw UsageError("no DPDK port named " + opt.device + " (" + std::to_string(n) + " ports: check the --vdev arguments)");
+      throw UsageError("no DPDK port named " + opt.device + " (" + std::to_string(n) +
+                       " ports: check the --vdev arguments)");
     port_ = p;
   } else if (opt.port_id < 0) {
     if (n != 1) throw UsageError(std::to_string(n) + " DPDK ports exist: choose one with --dpdk-port");
@@ -161,7 +169,8 @@ void Port::setup(const PortOptions& opt) {
     RTE_ETH_FOREACH_DEV(p) { port_ = p; }
   } else {
     if (!rte_eth_dev_is_valid_port(static_cast<std::uint16_t>(opt.port_id)))
-      throw UsageError("--dpdk-port " + std::to_string(opt.port_id) + ": no such port (" + std::to_string(n) + " available)");
+      throw UsageError("--dpdk-port " + std::to_string(opt.port_id) + ": no such port (" + std::to_string(n) +
+                       " available)");
     port_ = static_cast<std::uint16_t>(opt.port_id);
   }
 
@@ -170,7 +179,8 @@ void Port::setup(const PortOptions& opt) {
   socket_ = rte_eth_dev_socket_id(port_);
   if (socket_ < 0) socket_ = 0;
   const int mtu = opt.mtu > 0 ? opt.mtu : RTE_ETHER_MTU;
-  const auto max_mtu = std::min<std::uint32_t>(info.max_mtu, info.max_rx_pktlen - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN);
+  const auto max_mtu =
+      std::min<std::uint32_t>(info.max_mtu, info.max_rx_pktlen - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN);
   if (mtu > static_cast<int>(max_mtu) || mtu < static_cast<int>(info.min_mtu) || mtu < 128)
     throw UsageError("--mtu " + std::to_string(mtu) + " outside what " + info.driver_name + " allows [" +
                      std::to_string(std::max<int>(info.min_mtu, 128)) + ", " + std::to_string(max_mtu) + "]");
@@ -180,7 +190,8 @@ void Port::setup(const PortOptions& opt) {
   conf.rxmode.mtu = static_cast<std::uint32_t>(mtu);
   if (int r = rte_eth_dev_configure(port_, 1, 1, &conf); r != 0) throw dpdk_error("rte_eth_dev_configure", r, "");
   std::uint16_t nrx = static_cast<std::uint16_t>(opt.rx_ring), ntx = static_cast<std::uint16_t>(opt.tx_ring);
-  if (int r = rte_eth_dev_adjust_nb_rx_tx_desc(port_, &nrx, &ntx); r != 0) throw dpdk_error("rte_eth_dev_adjust_nb_rx_tx_desc", r, "");
+  if (int r = rte_eth_dev_adjust_nb_rx_tx_desc(port_, &nrx, &ntx); r != 0)
+    throw dpdk_error("rte_eth_dev_adjust_nb_rx_tx_desc", r, "");
 
   // The pool holds every mbuf that can be out at once: a full rx ring (a NIC keeps it stocked), a full
   // tx ring, an rx burst being consumed, tracked sends awaiting tx completion (transport.hpp),
@@ -193,7 +204,8 @@ void Port::setup(const PortOptions& opt) {
   pool_ = rte_pktmbuf_pool_create(pool_name.c_str(), pool_n, cache, 0, static_cast<std::uint16_t>(room), socket_);
   if (!pool_)
     throw dpdk_error("rte_pktmbuf_pool_create", rte_errno,
-                     "not enough hugepage memory for " + std::to_string(pool_n) + " mbufs? lower --rx-ring/--tx-ring, try -m or --no-huge");
+                     "not enough hugepage memory for " + std::to_string(pool_n) +
+                         " mbufs? lower --rx-ring/--tx-ring, try -m or --no-huge");
   if (int r = rte_eth_rx_queue_setup(port_, 0, nrx, static_cast<unsigned>(socket_), nullptr, pool_); r != 0)
     throw dpdk_error("rte_eth_rx_queue_setup", r, "--rx-ring too large for this device?");
   if (int r = rte_eth_tx_queue_setup(port_, 0, ntx, static_cast<unsigned>(socket_), nullptr); r != 0)
@@ -210,17 +222,10 @@ void Port::setup(const PortOptions& opt) {
   rte_eth_rxq_info qi{};
   rx_ring_ = nrx;
   if (rte_eth_rx_queue_info_get(port_, 0, &qi) == 0 && qi.nb_desc > 0) rx_ring_ = qi.nb_desc;
-  desc_ = {{"kind", "dpdk"},
-           {"driver", info.driver_name},
-           {"port", port_},
-           {"mac", mac_string()},
-           {"numa_socket", socket_},
-           {"mtu", mtu},
-           {"rx_ring", nrx},
-           {"rx_ring_effective", rx_ring_},
-           {"mbuf_pool", pool_n},
-           {"tx_ring", ntx},
-           {"eal_args", opt.eal_args}};
+  desc_ = {{"kind", "dpdk"},      {"driver", info.driver_name},    {"port", port_},
+           {"mac", mac_string()}, {"numa_socket", socket_},        {"mtu", mtu},
+           {"rx_ring", nrx},      {"rx_ring_effective", rx_ring_}, {"mbuf_pool", pool_n},
+           {"tx_ring", ntx},      {"eal_args", opt.eal_args}};
 }
 
 void Port::wait_link(double timeout_s, const std::function<bool()>& peer_alive) {
@@ -234,8 +239,9 @@ void Port::wait_link(double timeout_s, const std::function<bool()>& peer_alive) 
       throw PeerError("a rank of the job is gone while DPDK port " + std::to_string(port_) + " (" +
                       desc_.value("driver", "?") + ") waited for its link");
     if (std::chrono::steady_clock::now() > deadline)
-      throw PeerError("link of DPDK port " + std::to_string(port_) + " (" + desc_.value("driver", "?") + ") still down after " +
-                      std::to_string(timeout_s) + " s: is the other end up (memif needs both processes), the cable in, "
+      throw PeerError("link of DPDK port " + std::to_string(port_) + " (" + desc_.value("driver", "?") +
+                      ") still down after " + std::to_string(timeout_s) +
+                      " s: is the other end up (memif needs both processes), the cable in, "
                       "the interface up?");
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
@@ -246,7 +252,8 @@ void Port::wait_link(double timeout_s, const std::function<bool()>& peer_alive) 
     if (populated >= 0)
       desc_["memif_regions_populated_bytes"] = populated;
     else
-      desc_["memif_regions_populated_error"] = std::string("madvise(MADV_POPULATE_WRITE): ") + std::strerror(static_cast<int>(-populated)) +
+      desc_["memif_regions_populated_error"] = std::string("madvise(MADV_POPULATE_WRITE): ") +
+                                               std::strerror(static_cast<int>(-populated)) +
                                                " (the first pass round the rings pays a page fault per buffer)";
   }
 }

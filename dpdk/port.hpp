@@ -19,7 +19,7 @@ struct PortOptions {
   int port_id = -1;                   // -1: the only port there is (exactly one must exist), unless `device`
   std::string device;                 // the port of this ethdev name (e.g. "net_memif3"); overrides port_id
   int rx_ring = 1024, tx_ring = 1024;
-  int mtu = 0;                        // 0: leave the port's default
+  int mtu = 0;  // 0: leave the port's default
 };
 
 // Holds the process's EAL up: initialises it if no Port or Eal holds it yet, cleans it up when the last

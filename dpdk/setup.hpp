@@ -21,7 +21,7 @@ struct JobPlace {
   int cpu = 0;
   std::uint32_t session = 0;
   std::uint32_t segment_bytes = 1 << 20;
-  bool oversubscribed = false;              // more ranks than cores: yield when idle
+  bool oversubscribed = false;                // more ranks than cores: yield when idle
   std::uint16_t reflector_reply_handler = 0;  // the handler an echoed request is delivered to
 };
 

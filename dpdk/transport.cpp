@@ -88,7 +88,8 @@ bool Transport::flush_queue() noexcept {
 void Transport::tx_retry_check(long tries) {
   if ((tries & 1023) == 1023 && !peer_alive_())
     throw PeerError("a peer is gone (link down or rank exited) while a send waited for the DPDK tx ring");
-  if (tries > 100000000L) throw PeerError("rte_eth_tx_burst: the DPDK tx ring never drained (link down or device stuck?)");
+  if (tries > 100000000L)
+    throw PeerError("rte_eth_tx_burst: the DPDK tx ring never drained (link down or device stuck?)");
 }
 
 void Transport::drain_sends() {
@@ -190,7 +191,6 @@ std::uint64_t Transport::tx_completed() {
   return tx_done_;
 }
 
-
 rte_mbuf* Transport::unstash(int src) noexcept {
   int best = -1;
   for (int i = 0; i < stash_n_; ++i) {
@@ -290,7 +290,8 @@ void Transport::stash_ahead(rte_mbuf* m, Peer& p, const WireHdr& h, int& src) no
 // The frame is taken as the next of its stream: frames it skipped (ahead > 0, a gap too wide to be
 // reordering, or frames out of the stash) are lost.
 void Transport::take_in_sequence(Peer& p, const WireHdr& h, std::int32_t ahead, bool again, int& src) noexcept {
-  if (stash_n_ && ahead == 0 && p.stashed > 0 && !again) ++p.c.reordered;  // it came after later frames that the stash held
+  if (stash_n_ && ahead == 0 && p.stashed > 0 && !again)
+    ++p.c.reordered;  // it came after later frames that the stash held
   src = h.src;
   if (ahead > 0) {
     p.c.lost += static_cast<std::uint64_t>(ahead);
@@ -299,7 +300,8 @@ void Transport::take_in_sequence(Peer& p, const WireHdr& h, std::int32_t ahead, 
   if (ahead == 0) [[likely]]
     p.rx_missing <<= 1;
   else  // frames rx_expect .. h.seq - 1 never came: bits 1 .. ahead
-    p.rx_missing = ahead >= 63 ? ~std::uint64_t{1} : (p.rx_missing << (ahead + 1)) | (((std::uint64_t{1} << ahead) - 1) << 1);
+    p.rx_missing =
+        ahead >= 63 ? ~std::uint64_t{1} : (p.rx_missing << (ahead + 1)) | (((std::uint64_t{1} << ahead) - 1) << 1);
   p.rx_expect = h.seq + 1;
 }
 
@@ -337,7 +339,8 @@ const am::Frame* Transport::take_am(Peer& p, const WireHdr& h, const std::uint8_
   if (const std::uint32_t data = h.len - sizeof(am::Frame); data != 0) {
     // A medium AM: its data follows in this frame. Checked against the segment before a byte is
     // copied there; the AM layer checks the same fields again before dispatch.
-    if (rx_frame_.bulk_len != data || rx_frame_.bulk_off > segment_bytes_ || data > segment_bytes_ - rx_frame_.bulk_off) {
+    if (rx_frame_.bulk_len != data || rx_frame_.bulk_off > segment_bytes_ ||
+        data > segment_bytes_ - rx_frame_.bulk_off) {
       ++counters_.medium_rejected;
       p.bulk_broken = false;
       return nullptr;
@@ -390,7 +393,8 @@ const am::Frame* Transport::accept(rte_mbuf* m, bool again, int& src) {
 }
 
 // More than a medium AM holds: the first chunk's mbuf is the admission test, then all of it goes out.
-bool Transport::try_store_chunked(Peer& p, const am::Frame& f, const void* src, std::uint32_t n, std::uint32_t remote_off) {
+bool Transport::try_store_chunked(Peer& p, const am::Frame& f, const void* src, std::uint32_t n,
+                                  std::uint32_t remote_off) {
   rte_mbuf* first = frame_mbuf(p, WireType::chunk, std::min(chunk_bytes_, n), remote_off);
   if (!first) return false;
   send_bulk(p, static_cast<const std::uint8_t*>(src), n, remote_off, f, first);

@@ -47,14 +47,14 @@ namespace logpb::dpdk {
 
 struct TransportOptions {
   std::uint32_t session = 0;
-  int rank = 0;            // this side's rank, and the job's size (ranks are 16-bit on the wire)
+  int rank = 0;  // this side's rank, and the job's size (ranks are 16-bit on the wire)
   int size = 2;
-  int burst = 32;          // rx burst size
-  int tx_burst = 1;        // frames per tx burst while a stream batches its sends (batch_sends); 1: never batched
-  double drop_rate = 0;    // injected loss on receive, for testing loss handling
-  double dup_rate = 0;     // injected duplicates on receive: a frame is received twice
-  double reorder_rate = 0; // injected reordering on receive: a frame is held back until the next one passed it
-  bool reflector = false;  // the peer echoes our frames back (testpmd macswap): an echoed request is the reply
+  int burst = 32;           // rx burst size
+  int tx_burst = 1;         // frames per tx burst while a stream batches its sends (batch_sends); 1: never batched
+  double drop_rate = 0;     // injected loss on receive, for testing loss handling
+  double dup_rate = 0;      // injected duplicates on receive: a frame is received twice
+  double reorder_rate = 0;  // injected reordering on receive: a frame is held back until the next one passed it
+  bool reflector = false;   // the peer echoes our frames back (testpmd macswap): an echoed request is the reply
   std::uint16_t reflector_reply_handler = 0;
   std::uint32_t segment_bytes = 1 << 20;
   std::uint64_t seed = 1;
@@ -82,13 +82,14 @@ struct Counters {
   std::uint64_t get_served = 0;
   std::uint64_t medium_sent = 0, medium_rejected = 0;  // rejected: data length or place outside the segment
   std::uint64_t tracked = 0, completed = 0, completed_in_tx_burst = 0;  // local completion (tracked sends)
-  std::uint64_t rx_mbuf_reused = 0;  // sends that went out in a received mbuf instead of a fresh one
+  std::uint64_t rx_mbuf_reused = 0;              // sends that went out in a received mbuf instead of a fresh one
   std::uint64_t tx_batches = 0, tx_batched = 0;  // batched sends: PMD tx bursts and the frames they carried
 };
 struct PeerCounters {
   // reordered: frames that came after a later one and were put back in sequence; late: frames that came
   // after their gap had been given up as lost (dropped); duplicates: frames that had arrived before.
-  std::uint64_t tx = 0, rx = 0, lost = 0, reordered = 0, duplicates = 0, late = 0, injected_drops = 0, bulk_incomplete = 0;
+  std::uint64_t tx = 0, rx = 0, lost = 0, reordered = 0, duplicates = 0, late = 0, injected_drops = 0,
+                bulk_incomplete = 0;
 };
 
 class Transport {
@@ -138,7 +139,8 @@ class Transport {
       if (txq_n_ != 0 && !txq_blocked_) [[unlikely]]
         return 0;
       rx_pos_ = 0;
-      rx_n_ = ports_.size() == 1 ? rte_eth_rx_burst(port_ids_[0], 0, rx_, static_cast<std::uint16_t>(burst_)) : rx_round_robin();
+      rx_n_ = ports_.size() == 1 ? rte_eth_rx_burst(port_ids_[0], 0, rx_, static_cast<std::uint16_t>(burst_))
+                                 : rx_round_robin();
       if (inject_) [[unlikely]]
         rx_n_ = inject_faults(rx_n_);
       if (rx_n_ == 0) {
@@ -224,8 +226,10 @@ class Transport {
 
  private:
   static constexpr std::uint32_t kHeaders = sizeof(rte_ether_hdr) + sizeof(WireHdr);
+
  public:
   static constexpr int kMaxTxBurst = 128;
+
  private:
   static std::uint8_t* payload(rte_mbuf* m) { return rte_pktmbuf_mtod(m, std::uint8_t*) + kHeaders; }
 
@@ -236,15 +240,15 @@ class Transport {
     std::uint16_t port = 0;                   // its index in ports_
     std::uint16_t rank = 0;
     bool connected = false;
-    bool bulk_broken = false;                 // a frame from it was lost since its last announcing AM
+    bool bulk_broken = false;  // a frame from it was lost since its last announcing AM
     std::uint32_t tx_seq = 0, rx_expect = 0;
-    int rx_ring = 0, rx_ring_sources = 1;     // its receiving side (credit limit)
+    int rx_ring = 0, rx_ring_sources = 1;  // its receiving side (credit limit)
     PeerCounters c;
     // Bit k: frame rx_expect - 1 - k never arrived (given up as lost): a frame older than rx_expect is
     // late when its bit is set, else a duplicate. All set at the start (nothing before the first frame
     // arrived); a frame in sequence shifts in a 0, a gap shifts in its missing frames.
     std::uint64_t rx_missing = ~std::uint64_t{0};
-    int stashed = 0;                          // its frames in the stash, waiting for an earlier one
+    int stashed = 0;  // its frames in the stash, waiting for an earlier one
   };
   Peer& peer(int rank) {
     if (static_cast<unsigned>(rank) >= peers_.size() || !peers_[static_cast<std::size_t>(rank)].connected) [[unlikely]]
@@ -300,7 +304,8 @@ class Transport {
     std::memcpy(p + offsetof(am::Frame, bulk_len), &bulk_len, sizeof bulk_len);
     std::memcpy(p + offsetof(am::Frame, bulk_off), &bulk_off, sizeof bulk_off);
   }
-  static void put_medium(std::uint8_t* p, const am::Frame& f, const void* src, std::uint32_t n, std::uint32_t off) noexcept {
+  static void put_medium(std::uint8_t* p, const am::Frame& f, const void* src, std::uint32_t n,
+                         std::uint32_t off) noexcept {
     put_am(p, f, n, off);
     std::memcpy(p + sizeof f, src, n);
   }
@@ -365,7 +370,7 @@ class Transport {
     if (tx_mbufs_n_ != 0) rte_pktmbuf_free_bulk(tx_mbufs_, tx_mbufs_n_);
     tx_mbufs_n_ = 0;
   }
-  void drain_sends();  // flush_sends until the queue is empty (the NI drains its ring), else PeerError
+  void drain_sends();               // flush_sends until the queue is empty (the NI drains its ring), else PeerError
   void tx_retry_check(long tries);  // in a loop retrying a full tx ring: PeerError once the peer is gone
   void record_tracked(const Peer& p, rte_mbuf* m) noexcept;
   nlohmann::json describe_local_completion() const;
@@ -413,7 +418,7 @@ class Transport {
   [[gnu::always_inline]] inline void drop_behind(Peer& p, std::int32_t ahead) noexcept;
   [[gnu::always_inline]] inline void stash_ahead(rte_mbuf* m, Peer& p, const WireHdr& h, int& src) noexcept;
   [[gnu::always_inline]] inline void take_in_sequence(Peer& p, const WireHdr& h, std::int32_t ahead, bool again,
-                                                       int& src) noexcept;
+                                                      int& src) noexcept;
   [[gnu::always_inline]] inline void store_chunk(Peer& p, const WireHdr& h, const std::uint8_t* body) noexcept;
   [[gnu::always_inline]] inline void take_get_request(Peer& p, const WireHdr& h, const std::uint8_t* body);
   [[gnu::always_inline]] inline const am::Frame* take_am(Peer& p, const WireHdr& h, const std::uint8_t* body) noexcept;
@@ -444,19 +449,19 @@ class Transport {
   bool reflector_;
   bool yield_when_idle_;
   std::uint16_t reflector_reply_handler_;
-  bool inject_ = false;         // duplicates or reordering are injected
+  bool inject_ = false;  // duplicates or reordering are injected
   // On with LOGPB_DPDK_MBUF_REUSE=1. Off by default: over memif here it measured slower, not faster
   // (ping-pong RTT +30 ns of ~1.85 us, same binary alternated): the mempool cache already hands the
   // PMD's just-freed mbuf back, hot, so the reuse saves a cache get/put and adds a reset.
   bool reuse_rx_mbuf_ = false;
-  bool batching_ = false;       // batch_sends(true) with tx_burst_ > 1
-  bool txq_blocked_ = false;    // the last flush left frames queued (the PMD took fewer than offered)
+  bool batching_ = false;     // batch_sends(true) with tx_burst_ > 1
+  bool txq_blocked_ = false;  // the last flush left frames queued (the PMD took fewer than offered)
   std::uint16_t txq_n_ = 0, txq_port_ = 0, tx_burst_ = 1;
   rte_mbuf* txq_[kMaxTxBurst];  // batched sends not yet taken by the PMD, oldest first
   std::uint16_t tx_mbufs_n_ = 0;
   rte_mempool* tx_mbufs_pool_ = nullptr;
   rte_mbuf* tx_mbufs_[kMaxTxBurst];  // allocated for batched sends, not yet used (frame_mbuf)
-  std::uint16_t stash_n_ = 0;   // frames in stash_ (0 unless a gap was seen)
+  std::uint16_t stash_n_ = 0;        // frames in stash_ (0 unless a gap was seen)
   std::uint64_t drop_threshold_ = 0, rng_;
   std::uint32_t chunk_bytes_, medium_max_;
   // Tracked operations not yet seen complete, oldest first: (operation number, its last mbuf, its port).
@@ -473,7 +478,7 @@ class Transport {
   std::byte* segment_ = nullptr;
   std::uint32_t segment_bytes_;
   alignas(64) am::Frame rx_frame_{};  // the delivered frame, copied out of the mbuf to be aligned
-  Counters counters_;  // what is not kept per peer
+  Counters counters_;                 // what is not kept per peer
   double drop_rate_, dup_rate_, reorder_rate_;
   // Cold: only the injection, the stash (after a gap) and the rx-mbuf reuse touch these.
   std::uint64_t dup_threshold_ = 0, reorder_threshold_ = 0;

@@ -34,7 +34,8 @@ Transport::Transport(std::vector<Port*> ports, const std::vector<PeerAddress>& p
       reorder_rate_(opt.reorder_rate) {
   if (ports_.empty()) throw UsageError("a DPDK transport needs at least one port");
   if (size_ < 1 || size_ > am::kMaxRanks || rank_ < 0 || rank_ >= size_)
-    throw UsageError("DPDK transport: rank " + std::to_string(rank_) + " of " + std::to_string(size_) + " is not a rank of the job");
+    throw UsageError("DPDK transport: rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
+                     " is not a rank of the job");
   if (opt.drop_rate < 0 || opt.drop_rate >= 1) throw UsageError("--drop-rate must be in [0, 1)");
   drop_threshold_ = static_cast<std::uint64_t>(std::ldexp(opt.drop_rate, 64));
   if (opt.dup_rate < 0 || opt.dup_rate >= 1) throw UsageError("--dup-rate must be in [0, 1)");
@@ -55,8 +56,8 @@ Transport::Transport(std::vector<Port*> ports, const std::vector<PeerAddress>& p
   }
   peers_.resize(static_cast<std::size_t>(size_));
   for (const PeerAddress& a : peers) {
-    if (a.rank < 0 || a.rank >= size_ || a.rank == rank_ || a.port < 0 ||
-        a.port >= static_cast<int>(ports_.size()) || a.rx_ring_sources < 1)
+    if (a.rank < 0 || a.rank >= size_ || a.rank == rank_ || a.port < 0 || a.port >= static_cast<int>(ports_.size()) ||
+        a.rx_ring_sources < 1)
       throw std::logic_error("DPDK transport: bad peer entry for rank " + std::to_string(a.rank));
     Peer& p = peers_[static_cast<std::size_t>(a.rank)];
     rte_ether_hdr eth{};
@@ -74,7 +75,8 @@ Transport::Transport(std::vector<Port*> ports, const std::vector<PeerAddress>& p
   chunk_bytes_ = payload - sizeof(WireHdr);
   medium_max_ = chunk_bytes_ - sizeof(am::Frame);  // the Port refuses MTUs below 128, so this is positive
   segment_ = static_cast<std::byte*>(rte_zmalloc_socket("logpb_segment", segment_bytes_, 64, ports_[0]->socket()));
-  if (!segment_) throw std::runtime_error("rte_zmalloc_socket of the " + std::to_string(segment_bytes_) + "-byte segment failed");
+  if (!segment_)
+    throw std::runtime_error("rte_zmalloc_socket of the " + std::to_string(segment_bytes_) + "-byte segment failed");
 }
 
 namespace {
@@ -87,9 +89,10 @@ PeerAddress pair_peer(const std::uint8_t mac[6], int rank, int rx_ring) {
 }
 }  // namespace
 
-Transport::Transport(Port& port, const std::uint8_t peer_mac[6], const TransportOptions& opt, std::function<bool()> peer_alive)
-    : Transport(std::vector<Port*>{&port}, {pair_peer(peer_mac, opt.reflector ? 1 : 1 - opt.rank, opt.peer_rx_ring)}, opt,
-                std::move(peer_alive)) {}
+Transport::Transport(Port& port, const std::uint8_t peer_mac[6], const TransportOptions& opt,
+                     std::function<bool()> peer_alive)
+    : Transport(std::vector<Port*>{&port}, {pair_peer(peer_mac, opt.reflector ? 1 : 1 - opt.rank, opt.peer_rx_ring)},
+                opt, std::move(peer_alive)) {}
 
 void Transport::no_route(int rank) const {
   throw UsageError("DPDK transport of rank " + std::to_string(rank_) + ": no route to rank " + std::to_string(rank) +
@@ -142,8 +145,9 @@ int Transport::max_credits(int window) const {
     if (p.connected) consider(p.rx_ring, p.rx_ring_sources);
   if (room < 2)
     throw UsageError("an rx ring of " + std::to_string(ring) + " frames shared by " + std::to_string(sources) +
-                     " sending rank(s) leaves room for " + std::to_string(room) + " one-way messages per rank beside 2 x --window " +
-                     std::to_string(window) + ", --burst " + std::to_string(burst_) + " and " + std::to_string(kCreditFrameMargin) +
+                     " sending rank(s) leaves room for " + std::to_string(room) +
+                     " one-way messages per rank beside 2 x --window " + std::to_string(window) + ", --burst " +
+                     std::to_string(burst_) + " and " + std::to_string(kCreditFrameMargin) +
                      " credit frames: raise --rx-ring (on every rank) or lower --window");
   return room;
 }
@@ -151,25 +155,29 @@ int Transport::max_credits(int window) const {
 // What local completion meant in this run, from what the PMD was seen to do with tracked mbufs.
 nlohmann::json Transport::describe_local_completion() const {
   const Counters& c = counters_;
-  nlohmann::json j = {{"mechanism", ports_.size() == 1
-                                        ? "tx completion: an extra reference on the operation's last mbuf, complete when "
-                                          "the PMD has freed it (frames on one tx queue complete in order)"
-                                        : "tx completion per port: an extra reference on the operation's last mbuf, complete "
-                                          "when the PMD has freed it; frames on one port's tx queue complete in order, so it "
-                                          "covers the earlier operations to the peers of its own port only"},
-                      {"tracked", c.tracked},
-                      {"completed", c.completed},
-                      {"completed_in_tx_burst", c.completed_in_tx_burst},
-                      {"completed_later", c.completed - std::min(c.completed, c.completed_in_tx_burst)},
-                      {"reaping", cleanup_supported_ ? "rte_eth_tx_done_cleanup (or never needed)" : "an empty rte_eth_tx_burst (the PMD has no tx_done_cleanup)"}};
+  nlohmann::json j = {
+      {"mechanism", ports_.size() == 1
+                        ? "tx completion: an extra reference on the operation's last mbuf, complete when "
+                          "the PMD has freed it (frames on one tx queue complete in order)"
+                        : "tx completion per port: an extra reference on the operation's last mbuf, complete "
+                          "when the PMD has freed it; frames on one port's tx queue complete in order, so it "
+                          "covers the earlier operations to the peers of its own port only"},
+      {"tracked", c.tracked},
+      {"completed", c.completed},
+      {"completed_in_tx_burst", c.completed_in_tx_burst},
+      {"completed_later", c.completed - std::min(c.completed, c.completed_in_tx_burst)},
+      {"reaping", cleanup_supported_ ? "rte_eth_tx_done_cleanup (or never needed)"
+                                     : "an empty rte_eth_tx_burst (the PMD has no tx_done_cleanup)"}};
   if (c.tracked == 0)
     j["meaning"] = "not exercised in this run";
   else if (c.completed_in_tx_burst == c.tracked)
-    j["meaning"] = "the PMD copies each frame out and frees its mbuf inside rte_eth_tx_burst: local completion "
-                   "is immediate and its cost is inside the send";
+    j["meaning"] =
+        "the PMD copies each frame out and frees its mbuf inside rte_eth_tx_burst: local completion "
+        "is immediate and its cost is inside the send";
   else
-    j["meaning"] = "the PMD keeps sent mbufs until the device or the peer is done with them (zero copy or a "
-                   "completion ring): local completion comes after the send returns";
+    j["meaning"] =
+        "the PMD keeps sent mbufs until the device or the peer is done with them (zero copy or a "
+        "completion ring): local completion comes after the send returns";
   return j;
 }
 
@@ -247,19 +255,27 @@ nlohmann::json Transport::describe() const {
   j["port_stats"] = ports[0]["port_stats"];
   j["ports"] = std::move(ports);
   j["rx_ring_sharing"] =
-      ports_.size() > 1 ? "one port per peer: each rx ring receives from one rank, and holds its window, replies and credits"
-                        : "one port for every peer: its rx ring is divided among the ranks sending into it, each of which may "
-                          "flood it at once; the credit limit is the smallest share (ring - burst) / senders - 2 x window - 4";
+      ports_.size() > 1
+          ? "one port per peer: each rx ring receives from one rank, and holds its window, replies and credits"
+          : "one port for every peer: its rx ring is divided among the ranks sending into it, each of which may "
+            "flood it at once; the credit limit is the smallest share (ring - burst) / senders - 2 x window - 4";
   nlohmann::json peers = nlohmann::json::array();
   for (const Peer& p : peers_) {
     if (!p.connected) continue;
     char mac[18];
     const std::uint8_t* d = p.eth;  // the destination MAC leads the Ethernet header
     std::snprintf(mac, sizeof mac, "%02x:%02x:%02x:%02x:%02x:%02x", d[0], d[1], d[2], d[3], d[4], d[5]);
-    peers.push_back({{"rank", p.rank},           {"port", p.port_id},          {"mac", mac},
-                     {"rx_ring", p.rx_ring},     {"rx_ring_sources", p.rx_ring_sources},
-                     {"tx", p.c.tx},             {"rx", p.c.rx},               {"lost", p.c.lost},
-                     {"reordered", p.c.reordered}, {"duplicates", p.c.duplicates}, {"late", p.c.late},
+    peers.push_back({{"rank", p.rank},
+                     {"port", p.port_id},
+                     {"mac", mac},
+                     {"rx_ring", p.rx_ring},
+                     {"rx_ring_sources", p.rx_ring_sources},
+                     {"tx", p.c.tx},
+                     {"rx", p.c.rx},
+                     {"lost", p.c.lost},
+                     {"reordered", p.c.reordered},
+                     {"duplicates", p.c.duplicates},
+                     {"late", p.c.late},
                      {"injected_drops", p.c.injected_drops},
                      {"bulk_incomplete", p.c.bulk_incomplete}});
   }

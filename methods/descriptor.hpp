@@ -27,7 +27,8 @@
 //   static void budgets(const Given&, Settings&);               // optional: a method that sets its own
 //                                   // budgets refuses the options it sets and may give others defaults
 // Settings (settings.hpp) is what a method reads of the command line. The timed loops (loops.hpp) and the
-// analysis (analysis.*) sit beside the descriptor, which binds them to the command line. --runs repeats run() in the one loop of bench_runner.hpp, for every method.
+// analysis (analysis.*) sit beside the descriptor, which binds them to the command line. --runs repeats run() in the
+// one loop of bench_runner.hpp, for every method.
 //
 // A job-level method (Scope::job: it drives several links, as Culler et al. 3.5's pairs) has no run() on a
 // link; the job runner (app/job.hpp) hands it the whole job instead. Its members, besides name, summary,
@@ -100,11 +101,11 @@ using Given = std::function<bool(const char*)>;
 // hold what only the run knows: {local_completion} (what the transport's local completion means),
 // {bottleneck} (the bottleneck the method named for it), {first_bytes} (the method's smallest size).
 struct SharedFigure {
-  const char* param;       // LogP's name: o_s, o_r, g, rtt, L
-  const char* key;         // where the method's parameters hold it
+  const char* param;  // LogP's name: o_s, o_r, g, rtt, L
+  const char* key;    // where the method's parameters hold it
   const char* definition;
-  int table_rank = -1;     // agree's usual table takes each parameter from the lowest rank with a value
-                           // (-1: never from this method)
+  int table_rank = -1;  // agree's usual table takes each parameter from the lowest rank with a value
+                        // (-1: never from this method)
 };
 
 // What one rank does in a job: request from `peer` (requester), or serve it; peer -1: no part.
@@ -123,11 +124,11 @@ struct MethodInfo {
   Takes takes;
   void (*budgets)(const Given&, Settings&) = nullptr;  // sets its own budgets
   void (*print)(std::FILE*, const nlohmann::json& doc) = nullptr;
-  std::vector<MethodOption> options;           // the method's own options
-  void (*check)(const Settings&) = nullptr;     // validates them
-  std::string link_option;                     // a job-level method: the option naming its link-level method
-  analysis::compare::Reading compare_as;       // how `compare` names its figures
-  std::vector<SharedFigure> shares;            // the figures it shares with other methods
+  std::vector<MethodOption> options;         // the method's own options
+  void (*check)(const Settings&) = nullptr;  // validates them
+  std::string link_option;                   // a job-level method: the option naming its link-level method
+  analysis::compare::Reading compare_as;     // how `compare` names its figures
+  std::vector<SharedFigure> shares;          // the figures it shares with other methods
 };
 
 // Every registered method, by name.
@@ -145,14 +146,15 @@ analysis::compare::Reading compare_reading(const std::string& bench);
 std::string bench_help();
 // The sizes a method over sizes runs: --sizes, or its defaults that fit; a size past half the segment
 // (max_bytes) is refused.
-std::vector<std::uint32_t> method_sizes(const MethodInfo& info, const std::vector<std::uint32_t>& given, std::uint32_t max_bytes);
+std::vector<std::uint32_t> method_sizes(const MethodInfo& info, const std::vector<std::uint32_t>& given,
+                                        std::uint32_t max_bytes);
 
 // What a method's run can tell the loop that repeats it.
 struct RunIO {
   std::function<void(const std::string&)> progress;       // a progress line (the run number is prefixed)
   std::function<void(const nlohmann::json&)> checkpoint;  // the run's record so far: saved at once
-  std::function<void(double)> done = [](double) {};        // the share of this run done (0..1), where a long
-                                                           // method knows it: percent and time left on screen
+  std::function<void(double)> done = [](double) {};       // the share of this run done (0..1), where a long
+                                                          // method knows it: percent and time left on screen
   std::vector<std::uint32_t> sizes;  // a method over sizes: --sizes or its default_sizes, checked against the segment
 };
 

@@ -61,14 +61,16 @@ void send_message(EP& ep, std::uint32_t n, std::uint64_t slot = 0) {
 template <class EP>
 void require_local_completion(const EP& ep) {
   if constexpr (!EP::has_local_completion) {
-    throw UsageError("this transport cannot report local completion of a send, which Bell et al.'s flood and "
-                     "Doerfler & Brightwell's loop wait for");
+    throw UsageError(
+        "this transport cannot report local completion of a send, which Bell et al.'s flood and "
+        "Doerfler & Brightwell's loop wait for");
   } else if (const std::uint64_t k = ep.completion_stride(); k > 1) {
-    throw UsageError("this NI reports local completion only every " + std::to_string(k) +
-                     "th send, even for a send the caller waits for (a PMD's tx_rs_thresh; emulated: rs=" +
-                     std::to_string(k) + "), so a wait for one send's completion cannot end: Bell et al.'s flood "
-                     "and overlap and Doerfler & Brightwell's send side are not measurable on it (signal=k, which "
-                     "reports a tracked send, is)");
+    throw UsageError(
+        "this NI reports local completion only every " + std::to_string(k) +
+        "th send, even for a send the caller waits for (a PMD's tx_rs_thresh; emulated: rs=" + std::to_string(k) +
+        "), so a wait for one send's completion cannot end: Bell et al.'s flood "
+        "and overlap and Doerfler & Brightwell's send side are not measurable on it (signal=k, which "
+        "reports a tracked send, is)");
   }
 }
 
@@ -140,8 +142,8 @@ void ask_for(EP& ep, std::uint32_t n) {
 }
 
 struct Timed {
-  double send_ns = NAN;  // CPU time inside the send call
-  double total_ns = NAN; // until the reply handler ran
+  double send_ns = NAN;   // CPU time inside the send call
+  double total_ns = NAN;  // until the reply handler ran
 };
 
 // One round trip: n bytes out, 0 back. NaN when a message was lost.

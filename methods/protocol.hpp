@@ -11,9 +11,9 @@
 namespace logpb::methods {
 
 enum Handler : std::uint16_t {
-  kQuit = 1,  // request: the server stops serving (no reply: the client may exit right after)
-  kEcho = 2,  // request: reply kAck at once, echoing the four argument words
-  kAck = 3,   // reply: counted by the client
+  kQuit = 1,        // request: the server stops serving (no reply: the client may exit right after)
+  kEcho = 2,        // request: reply kAck at once, echoing the four argument words
+  kAck = 3,         // reply: counted by the client
   kStoreCheck = 4,  // bulk store request: reply kAck with (checksum of the bytes that landed, their length)
   kGotBack = 5,     // get completion (runs on the client)
   kSink = 6,        // bulk store request: reply kAck at once (the data has landed)
@@ -32,10 +32,10 @@ struct ClientState {
   std::uint64_t last_args[4] = {};
 };
 struct ServerState {
-  int quits = 0;  // requesters that said quit
-  std::uint64_t quiet = 0;     // one-way messages received
-  std::uint64_t to_send = 0;   // kFloodMe: one-way messages still to send back
-  int send_to = 0;             // kFloodMe: the rank that asked for them
+  int quits = 0;              // requesters that said quit
+  std::uint64_t quiet = 0;    // one-way messages received
+  std::uint64_t to_send = 0;  // kFloodMe: one-way messages still to send back
+  int send_to = 0;            // kFloodMe: the rank that asked for them
   std::uint32_t send_bytes = 0, send_off = 0;
 };
 
@@ -89,13 +89,15 @@ void install_server(EP& ep, ServerState& st) {
   ep.on(kStoreCheck, [](EP& e, const am::Frame& f) {
     const auto seg = e.transport().segment();  // the AM layer has checked the range against it
     std::uint64_t h = 1469598103934665603ull;
-    for (std::uint32_t i = 0; i < f.bulk_len; ++i) h = (h ^ std::to_integer<std::uint8_t>(seg[f.bulk_off + i])) * 1099511628211ull;
+    for (std::uint32_t i = 0; i < f.bulk_len; ++i)
+      h = (h ^ std::to_integer<std::uint8_t>(seg[f.bulk_off + i])) * 1099511628211ull;
     e.reply(f, kAck, h, f.bulk_len);
   });
 }
 
-// Serve until the client says quit (a replier of several requesters: until each has said so). A dead client ends this with PeerError. One-way messages the client
-// asked for (kFloodMe) are sent from this loop, never from inside a handler, so handlers never nest.
+// Serve until the client says quit (a replier of several requesters: until each has said so). A dead client ends this
+// with PeerError. One-way messages the client asked for (kFloodMe) are sent from this loop, never from inside a
+// handler, so handlers never nest.
 template <class EP>
 void serve(EP& ep, int requesters = 1) {
   ServerState st;

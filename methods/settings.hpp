@@ -19,7 +19,7 @@ namespace logpb::app {
 
 struct Settings {
   int iterations = 10000, warmup = 1000;
-  std::uint32_t size = 0;  // ping-pong message size (perftest's -s)
+  std::uint32_t size = 0;                             // ping-pong message size (perftest's -s)
   bool size_given = false, iterations_given = false;  // -s, -n on the command line (bw has its own defaults)
   std::uint32_t segment_bytes = 1 << 20;
   StopRule rule;

@@ -21,8 +21,10 @@ std::string unit_of(const std::string& key) {
 
 template <class M>
 std::vector<Table> own_tables(const nlohmann::json& doc) {
-  if constexpr (requires(const nlohmann::json& j) { M::tables(j); }) return M::tables(doc);
-  else return {parameters_table(doc)};
+  if constexpr (requires(const nlohmann::json& j) { M::tables(j); })
+    return M::tables(doc);
+  else
+    return {parameters_table(doc)};
 }
 
 template <class... M>
@@ -106,14 +108,15 @@ Table parameters_table(const nlohmann::json& doc) {
     if (note.empty()) note = p.value("ci_method", std::string());
     if (const std::string share = harness_share(doc, key); !share.empty()) note += (note.empty() ? "" : "; ") + share;
     t.rows.push_back({key, scaled(value), scaled(p.value("ci95_ns", nlohmann::json(nullptr))),
-                      scaled(spread.value("min", nlohmann::json(nullptr))), scaled(spread.value("max", nlohmann::json(nullptr))),
-                      unit, note});
+                      scaled(spread.value("min", nlohmann::json(nullptr))),
+                      scaled(spread.value("max", nlohmann::json(nullptr))), unit, note});
   }
   return t;
 }
 
 std::vector<Table> run_tables(const nlohmann::json& doc) {
-  const std::string bench = doc.value("meta", nlohmann::json::object()).value("flags", nlohmann::json::object()).value("bench", "");
+  const std::string bench =
+      doc.value("meta", nlohmann::json::object()).value("flags", nlohmann::json::object()).value("bench", "");
   return tables_of(bench, doc, AllMethods{});
 }
 

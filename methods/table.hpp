@@ -14,12 +14,12 @@
 namespace logpb::app {
 
 struct Table {
-  std::string name;                  // the CSV file's suffix when a run writes several tables
-  std::vector<std::string> columns;  // perftest's names where the meaning matches
+  std::string name;                               // the CSV file's suffix when a run writes several tables
+  std::vector<std::string> columns;               // perftest's names where the meaning matches
   std::vector<std::vector<nlohmann::json>> rows;  // cells: a number, a string, or null (not measured)
-  int decimals = 2;                  // on screen (the CSV keeps full precision)
-  std::vector<int> column_decimals;  // per column where it differs (empty: `decimals` for all)
-  std::vector<std::size_t> min_widths;  // on screen, per column (perftest's layout); wider cells widen it
+  int decimals = 2;                               // on screen (the CSV keeps full precision)
+  std::vector<int> column_decimals;               // per column where it differs (empty: `decimals` for all)
+  std::vector<std::size_t> min_widths;            // on screen, per column (perftest's layout); wider cells widen it
 };
 
 // The parameters table of any method: name, value and interval in microseconds (or the parameter's own

@@ -28,16 +28,17 @@ nlohmann::json mpit_settings() {
   nlohmann::json j = nlohmann::json::object();
   int provided = 0;
   if (MPI_T_init_thread(MPI_THREAD_SINGLE, &provided) != MPI_SUCCESS) return j;
-  for (const char* name : {"pml", "btl", "btl_vader_eager_limit", "btl_vader_rndv_eager_limit",
-                           "btl_vader_single_copy_mechanism", "btl_tcp_eager_limit", "btl_tcp_rndv_eager_limit",
-                           "btl_openib_eager_limit"}) {
+  for (const char* name :
+       {"pml", "btl", "btl_vader_eager_limit", "btl_vader_rndv_eager_limit", "btl_vader_single_copy_mechanism",
+        "btl_tcp_eager_limit", "btl_tcp_rndv_eager_limit", "btl_openib_eager_limit"}) {
     int idx = -1;
     if (MPI_T_cvar_get_index(name, &idx) != MPI_SUCCESS) continue;
     char nm[256], desc[16];
     int nlen = sizeof nm, dlen = sizeof desc, verbosity = 0, bind = 0, scope = 0;
     MPI_Datatype type;
     MPI_T_enum en;
-    if (MPI_T_cvar_get_info(idx, nm, &nlen, &verbosity, &type, &en, desc, &dlen, &bind, &scope) != MPI_SUCCESS) continue;
+    if (MPI_T_cvar_get_info(idx, nm, &nlen, &verbosity, &type, &en, desc, &dlen, &bind, &scope) != MPI_SUCCESS)
+      continue;
     MPI_T_cvar_handle h;
     int count = 0;
     if (MPI_T_cvar_handle_alloc(idx, nullptr, &h, &count) != MPI_SUCCESS) continue;
@@ -58,7 +59,8 @@ nlohmann::json mpit_settings() {
             int value = 0;
             char item[128];
             int ilen = sizeof item;
-            if (MPI_T_enum_get_item(en, i, &value, item, &ilen) == MPI_SUCCESS && value == v) j[name] = std::string(item);
+            if (MPI_T_enum_get_item(en, i, &value, item, &ilen) == MPI_SUCCESS && value == v)
+              j[name] = std::string(item);
           }
         }
       } else if (type == MPI_UNSIGNED_LONG || type == MPI_UNSIGNED_LONG_LONG || type == MPI_COUNT) {
@@ -79,11 +81,16 @@ nlohmann::json mpit_settings() {
 
 const char* thread_level_name(int level) {
   switch (level) {
-    case MPI_THREAD_SINGLE: return "single";
-    case MPI_THREAD_FUNNELED: return "funneled";
-    case MPI_THREAD_SERIALIZED: return "serialized";
-    case MPI_THREAD_MULTIPLE: return "multiple";
-    default: return "unknown";
+    case MPI_THREAD_SINGLE:
+      return "single";
+    case MPI_THREAD_FUNNELED:
+      return "funneled";
+    case MPI_THREAD_SERIALIZED:
+      return "serialized";
+    case MPI_THREAD_MULTIPLE:
+      return "multiple";
+    default:
+      return "unknown";
   }
 }
 
@@ -108,11 +115,12 @@ Connection::Connection(Ranks& ranks, const TransportOptions& opt) : opt_(opt) {
   check_setup(MPI_Comm_rank(comm_, &rank), "MPI_Comm_rank");
   check_setup(MPI_Comm_size(comm_, &size), "MPI_Comm_size");
   if (rank != ranks.rank() || size != ranks.size())
-    throw UsageError("MPI says this is rank " + std::to_string(rank) + " of " + std::to_string(size) +
-                     ", the launcher's environment (" + ranks.launcher() + ") says rank " + std::to_string(ranks.rank()) +
-                     " of " + std::to_string(ranks.size()) +
-                     ": run logpbench as the launched program itself (mpirun -np N logpbench ..., not through a wrapper "
-                     "that starts several MPI jobs)");
+    throw UsageError(
+        "MPI says this is rank " + std::to_string(rank) + " of " + std::to_string(size) +
+        ", the launcher's environment (" + ranks.launcher() + ") says rank " + std::to_string(ranks.rank()) + " of " +
+        std::to_string(ranks.size()) +
+        ": run logpbench as the launched program itself (mpirun -np N logpbench ..., not through a wrapper "
+        "that starts several MPI jobs)");
 
   init_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_init).count();
   char version[MPI_MAX_LIBRARY_VERSION_STRING];

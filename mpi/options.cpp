@@ -23,9 +23,12 @@ SendMode parse_send_mode(const std::string& s) {
 }
 const char* to_string(SendMode m) {
   switch (m) {
-    case SendMode::send: return "send";
-    case SendMode::ssend: return "ssend";
-    default: return "isend";
+    case SendMode::send:
+      return "send";
+    case SendMode::ssend:
+      return "ssend";
+    default:
+      return "isend";
   }
 }
 RecvMode parse_recv_mode(const std::string& s) {
@@ -37,32 +40,43 @@ const char* to_string(RecvMode m) { return m == RecvMode::recv ? "recv" : "irecv
 
 po::options_description describe(CliOptions& o) {
   po::options_description mpi("MPI transport (run under mpirun or srun)");
-  mpi.add_options()
-      ("mpi-bulk", po::value(&o.mpi_bulk)->default_value(o.mpi_bulk), "bulk store/get: send (two-sided messages) | put (MPI_Put/MPI_Get in a passive-target epoch)")
-      ("mpi-send", po::value(&o.mpi_send)->default_value(o.mpi_send), "the call that sends an AM's message: send (MPI_Send) | isend (MPI_Isend, a pool in flight) | ssend (MPI_Ssend), as Kielmann et al.'s LogP/MPI")
-      ("mpi-recv", po::value(&o.mpi_recv)->default_value(o.mpi_recv), "how it is received: irecv (a ring of pre-posted MPI_Irecv) | recv (MPI_Improbe + MPI_Mrecv, nothing posted ahead)")
-      ("mpi-inline", po::value(&o.mpi_inline)->default_value(o.mpi_inline), "bytes of payload sent in the frame's own message (one MPI message per AM); larger payloads are a message of their own")
-      ("mpi-ring", po::value(&o.mpi_ring)->default_value(o.mpi_ring), "pre-posted MPI_Irecv (irecv), or messages taken in during a blocking send (recv)")
-      ("mpi-pool", po::value(&o.mpi_pool)->default_value(o.mpi_pool), "MPI_Isend in flight at most (power of two)")
-      ("mpi-settings", po::value(&o.mpi_settings)->default_value(o.mpi_settings), "on: record the library's settings (eager limits, pml, btl) read through MPI_T in meta.mpi | off: skip it (MPI_T opens every MCA component, which can take 200 ms; meta.startup_ms.mpi_t_settings)");
+  mpi.add_options()("mpi-bulk", po::value(&o.mpi_bulk)->default_value(o.mpi_bulk),
+                    "bulk store/get: send (two-sided messages) | put (MPI_Put/MPI_Get in a passive-target epoch)")(
+      "mpi-send", po::value(&o.mpi_send)->default_value(o.mpi_send),
+      "the call that sends an AM's message: send (MPI_Send) | isend (MPI_Isend, a pool in flight) | ssend (MPI_Ssend), "
+      "as Kielmann et al.'s LogP/MPI")("mpi-recv", po::value(&o.mpi_recv)->default_value(o.mpi_recv),
+                                       "how it is received: irecv (a ring of pre-posted MPI_Irecv) | recv (MPI_Improbe "
+                                       "+ MPI_Mrecv, nothing posted ahead)")(
+      "mpi-inline", po::value(&o.mpi_inline)->default_value(o.mpi_inline),
+      "bytes of payload sent in the frame's own message (one MPI message per AM); larger payloads are a message of "
+      "their own")("mpi-ring", po::value(&o.mpi_ring)->default_value(o.mpi_ring),
+                   "pre-posted MPI_Irecv (irecv), or messages taken in during a blocking send (recv)")(
+      "mpi-pool", po::value(&o.mpi_pool)->default_value(o.mpi_pool), "MPI_Isend in flight at most (power of two)")(
+      "mpi-settings", po::value(&o.mpi_settings)->default_value(o.mpi_settings),
+      "on: record the library's settings (eager limits, pml, btl) read through MPI_T in meta.mpi | off: skip it (MPI_T "
+      "opens every MCA component, which can take 200 ms; meta.startup_ms.mpi_t_settings)");
   return mpi;
 }
 
 void validate(CliOptions& o, const po::variables_map& vm, const std::string& transport, bool mode_given,
               const std::string& mode) {
   if (transport != "mpi") {
-    cli::refuse_given(vm, {"mpi-bulk", "mpi-send", "mpi-recv", "mpi-inline", "mpi-ring", "mpi-pool", "mpi-settings"}, "mpi");
+    cli::refuse_given(vm, {"mpi-bulk", "mpi-send", "mpi-recv", "mpi-inline", "mpi-ring", "mpi-pool", "mpi-settings"},
+                      "mpi");
     return;
   }
   // Without a launcher there is no job to join (an MPI singleton would measure nothing), so say so before
   // anything starts.
   if (mode_given)
-    throw UsageError("--transport mpi runs under a launcher (mpirun -np 2 logpbench --transport mpi ..., or "
-                     "srun), with no mode: '" + mode + "' is for the other transports");
+    throw UsageError(
+        "--transport mpi runs under a launcher (mpirun -np 2 logpbench --transport mpi ..., or "
+        "srun), with no mode: '" +
+        mode + "' is for the other transports");
   if (!detect_launcher())
-    throw UsageError("--transport mpi needs an MPI launcher: run it as mpirun -np 2 logpbench --transport mpi ... "
-                     "(scripts/mpirun-lab -np 2 -- ...) or under srun; no OMPI_COMM_WORLD_*/PMIX_*/SLURM_* "
-                     "variables are set");
+    throw UsageError(
+        "--transport mpi needs an MPI launcher: run it as mpirun -np 2 logpbench --transport mpi ... "
+        "(scripts/mpirun-lab -np 2 -- ...) or under srun; no OMPI_COMM_WORLD_*/PMIX_*/SLURM_* "
+        "variables are set");
   TransportOptions& t = o.mpi_options;
   t.bulk = parse_bulk_mode(o.mpi_bulk);
   t.send = parse_send_mode(o.mpi_send);

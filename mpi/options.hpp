@@ -22,8 +22,8 @@ RecvMode parse_recv_mode(const std::string& s);  // UsageError for anything but 
 const char* to_string(RecvMode m);
 
 struct TransportOptions {
-  int rx_ring = 256;   // pre-posted receives (irecv), or messages stashed during a blocking send (recv)
-  int tx_pool = 64;    // Isends in flight (a power of two)
+  int rx_ring = 256;  // pre-posted receives (irecv), or messages stashed during a blocking send (recv)
+  int tx_pool = 64;   // Isends in flight (a power of two)
   // Frames delivered per poll at most. One: a test that finds nothing runs MPI's progress engine (tens of
   // ns), so a poll that went on after its frame would charge every round trip one more on each side,
   // while frames that are already in are found by the next poll at no progress cost.
@@ -42,10 +42,10 @@ struct TransportOptions {
 
 // The options as the command line names them; validate() reads them into mpi_options.
 struct CliOptions {
-  std::string mpi_bulk = "send";  // send (two-sided) | put (one-sided): mpi/transport.hpp
+  std::string mpi_bulk = "send";                       // send (two-sided) | put (one-sided): mpi/transport.hpp
   std::string mpi_send = "isend", mpi_recv = "irecv";  // LogP/MPI's send and receive modes
-  int mpi_inline = 4096;  // payload bytes sent inside the frame's message
-  std::string mpi_settings = "on";  // read the library's settings through MPI_T into meta.mpi
+  int mpi_inline = 4096;                               // payload bytes sent inside the frame's message
+  std::string mpi_settings = "on";                     // read the library's settings through MPI_T into meta.mpi
   int mpi_ring = 256, mpi_pool = 64;
   TransportOptions mpi_options;  // the above, checked; the segment and yielding are the job's
 };

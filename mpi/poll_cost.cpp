@@ -18,7 +18,8 @@ int main(int argc, char** argv) {
     std::vector<MPI_Request> req(static_cast<std::size_t>(ring));
     std::vector<int> idx(static_cast<std::size_t>(ring));
     for (int i = 0; i < ring; ++i)
-      MPI_Irecv(&buf[static_cast<std::size_t>(i) * 64], 64, MPI_BYTE, MPI_ANY_SOURCE, 7, MPI_COMM_WORLD, &req[static_cast<std::size_t>(i)]);
+      MPI_Irecv(&buf[static_cast<std::size_t>(i) * 64], 64, MPI_BYTE, MPI_ANY_SOURCE, 7, MPI_COMM_WORLD,
+                &req[static_cast<std::size_t>(i)]);
     double best_test = 1e300, best_some = 1e300;
     for (int rep = 0; rep < 5; ++rep) {
       int flag = 0, out = 0;
@@ -27,8 +28,10 @@ int main(int argc, char** argv) {
       auto t1 = std::chrono::steady_clock::now();
       for (long k = 0; k < iters; ++k) MPI_Testsome(ring, req.data(), &out, idx.data(), MPI_STATUSES_IGNORE);
       auto t2 = std::chrono::steady_clock::now();
-      best_test = std::min(best_test, std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(iters));
-      best_some = std::min(best_some, std::chrono::duration<double, std::nano>(t2 - t1).count() / static_cast<double>(iters));
+      best_test =
+          std::min(best_test, std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(iters));
+      best_some =
+          std::min(best_some, std::chrono::duration<double, std::nano>(t2 - t1).count() / static_cast<double>(iters));
     }
     std::printf("%4d  %23.1f  %25.1f\n", ring, best_test, best_some);
     for (auto& r : req) {

@@ -18,7 +18,8 @@ std::string error_text(int rc) {
 }
 
 void fail_datapath(int rc, const char* call) {
-  throw PeerError(std::string(call) + " failed: " + error_text(rc) + " (the job's MPI communication broke; a rank may be gone)");
+  throw PeerError(std::string(call) + " failed: " + error_text(rc) +
+                  " (the job's MPI communication broke; a rank may be gone)");
 }
 
 void fail_setup(int rc, const char* call, const char* what_to_check) {
@@ -29,9 +30,17 @@ void fail_setup(int rc, const char* call, const char* what_to_check) {
 
 Transport::Transport(MPI_Comm comm, MPI_Win win, std::byte* segment, const TransportOptions& opt,
                      std::function<bool()> peer_alive)
-    : comm_(comm), win_(win), bulk_(opt.bulk), send_(opt.send), recv_(opt.recv), segment_(segment),
-      segment_bytes_(opt.segment_bytes), inline_(std::min(opt.inline_bytes, opt.segment_bytes)),
-      peer_alive_(std::move(peer_alive)), burst_(opt.burst), yield_when_idle_(opt.yield_when_idle) {
+    : comm_(comm),
+      win_(win),
+      bulk_(opt.bulk),
+      send_(opt.send),
+      recv_(opt.recv),
+      segment_(segment),
+      segment_bytes_(opt.segment_bytes),
+      inline_(std::min(opt.inline_bytes, opt.segment_bytes)),
+      peer_alive_(std::move(peer_alive)),
+      burst_(opt.burst),
+      yield_when_idle_(opt.yield_when_idle) {
   if (opt.tx_pool < 2 || (opt.tx_pool & (opt.tx_pool - 1)))
     throw UsageError("the MPI send pool must be a power of two of at least 2");
   if (opt.rx_ring < 2) throw UsageError("the MPI receive ring needs at least 2 receives");
@@ -91,7 +100,8 @@ void Transport::wait_stashing(MPI_Request& r, int dst) {
     if (stash_one()) ++counters_.stashed;
     if ((spins & 0xffff) == 0xffff) {
       throw_if_interrupted();
-      if (!peer_alive_()) throw PeerError("rank " + std::to_string(dst) + " is gone before a blocking send to it completed");
+      if (!peer_alive_())
+        throw PeerError("rank " + std::to_string(dst) + " is gone before a blocking send to it completed");
     }
   }
 }
@@ -153,8 +163,10 @@ bool Transport::accept(std::byte* msg, int source, int bytes) {
     return true;
   }
   if (f.bulk_len) {
-    if (bulk_ == BulkMode::send) receive_store(f, source);
-    else check(MPI_Win_sync(win_), "MPI_Win_sync");  // the put is complete (flushed): make it visible here
+    if (bulk_ == BulkMode::send)
+      receive_store(f, source);
+    else
+      check(MPI_Win_sync(win_), "MPI_Win_sync");  // the put is complete (flushed): make it visible here
   }
   return true;
 }
@@ -279,10 +291,12 @@ nlohmann::json Transport::describe() const {
   const std::string small_send_then_isend = "MPI_Send up to " + std::to_string(kSurelyEager) +
                                             " bytes (eager everywhere); larger: MPI_Isend, then MPI_Test until "
                                             "complete, stashing arrivals";
-  const char* send_call = send_ == SendMode::isend ? "MPI_Isend"
-                          : recv_ == RecvMode::irecv ? (send_ == SendMode::send ? "MPI_Send" : "MPI_Ssend")
-                          : (send_ == SendMode::send ? small_send_then_isend.c_str()
-                                                     : "MPI_Issend, then MPI_Test until complete, stashing arrivals");
+  const char* send_call =
+      send_ == SendMode::isend ? "MPI_Isend"
+      : recv_ == RecvMode::irecv
+          ? (send_ == SendMode::send ? "MPI_Send" : "MPI_Ssend")
+          : (send_ == SendMode::send ? small_send_then_isend.c_str()
+                                     : "MPI_Issend, then MPI_Test until complete, stashing arrivals");
   return {{"kind", "mpi"},
           {"rank", rank_},
           {"size", size_},
@@ -295,26 +309,37 @@ nlohmann::json Transport::describe() const {
                             "received straight into the segment"
                           : "one MPI message per AM frame; payloads by RMA"},
           {"send_call", send_call},
-          {"receive", recv_ == RecvMode::irecv
-                          ? "a ring of pre-posted MPI_Irecv (MPI_ANY_SOURCE); MPI_Test on its head, which fills in posting order"
-                          : "MPI_Improbe, then MPI_Mrecv of the message it found (nothing posted ahead)"},
+          {"receive",
+           recv_ == RecvMode::irecv
+               ? "a ring of pre-posted MPI_Irecv (MPI_ANY_SOURCE); MPI_Test on its head, which fills in posting order"
+               : "MPI_Improbe, then MPI_Mrecv of the message it found (nothing posted ahead)"},
           {"bulk", to_string(bulk_)},
-          {"bulk_how", bulk_ == BulkMode::put
-                           ? "MPI_Put/MPI_Get + MPI_Win_flush in one passive-target epoch (MPI_Win_lock_all), then the AM frame"
-                           : "two-sided: inline in the frame's message up to inline_bytes, beyond that a message of its own"},
+          {"bulk_how",
+           bulk_ == BulkMode::put
+               ? "MPI_Put/MPI_Get + MPI_Win_flush in one passive-target epoch (MPI_Win_lock_all), then the AM frame"
+               : "two-sided: inline in the frame's message up to inline_bytes, beyond that a message of its own"},
           {"rx_ring", rx_n_},
           {"tx_pool", tx_n_},
           {"burst", burst_},
           {"send_pool_reaping", blocking ? "none needed: a blocking send is complete when it returns"
                                          : "MPI_Testsome over the pool when it is full or local completion is asked"},
-          {"local_completion", blocking ? std::string("the send call has returned (") + send_call + ")"
-                                        : "an MPI_Isend that MPI_Test/MPI_Testsome reports complete (its buffer may be reused)"},
+          {"local_completion",
+           blocking ? std::string("the send call has returned (") + send_call + ")"
+                    : "an MPI_Isend that MPI_Test/MPI_Testsome reports complete (its buffer may be reused)"},
           {"segment_bytes", segment_bytes_},
           {"counters",
-           {{"tx", c.tx}, {"tx_pool_full", c.tx_pool_full}, {"rx", c.rx}, {"delivered", c.delivered},
-            {"bulk_stores", c.bulk_stores}, {"inline_stores", c.inline_stores}, {"bulk_gets", c.bulk_gets},
-            {"gets_served", c.gets_served}, {"stashed", c.stashed},
-            {"bad_bulk", c.bad_bulk}, {"short_or_forged", c.short_messages}, {"tracked", c.tracked}}}};
+           {{"tx", c.tx},
+            {"tx_pool_full", c.tx_pool_full},
+            {"rx", c.rx},
+            {"delivered", c.delivered},
+            {"bulk_stores", c.bulk_stores},
+            {"inline_stores", c.inline_stores},
+            {"bulk_gets", c.bulk_gets},
+            {"gets_served", c.gets_served},
+            {"stashed", c.stashed},
+            {"bad_bulk", c.bad_bulk},
+            {"short_or_forged", c.short_messages},
+            {"tracked", c.tracked}}}};
 }
 
 }  // namespace logpb::mpi

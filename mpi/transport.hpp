@@ -179,15 +179,19 @@ class Transport {
     if (mode == SendMode::isend) {
       check(MPI_Isend(buf, bytes, MPI_BYTE, dst, tag, comm_, &r), "MPI_Isend");
     } else if (recv_ == RecvMode::irecv) {
-      if (mode == SendMode::send) check(MPI_Send(buf, bytes, MPI_BYTE, dst, tag, comm_), "MPI_Send");
-      else check(MPI_Ssend(buf, bytes, MPI_BYTE, dst, tag, comm_), "MPI_Ssend");
+      if (mode == SendMode::send)
+        check(MPI_Send(buf, bytes, MPI_BYTE, dst, tag, comm_), "MPI_Send");
+      else
+        check(MPI_Ssend(buf, bytes, MPI_BYTE, dst, tag, comm_), "MPI_Ssend");
       r = MPI_REQUEST_NULL;
     } else if (mode == SendMode::send && bytes <= kSurelyEager) {
       check(MPI_Send(buf, bytes, MPI_BYTE, dst, tag, comm_), "MPI_Send");
       r = MPI_REQUEST_NULL;
     } else {
-      if (mode == SendMode::send) check(MPI_Isend(buf, bytes, MPI_BYTE, dst, tag, comm_, &r), "MPI_Isend");
-      else check(MPI_Issend(buf, bytes, MPI_BYTE, dst, tag, comm_, &r), "MPI_Issend");
+      if (mode == SendMode::send)
+        check(MPI_Isend(buf, bytes, MPI_BYTE, dst, tag, comm_, &r), "MPI_Isend");
+      else
+        check(MPI_Issend(buf, bytes, MPI_BYTE, dst, tag, comm_, &r), "MPI_Issend");
       wait_stashing(r, dst);
     }
     if (r == MPI_REQUEST_NULL && tx_head_ == tx_tail_) ++tx_head_;  // nothing older in flight: retired now

@@ -22,9 +22,12 @@ constexpr std::uint32_t kApiVersion = FI_VERSION(1, 9);  // the oldest API with 
 
 std::uint64_t completion_flag(Completion c) {
   switch (c) {
-    case Completion::transmit: return FI_TRANSMIT_COMPLETE;
-    case Completion::delivery: return FI_DELIVERY_COMPLETE;
-    default: return FI_INJECT_COMPLETE;
+    case Completion::transmit:
+      return FI_TRANSMIT_COMPLETE;
+    case Completion::delivery:
+      return FI_DELIVERY_COMPLETE;
+    default:
+      return FI_INJECT_COMPLETE;
   }
 }
 
@@ -102,7 +105,8 @@ struct Attempt {
 
 }  // namespace
 
-Connection::Connection(Ranks& ranks, const TransportOptions& opt) : rank_(ranks.rank()), size_(ranks.size()), opt_(opt) {
+Connection::Connection(Ranks& ranks, const TransportOptions& opt)
+    : rank_(ranks.rank()), size_(ranks.size()), opt_(opt) {
   try {
     open(opt);
     // What every peer needs to reach us, and what every rank must agree on.
@@ -118,16 +122,15 @@ Connection::Connection(Ranks& ranks, const TransportOptions& opt) : rank_(ranks.
     check_setup(rc, "fi_getname");
     name.resize(len);
     const bool virt = info_->domain_attr->mr_mode & FI_MR_VIRT_ADDR;
-    const nlohmann::json mine = {
-        {"ofi",
-         {{"provider", info_->fabric_attr->prov_name},
-          {"ep", to_string(opt.ep)},
-          {"completion", to_string(opt.completion)},
-          {"bulk", transport_->bulk_path() == BulkPath::rma ? "rma" : "messages"},
-          {"name", hex(name)},
-          {"segment_addr", virt ? reinterpret_cast<std::uint64_t>(segment_.data()) : 0},
-          {"segment_key", segment_mr_ ? fi_mr_key(segment_mr_) : 0},
-          {"segment_bytes", opt.segment_bytes}}}};
+    const nlohmann::json mine = {{"ofi",
+                                  {{"provider", info_->fabric_attr->prov_name},
+                                   {"ep", to_string(opt.ep)},
+                                   {"completion", to_string(opt.completion)},
+                                   {"bulk", transport_->bulk_path() == BulkPath::rma ? "rma" : "messages"},
+                                   {"name", hex(name)},
+                                   {"segment_addr", virt ? reinterpret_cast<std::uint64_t>(segment_.data()) : 0},
+                                   {"segment_key", segment_mr_ ? fi_mr_key(segment_mr_) : 0},
+                                   {"segment_bytes", opt.segment_bytes}}}};
     const nlohmann::json all = ranks.allgather(mine);
     if (!all.is_array() || all.size() != static_cast<std::size_t>(size_))
       throw PeerError("ofi connect: the address exchange returned " + std::to_string(all.size()) + " entries for " +
@@ -139,15 +142,19 @@ Connection::Connection(Ranks& ranks, const TransportOptions& opt) : rank_(ranks.
         for (const char* k : {"provider", "ep", "completion", "bulk"})
           if (o.at(k) != mine["ofi"][k])
             throw UsageError("ofi: rank " + std::to_string(r) + " runs " + k + " " + o.at(k).dump() + ", rank " +
-                             std::to_string(rank_) + " " + mine["ofi"][k].dump() + ": give every rank the same options");
-        transport_->set_remote_segment(r, o.at("segment_addr").get<std::uint64_t>(), o.at("segment_key").get<std::uint64_t>(),
+                             std::to_string(rank_) + " " + mine["ofi"][k].dump() +
+                             ": give every rank the same options");
+        transport_->set_remote_segment(r, o.at("segment_addr").get<std::uint64_t>(),
+                                       o.at("segment_key").get<std::uint64_t>(),
                                        o.at("segment_bytes").get<std::uint32_t>());
       } catch (const nlohmann::json::exception& e) {
         throw PeerError("ofi connect: rank " + std::to_string(r) + " sent no usable address: " + e.what());
       }
     }
-    if (opt.ep == EpType::rdm) connect_rdm(ranks, all);
-    else connect_msg(ranks, all);
+    if (opt.ep == EpType::rdm)
+      connect_rdm(ranks, all);
+    else
+      connect_msg(ranks, all);
   } catch (const std::exception& e) {
     ranks.abort(std::string("ofi connect failed on rank ") + std::to_string(rank_) + ": " + e.what());
     throw;
@@ -159,7 +166,8 @@ void Connection::open(const TransportOptions& opt) {
   find_provider(opt);
   const bool rma = info_->caps & FI_RMA;
   if ((info_->domain_attr->mr_mode & FI_MR_ENDPOINT) && opt.ep == EpType::msg)
-    throw UsageError("provider '" + opt.provider + "' binds memory registrations to an endpoint (FI_MR_ENDPOINT), "
+    throw UsageError("provider '" + opt.provider +
+                     "' binds memory registrations to an endpoint (FI_MR_ENDPOINT), "
                      "which this transport does for --ep rdm only: use --ep rdm");
   if (opt.remote_read && !rma)
     throw UsageError("this method gets (fi_read), and provider '" + opt.provider + "' has no FI_RMA here");
@@ -215,7 +223,8 @@ void Connection::find_provider(const TransportOptions& opt) {
     if (offers.empty())
       throw UsageError("libfabric has no provider '" + opt.provider + "' on this host; fi_getinfo sees: " +
                        known_providers() + " (layered ones as \"core;utility\", e.g. \"tcp;ofi_rxm\")");
-    throw UsageError("provider '" + opt.provider + "' offers no " + (opt.ep == EpType::rdm ? "FI_EP_RDM" : "FI_EP_MSG") +
+    throw UsageError("provider '" + opt.provider + "' offers no " +
+                     (opt.ep == EpType::rdm ? "FI_EP_RDM" : "FI_EP_MSG") +
                      " endpoint with FI_MSG, in-order sends (FI_ORDER_SAS) and " + str(&cflag, FI_TYPE_OP_FLAGS) +
                      " (asked " + asked + "); it offers: " + offers +
                      ". Try the other --ep, another --ofi-completion, or a layered provider (\"tcp;ofi_rxm\")");
@@ -245,8 +254,8 @@ bool Connection::choose_multi_recv(const TransportOptions& opt) {
   const bool shm = std::string(info_->fabric_attr->prov_name) == "shm";
   if (opt.recv == RecvMode::multi && !has_multi)
     throw UsageError("--ofi-recv multi: provider '" + opt.provider + "' has no FI_MULTI_RECV here");
-  const bool multi_recv = opt.ep == EpType::rdm && has_multi &&
-                          (opt.recv == RecvMode::multi || (opt.recv == RecvMode::automatic && !shm));
+  const bool multi_recv =
+      opt.ep == EpType::rdm && has_multi && (opt.recv == RecvMode::multi || (opt.recv == RecvMode::automatic && !shm));
   provider_["recv_mode"] = std::string(to_string(opt.recv)) + " -> " + (multi_recv ? "multi" : "ring") +
                            (opt.recv == RecvMode::automatic && shm && has_multi
                                 ? " (shm: its multi-receive stalls under a flood of stores, -FI_ENOMEM on re-posting)"
@@ -327,36 +336,37 @@ void Connection::make_transport(const TransportOptions& opt, bool multi_recv, bo
 void Connection::record_provider(const TransportOptions& opt, std::size_t cq_size, bool multi_recv, bool rma) {
   const fi_info* i = info_;
   const std::uint32_t api = fi_version();
-  provider_.update({{"provider", i->fabric_attr->prov_name},
-                    {"provider_version", std::to_string(FI_MAJOR(i->fabric_attr->prov_version)) + "." +
-                                             std::to_string(FI_MINOR(i->fabric_attr->prov_version))},
-                    {"fabric", i->fabric_attr->name ? i->fabric_attr->name : ""},
-                    {"domain", i->domain_attr->name ? i->domain_attr->name : ""},
-                    {"api_version", std::to_string(FI_MAJOR(api)) + "." + std::to_string(FI_MINOR(api))},
-                    {"api_version_asked", std::to_string(FI_MAJOR(kApiVersion)) + "." + std::to_string(FI_MINOR(kApiVersion))},
-                    {"ep_type", str(&i->ep_attr->type, FI_TYPE_EP_TYPE)},
-                    {"protocol", str(&i->ep_attr->protocol, FI_TYPE_PROTOCOL)},
-                    {"caps", str(&i->caps, FI_TYPE_CAPS)},
-                    {"mode", str(&i->mode, FI_TYPE_MODE)},
-                    {"addr_format", str(&i->addr_format, FI_TYPE_ADDR_FORMAT)},
-                    {"inject_size", i->tx_attr->inject_size},
-                    {"max_msg_size", i->ep_attr->max_msg_size},
-                    {"tx_size", i->tx_attr->size},
-                    {"rx_size", i->rx_attr->size},
-                    {"cq_size", cq_size},
-                    {"tx_msg_order", str(&i->tx_attr->msg_order, FI_TYPE_MSG_ORDER)},
-                    {"rx_msg_order", str(&i->rx_attr->msg_order, FI_TYPE_MSG_ORDER)},
-                    {"tx_op_flags", str(&i->tx_attr->op_flags, FI_TYPE_OP_FLAGS)},
-                    {"mr_mode", str(&i->domain_attr->mr_mode, FI_TYPE_MR_MODE)},
-                    {"mr_key_size", i->domain_attr->mr_key_size},
-                    {"threading", str(&i->domain_attr->threading, FI_TYPE_THREADING)},
-                    {"data_progress", str(&i->domain_attr->data_progress, FI_TYPE_PROGRESS)},
-                    {"control_progress", str(&i->domain_attr->control_progress, FI_TYPE_PROGRESS)},
-                    {"multi_recv", multi_recv},
-                    {"rma", rma},
-                    {"addressing", opt.ep == EpType::rdm ? "one endpoint, every rank in one address vector (FI_AV_TABLE)"
-                                                         : "a passive endpoint per rank; one connection per peer "
-                                                           "(the higher rank connects)"}});
+  provider_.update(
+      {{"provider", i->fabric_attr->prov_name},
+       {"provider_version", std::to_string(FI_MAJOR(i->fabric_attr->prov_version)) + "." +
+                                std::to_string(FI_MINOR(i->fabric_attr->prov_version))},
+       {"fabric", i->fabric_attr->name ? i->fabric_attr->name : ""},
+       {"domain", i->domain_attr->name ? i->domain_attr->name : ""},
+       {"api_version", std::to_string(FI_MAJOR(api)) + "." + std::to_string(FI_MINOR(api))},
+       {"api_version_asked", std::to_string(FI_MAJOR(kApiVersion)) + "." + std::to_string(FI_MINOR(kApiVersion))},
+       {"ep_type", str(&i->ep_attr->type, FI_TYPE_EP_TYPE)},
+       {"protocol", str(&i->ep_attr->protocol, FI_TYPE_PROTOCOL)},
+       {"caps", str(&i->caps, FI_TYPE_CAPS)},
+       {"mode", str(&i->mode, FI_TYPE_MODE)},
+       {"addr_format", str(&i->addr_format, FI_TYPE_ADDR_FORMAT)},
+       {"inject_size", i->tx_attr->inject_size},
+       {"max_msg_size", i->ep_attr->max_msg_size},
+       {"tx_size", i->tx_attr->size},
+       {"rx_size", i->rx_attr->size},
+       {"cq_size", cq_size},
+       {"tx_msg_order", str(&i->tx_attr->msg_order, FI_TYPE_MSG_ORDER)},
+       {"rx_msg_order", str(&i->rx_attr->msg_order, FI_TYPE_MSG_ORDER)},
+       {"tx_op_flags", str(&i->tx_attr->op_flags, FI_TYPE_OP_FLAGS)},
+       {"mr_mode", str(&i->domain_attr->mr_mode, FI_TYPE_MR_MODE)},
+       {"mr_key_size", i->domain_attr->mr_key_size},
+       {"threading", str(&i->domain_attr->threading, FI_TYPE_THREADING)},
+       {"data_progress", str(&i->domain_attr->data_progress, FI_TYPE_PROGRESS)},
+       {"control_progress", str(&i->domain_attr->control_progress, FI_TYPE_PROGRESS)},
+       {"multi_recv", multi_recv},
+       {"rma", rma},
+       {"addressing", opt.ep == EpType::rdm ? "one endpoint, every rank in one address vector (FI_AV_TABLE)"
+                                            : "a passive endpoint per rank; one connection per peer "
+                                              "(the higher rank connects)"}});
 }
 
 void* Connection::register_memory(void* buf, std::size_t len, std::uint64_t access) {
@@ -429,7 +439,8 @@ void Connection::connect_msg(Ranks& ranks, const nlohmann::json& all) {
       if (err.fid && err.fid->context) who = *static_cast<int*>(err.fid->context);
       char text[256] = {};
       const char* prov = fi_eq_strerror(eq_, err.prov_errno, err.err_data, text, sizeof text);
-      throw PeerError("ofi connect: the connection " + (who >= 0 ? "with rank " + std::to_string(who) : std::string("")) +
+      throw PeerError("ofi connect: the connection " +
+                      (who >= 0 ? "with rank " + std::to_string(who) : std::string("")) +
                       " failed: " + fi_strerror(err.err) + "; the provider says: " + (prov ? prov : "nothing"));
     }
     if (n < 0) fail_setup(n, "fi_eq_sread");

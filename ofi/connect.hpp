@@ -57,9 +57,9 @@ class Connection {
   fid_av* av_ = nullptr;
   fid_eq* eq_ = nullptr;
   fid_pep* pep_ = nullptr;
-  fid_ep* ep_ = nullptr;           // rdm
-  std::vector<fid_ep*> eps_;       // msg: by peer rank
-  std::vector<int> peer_ids_;      // msg: each endpoint's context, its peer's rank
+  fid_ep* ep_ = nullptr;       // rdm
+  std::vector<fid_ep*> eps_;   // msg: by peer rank
+  std::vector<int> peer_ids_;  // msg: each endpoint's context, its peer's rank
   std::vector<fid_mr*> mrs_;
   std::uint64_t next_key_ = 1;
   struct alignas(4096) Page {

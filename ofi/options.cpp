@@ -10,8 +10,10 @@ namespace logpb::ofi {
 EpType parse_ep_type(const std::string& s) {
   if (s == "rdm") return EpType::rdm;
   if (s == "msg") return EpType::msg;
-  throw UsageError("--ep must be rdm (reliable datagrams: one endpoint, every peer in its address vector) or msg "
-                   "(one connected endpoint per peer), not '" + s + "'");
+  throw UsageError(
+      "--ep must be rdm (reliable datagrams: one endpoint, every peer in its address vector) or msg "
+      "(one connected endpoint per peer), not '" +
+      s + "'");
 }
 const char* to_string(EpType e) { return e == EpType::msg ? "msg" : "rdm"; }
 const char* to_string(RecvMode r) { return r == RecvMode::multi ? "multi" : r == RecvMode::ring ? "ring" : "auto"; }
@@ -24,9 +26,12 @@ Completion parse_completion(const std::string& s) {
 }
 const char* to_string(Completion c) {
   switch (c) {
-    case Completion::transmit: return "transmit";
-    case Completion::delivery: return "delivery";
-    default: return "inject";
+    case Completion::transmit:
+      return "transmit";
+    case Completion::delivery:
+      return "delivery";
+    default:
+      return "inject";
   }
 }
 
@@ -39,17 +44,18 @@ RecvMode parse_recv_mode(const std::string& s) {
 
 po::options_description describe(CliOptions& o) {
   po::options_description ofi("libfabric transport (fabtests' -p)");
-  ofi.add_options()
-      ("provider", po::value(&o.provider), "libfabric provider as fi_info names it: tcp, shm, \"tcp;ofi_rxm\", \"udp;ofi_rxd\", "
-                                            "verbs, efa, psm3, ... (required with --transport ofi)")
-      ("ep", po::value(&o.ofi_ep)->default_value(o.ofi_ep), "endpoint type: rdm (reliable datagrams, one endpoint and an "
-                                                              "address vector of every rank) | msg (one connection per peer)")
-      ("ofi-completion", po::value(&o.ofi_completion)->default_value(o.ofi_completion),
-       "what a send's local completion waits for (flood, overlap, availability): inject (buffer reusable: fi_inject "
-       "returns complete) | transmit (FI_TRANSMIT_COMPLETE) | delivery (FI_DELIVERY_COMPLETE: in the peer's buffer)")
-      ("ofi-recv", po::value(&o.ofi_recv)->default_value(o.ofi_recv),
-       "pre-posted receives: multi (FI_MULTI_RECV buffers, rdm only) | ring (one-message buffers) | auto (multi where "
-       "the provider has it, except shm, whose multi-receive stalls under a flood)");
+  ofi.add_options()("provider", po::value(&o.provider),
+                    "libfabric provider as fi_info names it: tcp, shm, \"tcp;ofi_rxm\", \"udp;ofi_rxd\", "
+                    "verbs, efa, psm3, ... (required with --transport ofi)")(
+      "ep", po::value(&o.ofi_ep)->default_value(o.ofi_ep),
+      "endpoint type: rdm (reliable datagrams, one endpoint and an "
+      "address vector of every rank) | msg (one connection per peer)")(
+      "ofi-completion", po::value(&o.ofi_completion)->default_value(o.ofi_completion),
+      "what a send's local completion waits for (flood, overlap, availability): inject (buffer reusable: fi_inject "
+      "returns complete) | transmit (FI_TRANSMIT_COMPLETE) | delivery (FI_DELIVERY_COMPLETE: in the peer's buffer)")(
+      "ofi-recv", po::value(&o.ofi_recv)->default_value(o.ofi_recv),
+      "pre-posted receives: multi (FI_MULTI_RECV buffers, rdm only) | ring (one-message buffers) | auto (multi where "
+      "the provider has it, except shm, whose multi-receive stalls under a flood)");
   return ofi;
 }
 
@@ -59,8 +65,9 @@ void validate(CliOptions& o, const po::variables_map& vm, const std::string& tra
     return;
   }
   if (o.provider.empty())
-    throw UsageError("--transport ofi needs --provider NAME (fi_info -l lists this host's, e.g. tcp, shm, "
-                     "\"tcp;ofi_rxm\", \"udp;ofi_rxd\")");
+    throw UsageError(
+        "--transport ofi needs --provider NAME (fi_info -l lists this host's, e.g. tcp, shm, "
+        "\"tcp;ofi_rxm\", \"udp;ofi_rxd\")");
   TransportOptions& t = o.ofi_options;
   t.provider = o.provider;
   t.ep = parse_ep_type(o.ofi_ep);

@@ -36,13 +36,16 @@ std::uint64_t floor_pow2(std::uint64_t v) {
 
 std::uint64_t completion_flag(Completion c) {
   switch (c) {
-    case Completion::transmit: return FI_TRANSMIT_COMPLETE;
-    case Completion::delivery: return FI_DELIVERY_COMPLETE;
-    default: return FI_INJECT_COMPLETE;
+    case Completion::transmit:
+      return FI_TRANSMIT_COMPLETE;
+    case Completion::delivery:
+      return FI_DELIVERY_COMPLETE;
+    default:
+      return FI_INJECT_COMPLETE;
   }
 }
 
-constexpr int kMultiBuffers = 4;      // multi-receive buffers posted at once
+constexpr int kMultiBuffers = 4;              // multi-receive buffers posted at once
 constexpr std::size_t kMultiBytes = 1 << 18;  // each: a few hundred frames, or 60 full-size messages
 constexpr std::uint32_t kRingPerEp = 64;      // one-message receive slots per endpoint without FI_MULTI_RECV
 constexpr std::size_t kStash = 1024;          // receive completions drive() may hold for the next poll
@@ -51,13 +54,25 @@ constexpr double kStuckCallS = 2.0;           // a provider call this long with 
 }  // namespace
 
 Transport::Transport(Setup s)
-    : rank_(s.rank), size_(s.size), ep_type_(s.ep), cq_(s.cq), eq_(s.eq), inject_size_(s.inject_size),
-      multi_recv_(s.multi_recv && s.ep == EpType::rdm), mr_local_(s.mr_local), rma_(s.rma),
-      bulk_(s.rma && s.order_saw ? BulkPath::rma : BulkPath::messages), completion_(s.completion),
+    : rank_(s.rank),
+      size_(s.size),
+      ep_type_(s.ep),
+      cq_(s.cq),
+      eq_(s.eq),
+      inject_size_(s.inject_size),
+      multi_recv_(s.multi_recv && s.ep == EpType::rdm),
+      mr_local_(s.mr_local),
+      rma_(s.rma),
+      bulk_(s.rma && s.order_saw ? BulkPath::rma : BulkPath::messages),
+      completion_(s.completion),
       send_flags_(completion_flag(s.completion) | FI_COMPLETION),
-      inject_frames_(s.completion == Completion::inject && s.inject_size >= sizeof(am::Frame)), segment_(s.segment),
-      segment_bytes_(s.segment_bytes), segment_desc_(s.segment_desc), register_local_(std::move(s.register_local)),
-      peer_alive_(std::move(s.peer_alive)), yield_when_idle_(s.yield_when_idle) {
+      inject_frames_(s.completion == Completion::inject && s.inject_size >= sizeof(am::Frame)),
+      segment_(s.segment),
+      segment_bytes_(s.segment_bytes),
+      segment_desc_(s.segment_desc),
+      register_local_(std::move(s.register_local)),
+      peer_alive_(std::move(s.peer_alive)),
+      yield_when_idle_(s.yield_when_idle) {
   peers_.resize(static_cast<std::size_t>(size_));
   slot_bytes_ = static_cast<std::uint32_t>((sizeof(am::Frame) + kPayloadMax + 63) / 64 * 64);
   slot_n_ = std::max<std::uint64_t>(2, floor_pow2(std::min<std::size_t>(s.tx_size, 1024)));
@@ -150,8 +165,11 @@ void Transport::retry_reposts() {
 
 void Transport::set_peer_alive(std::function<bool()> f, const std::string& provider) {
   peer_alive_ = f;
-  guard_.watch({.stuck_s = kStuckCallS, .check_s = 0.25, .library = "libfabric's " + provider + " provider",
-                .peers_alive = std::move(f), .fire = {}});
+  guard_.watch({.stuck_s = kStuckCallS,
+                .check_s = 0.25,
+                .library = "libfabric's " + provider + " provider",
+                .peers_alive = std::move(f),
+                .fire = {}});
 }
 
 void Transport::bad_dst(std::uint16_t dst) const {
@@ -240,8 +258,8 @@ bool Transport::try_store(const am::Frame& f, const void* src, std::uint32_t n, 
     ++counters_.medium_stores;
     return true;
   }
-  const bool done = bulk_ == BulkPath::rma ? store_rma(p, f, src, n, remote_off)
-                                           : store_messages(p, f, src, n, remote_off);
+  const bool done =
+      bulk_ == BulkPath::rma ? store_rma(p, f, src, n, remote_off) : store_messages(p, f, src, n, remote_off);
   if (done) ++counters_.bulk_stores;
   return done;
 }
@@ -369,8 +387,9 @@ void Transport::cq_failed(ssize_t r) {
   if (auto* c = static_cast<Ctx*>(err.op_context)) {
     if (c->kind == CtxKind::tx) {
       const Slot& s = *reinterpret_cast<const Slot*>(c);
-      op = s.kind == TxKind::send ? "a send (fi_sendmsg)" : s.kind == TxKind::write ? "a store (fi_writemsg)"
-                                                                                 : "a get (fi_readmsg)";
+      op = s.kind == TxKind::send    ? "a send (fi_sendmsg)"
+           : s.kind == TxKind::write ? "a store (fi_writemsg)"
+                                     : "a get (fi_readmsg)";
       who = " toward rank " + std::to_string(s.peer);
     } else {
       const RxBuf& b = *reinterpret_cast<const RxBuf*>(c);
@@ -380,8 +399,8 @@ void Transport::cq_failed(ssize_t r) {
   }
   char text[256] = {};
   const char* prov = fi_cq_strerror(cq_, err.prov_errno, err.err_data, text, sizeof text);
-  throw PeerError("ofi: " + op + who + " completed in error: " + fi_strerror(err.err) + " (" +
-                  std::to_string(err.err) + "); the provider says: " + (prov ? prov : "nothing") +
+  throw PeerError("ofi: " + op + who + " completed in error: " + fi_strerror(err.err) + " (" + std::to_string(err.err) +
+                  "); the provider says: " + (prov ? prov : "nothing") +
                   " (the job's libfabric communication broke; a rank may be gone)");
 }
 
@@ -424,7 +443,7 @@ nlohmann::json Transport::describe() const {
                                              " bytes (copied into the segment by the receiver), then the frame");
   j["bulk"] = bulk_ == BulkPath::rma ? "rma" : "messages";
   j["bulk_why"] = bulk_ == BulkPath::rma ? "the provider has FI_RMA and orders a send after a write (FI_ORDER_SAW)"
-                  : !rma_ ? "the provider has no FI_RMA"
+                  : !rma_                ? "the provider has no FI_RMA"
                           : "the provider has FI_RMA but does not order a send after a write (no FI_ORDER_SAW): the "
                             "frame could overtake its data";
   j["get"] = rma_ ? "fi_readmsg, its completion delivered locally as the peer's reply" : "none (no FI_RMA)";
@@ -441,26 +460,36 @@ nlohmann::json Transport::describe() const {
           ? "a send is locally complete once its buffer may be reused: an fi_inject when it returns, another "
             "operation at its FI_INJECT_COMPLETE entry. Bell's flood and Doerfler's wait then see the NI take the "
             "data, not the peer receive it: o_s and g of a flood of small AMs are the cost of fi_inject"
-          : completion_ == Completion::transmit
+      : completion_ == Completion::transmit
           ? "every send is fi_sendmsg(FI_TRANSMIT_COMPLETE): complete once the provider will not send it again "
             "(on a reliable endpoint, once the peer's provider acknowledged it). The flood's queue, Doerfler's wait "
             "and the overlap then hold the round trip of that acknowledgement"
           : "every send is fi_sendmsg(FI_DELIVERY_COMPLETE): complete once the message is in the peer's receive "
             "buffer. The flood's queue, Doerfler's wait and the overlap then hold the whole transfer to the peer";
   j["local_completion"] = "every operation numbered; tracked by its tx slot's CQ entry (fi_inject: at return)";
-  j["source_check"] = ep_type_ == EpType::msg ? "each connection is one peer's: a frame naming another source is refused"
-                                              : "rdm without FI_SOURCE: the frame's source rank is checked by the AM "
-                                                "layer only";
+  j["source_check"] = ep_type_ == EpType::msg
+                          ? "each connection is one peer's: a frame naming another source is refused"
+                          : "rdm without FI_SOURCE: the frame's source rank is checked by the AM "
+                            "layer only";
   j["segment_bytes"] = segment_bytes_;
-  j["counters"] = {{"injects", c.injects},       {"sends", c.sends},
-                   {"writes", c.writes},         {"reads", c.reads},
-                   {"store_data_messages", c.chunks}, {"eagain", c.eagain},
-                   {"recvs", c.recvs},           {"reposts", c.reposts},
-                   {"medium_stores", c.medium_stores}, {"bulk_stores", c.bulk_stores},
-                   {"gets", c.gets},             {"staged", c.staged},
-                   {"short_or_bad", c.short_or_bad}, {"bad_src", c.bad_src},
-                   {"bad_bulk", c.bad_bulk},     {"stashed", c.stashed},
-                   {"tracked", c.tracked},       {"reposts_deferred", c.reposts_deferred}};
+  j["counters"] = {{"injects", c.injects},
+                   {"sends", c.sends},
+                   {"writes", c.writes},
+                   {"reads", c.reads},
+                   {"store_data_messages", c.chunks},
+                   {"eagain", c.eagain},
+                   {"recvs", c.recvs},
+                   {"reposts", c.reposts},
+                   {"medium_stores", c.medium_stores},
+                   {"bulk_stores", c.bulk_stores},
+                   {"gets", c.gets},
+                   {"staged", c.staged},
+                   {"short_or_bad", c.short_or_bad},
+                   {"bad_src", c.bad_src},
+                   {"bad_bulk", c.bad_bulk},
+                   {"stashed", c.stashed},
+                   {"tracked", c.tracked},
+                   {"reposts_deferred", c.reposts_deferred}};
   if (shutdown_seen_) j["connection_event"] = shutdown_what_;
   return j;
 }

@@ -55,7 +55,7 @@
 
 namespace logpb::ofi {
 
-inline constexpr std::uint32_t kPayloadMax = 4096;  // payload bytes in one message
+inline constexpr std::uint32_t kPayloadMax = 4096;    // payload bytes in one message
 inline constexpr std::uint32_t kChunk = 0xfffffffeu;  // seq of a data message of a store: copied, never delivered
 inline constexpr int kCqBatch = 16;                   // completions taken per fi_cq_read
 
@@ -69,9 +69,9 @@ struct Counters {
 
 // One peer as the datapath reaches it.
 struct PeerLink {
-  fid_ep* ep = nullptr;              // rdm: the one endpoint; msg: this peer's connection (null: not a peer)
-  fi_addr_t addr = FI_ADDR_UNSPEC;   // rdm: its address vector entry
-  std::uint64_t segment_addr = 0;    // the target address of its segment's byte 0 (FI_MR_VIRT_ADDR: a pointer)
+  fid_ep* ep = nullptr;             // rdm: the one endpoint; msg: this peer's connection (null: not a peer)
+  fi_addr_t addr = FI_ADDR_UNSPEC;  // rdm: its address vector entry
+  std::uint64_t segment_addr = 0;   // the target address of its segment's byte 0 (FI_MR_VIRT_ADDR: a pointer)
   std::uint64_t segment_key = 0;
   std::uint32_t segment_bytes = 0;
 };
@@ -190,8 +190,8 @@ class Transport {
   };
   struct RxBuf {
     Ctx ctx;
-    fid_ep* ep = nullptr;    // where it is posted
-    int peer = -1;           // msg: the one peer of that endpoint (-1: any)  // msg: the endpoint it was posted on
+    fid_ep* ep = nullptr;  // where it is posted
+    int peer = -1;         // msg: the one peer of that endpoint (-1: any)  // msg: the endpoint it was posted on
     std::uint32_t index = 0;
     std::byte* buf = nullptr;
     std::size_t bytes = 0;
@@ -206,7 +206,8 @@ class Transport {
   };
 
   PeerLink& peer(std::uint16_t dst) {
-    if (dst >= peers_.size() || !peers_[dst].ep) [[unlikely]] bad_dst(dst);
+    if (dst >= peers_.size() || !peers_[dst].ep) [[unlikely]]
+      bad_dst(dst);
     return peers_[dst];
   }
   [[noreturn]] void bad_dst(std::uint16_t dst) const;

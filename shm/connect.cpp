@@ -63,7 +63,8 @@ ShmRegion join_shm_region(Ranks& ranks, const ShmOptions& opt) {
   const nlohmann::json opened = ranks.allgather(failed);
   for (std::size_t r = 0; r < opened.size(); ++r)
     if (!opened[r].get<std::string>().empty())
-      throw std::runtime_error("rank " + std::to_string(r) + " could not map the shm region: " + opened[r].get<std::string>());
+      throw std::runtime_error("rank " + std::to_string(r) +
+                               " could not map the shm region: " + opened[r].get<std::string>());
   return std::move(*region);
 }
 

@@ -35,8 +35,10 @@ void connect_shm(Ranks& ranks, const ShmOptions& opt, const Clock& clock, const 
     region.unlink();
     body(t);
   };
-  if (emu.enabled) run(std::type_identity<EmulatedNI>{});
-  else run(std::type_identity<Wire>{});
+  if (emu.enabled)
+    run(std::type_identity<EmulatedNI>{});
+  else
+    run(std::type_identity<Wire>{});
 }
 
 // The same choice for a region shared by other means (threads of one process, a region created before a
@@ -48,8 +50,10 @@ void with_shm_transport(const ShmRegion& region, int rank, const Clock& clock, c
     ShmTransport<NI> t(region, rank, clock, emu, opt, attach_timeout_s);
     body(t);
   };
-  if (emu.enabled) run(std::type_identity<EmulatedNI>{});
-  else run(std::type_identity<Wire>{});
+  if (emu.enabled)
+    run(std::type_identity<EmulatedNI>{});
+  else
+    run(std::type_identity<Wire>{});
 }
 
 }  // namespace logpb

@@ -19,12 +19,18 @@ double parse_duration_ns(const std::string& s) {
   }
   const std::string unit = s.substr(used);
   double scale = 0;
-  if (unit == "ns") scale = 1;
-  else if (unit == "us" || unit == "µs") scale = 1e3;
-  else if (unit == "ms") scale = 1e6;
-  else if (unit == "s") scale = 1e9;
-  else if (unit.empty() && v == 0) scale = 1;
-  else throw UsageError("'" + s + "' needs a unit: ns, us, ms or s");
+  if (unit == "ns")
+    scale = 1;
+  else if (unit == "us" || unit == "µs")
+    scale = 1e3;
+  else if (unit == "ms")
+    scale = 1e6;
+  else if (unit == "s")
+    scale = 1e9;
+  else if (unit.empty() && v == 0)
+    scale = 1;
+  else
+    throw UsageError("'" + s + "' needs a unit: ns, us, ms or s");
   if (!std::isfinite(v)) throw UsageError("'" + s + "' is not a finite duration");
   return v * scale;
 }
@@ -90,25 +96,37 @@ Emulation parse_emulation(const std::string& spec) {
       continue;
     }
     if (k == "wait") {
-      if (v != "spin" && v != "sleep" && v != "auto") throw UsageError("--emulate: wait must be spin, sleep or auto, not '" + v + "'");
+      if (v != "spin" && v != "sleep" && v != "auto")
+        throw UsageError("--emulate: wait must be spin, sleep or auto, not '" + v + "'");
       e.waiting = v;
       continue;
     }
     const double ns = parse_duration_ns(v);
     if (ns < 0) throw UsageError("--emulate: " + k + " = " + v + " is negative; LogP parameters are times >= 0");
-    if (k == "os" || k == "o_s") e.o_s_ns = ns;
-    else if (k == "or" || k == "o_r") e.o_r_ns = ns;
-    else if (k == "g") e.g_ns = ns;
-    else if (k == "L") e.L_ns = ns;
-    else if (k == "G") e.G_ns = ns;
-    else if (k == "os_per_byte") e.o_s_per_byte_ns = ns;
-    else if (k == "or_per_byte") e.o_r_per_byte_ns = ns;
-    else if (k == "h" || k == "handler") e.handler_ns = ns;
-    else if (k == "cq") e.cq_ns = ns;
-    else if (k == "jitter") e.jitter_ns = ns;
-    else throw UsageError("--emulate: unknown key '" + k +
-                          "' (known: os, or, g, L, C, G, os_per_byte, or_per_byte, h, wait, batch, cq, signal, rs, "
-                          "jitter, stall, seed)");
+    if (k == "os" || k == "o_s")
+      e.o_s_ns = ns;
+    else if (k == "or" || k == "o_r")
+      e.o_r_ns = ns;
+    else if (k == "g")
+      e.g_ns = ns;
+    else if (k == "L")
+      e.L_ns = ns;
+    else if (k == "G")
+      e.G_ns = ns;
+    else if (k == "os_per_byte")
+      e.o_s_per_byte_ns = ns;
+    else if (k == "or_per_byte")
+      e.o_r_per_byte_ns = ns;
+    else if (k == "h" || k == "handler")
+      e.handler_ns = ns;
+    else if (k == "cq")
+      e.cq_ns = ns;
+    else if (k == "jitter")
+      e.jitter_ns = ns;
+    else
+      throw UsageError("--emulate: unknown key '" + k +
+                       "' (known: os, or, g, L, C, G, os_per_byte, or_per_byte, h, wait, batch, cq, signal, rs, "
+                       "jitter, stall, seed)");
   }
   if (!any) throw UsageError("--emulate: empty specification");
   // g < o_s or g < o_r is today's NI (a ConnectX-6 injects every ~5 ns against hundreds of ns of software
@@ -125,18 +143,27 @@ void to_json(nlohmann::json& j, const Emulation& e) {
     j = nullptr;
     return;
   }
-  j = {{"spec", e.spec},         {"o_s_ns", e.o_s_ns},
-       {"o_r_ns", e.o_r_ns},     {"g_ns", e.g_ns},
-       {"L_ns", e.L_ns},         {"capacity", e.capacity},
-       {"G_ns_per_byte", e.G_ns}, {"o_s_per_byte_ns", e.o_s_per_byte_ns},
-       {"o_r_per_byte_ns", e.o_r_per_byte_ns}, {"handler_ns", e.handler_ns},
+  j = {{"spec", e.spec},
+       {"o_s_ns", e.o_s_ns},
+       {"o_r_ns", e.o_r_ns},
+       {"g_ns", e.g_ns},
+       {"L_ns", e.L_ns},
+       {"capacity", e.capacity},
+       {"G_ns_per_byte", e.G_ns},
+       {"o_s_per_byte_ns", e.o_s_per_byte_ns},
+       {"o_r_per_byte_ns", e.o_r_per_byte_ns},
+       {"handler_ns", e.handler_ns},
        {"wait", e.waiting},
-       {"batch", e.batch},       {"cq_ns", e.cq_ns},
-       {"signal_every", e.signal_every}, {"signal_tracked", e.signal_tracked},
+       {"batch", e.batch},
+       {"cq_ns", e.cq_ns},
+       {"signal_every", e.signal_every},
+       {"signal_tracked", e.signal_tracked},
        {"jitter_ns", e.jitter_ns},
        {"jitter_distribution", e.jitter_ns > 0 ? "L + Exp(mean J); g + Exp(mean J g / L); seeded" : ""},
-       {"stall_period_ns", e.stall_period_ns}, {"stall_ns", e.stall_ns},
-       {"seed", e.seed},          {"real_ni_behaviours", e.behaves()}};
+       {"stall_period_ns", e.stall_period_ns},
+       {"stall_ns", e.stall_ns},
+       {"seed", e.seed},
+       {"real_ni_behaviours", e.behaves()}};
 }
 
 }  // namespace logpb

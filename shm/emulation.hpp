@@ -51,9 +51,7 @@ struct Emulation {
   double stall_period_ns = 0, stall_ns = 0;
   std::uint64_t seed = 1;
   // Any behaviour of a real NI switched on (the JSON says which).
-  bool behaves() const {
-    return batch > 1 || cq_ns > 0 || signal_every > 1 || jitter_ns > 0 || stall_ns > 0;
-  }
+  bool behaves() const { return batch > 1 || cq_ns > 0 || signal_every > 1 || jitter_ns > 0 || stall_ns > 0; }
 };
 
 // Throws UsageError naming the bad key or value, or the LogP constraint an impossible set breaks.

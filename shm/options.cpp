@@ -7,7 +7,8 @@ namespace po = boost::program_options;
 namespace logpb::shm {
 
 void describe_emulate(po::options_description& d, CliOptions& o) {
-  d.add_options()("emulate", po::value(&o.emulate_spec), "shm only: emulated NI, e.g. \"os=1.4us,or=2.2us,g=7.6us,L=6.3us,C=32\"");
+  d.add_options()("emulate", po::value(&o.emulate_spec),
+                  "shm only: emulated NI, e.g. \"os=1.4us,or=2.2us,g=7.6us,L=6.3us,C=32\"");
 }
 
 void describe_ring(po::options_description& d, CliOptions& o) {
@@ -17,8 +18,9 @@ void describe_ring(po::options_description& d, CliOptions& o) {
 void validate_emulation(CliOptions& o, const std::string& transport, const std::string& mode, int& window) {
   if (o.emulate_spec.empty()) return;
   if (transport == "mpi")
-    throw UsageError("--emulate works only with --transport shm: MPI has no emulated NI (measure MPI as it is, and "
-                     "the emulated machines over shm)");
+    throw UsageError(
+        "--emulate works only with --transport shm: MPI has no emulated NI (measure MPI as it is, and "
+        "the emulated machines over shm)");
   if (transport != "shm") throw UsageError("--emulate works only with --transport shm");
   if (mode == "server") throw UsageError("--emulate is given to the client; the server takes it from there");
   o.emulation = parse_emulation(o.emulate_spec);

@@ -46,7 +46,9 @@ static_assert(sizeof(Control) <= kPidsOff);
 static_assert(sizeof(ShmBell) == 64);
 
 constexpr std::size_t round_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
-constexpr std::size_t bells_off(std::size_t n) { return round_up(kPidsOff + n * sizeof(std::atomic<std::int32_t>), 64); }
+constexpr std::size_t bells_off(std::size_t n) {
+  return round_up(kPidsOff + n * sizeof(std::atomic<std::int32_t>), 64);
+}
 
 struct Layout {
   std::size_t ranks, control_bytes, ring_bytes, visible_bytes, pair_bytes, seg_bytes, seg_off, total;
@@ -71,8 +73,7 @@ void check_options(int ranks, const ShmOptions& o) {
     throw UsageError("shm: a job of " + std::to_string(ranks) + " ranks (1 .. " + std::to_string(am::kMaxRanks) + ")");
   if (o.ring_slots < 8 || o.ring_slots > (1 << 20) || (o.ring_slots & (o.ring_slots - 1)))
     throw UsageError("shm ring size must be a power of two in [8, 1048576], not " + std::to_string(o.ring_slots));
-  if (o.segment_bytes < 4096 || o.segment_bytes > (1u << 30))
-    throw UsageError("shm segment must be 4 KiB .. 1 GiB");
+  if (o.segment_bytes < 4096 || o.segment_bytes > (1u << 30)) throw UsageError("shm segment must be 4 KiB .. 1 GiB");
 }
 
 Layout layout(int ranks, const ShmOptions& o) {
@@ -111,7 +112,8 @@ ShmRegion ShmRegion::create_anonymous(int ranks, const ShmOptions& opt) {
   const std::size_t total = bytes_for(ranks, opt);
   void* p = mmap(nullptr, total, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
   if (p == MAP_FAILED)
-    throw std::runtime_error("mmap of the " + mib(total) + " shared region failed: " + errno_text() + " (" + shape(ranks, opt) + ")");
+    throw std::runtime_error("mmap of the " + mib(total) + " shared region failed: " + errno_text() + " (" +
+                             shape(ranks, opt) + ")");
   init_control(p, ranks, opt);
   return ShmRegion(p, total, "");
 }
@@ -195,7 +197,8 @@ ShmRegion::Ring ShmRegion::ring(int src, int dst) const {
 
 std::byte* ShmRegion::segment(int rank) const {
   const auto* c = control(base_);
-  return static_cast<std::byte*>(base_) + Layout(c->ranks, c->ring_slots, c->segment_bytes).seg(static_cast<std::size_t>(rank));
+  return static_cast<std::byte*>(base_) +
+         Layout(c->ranks, c->ring_slots, c->segment_bytes).seg(static_cast<std::size_t>(rank));
 }
 
 std::atomic<std::int32_t>& ShmRegion::pid(int rank) const {
@@ -210,7 +213,8 @@ ShmBell& ShmRegion::bell(int rank) const {
 
 ShmPeers::ShmPeers(const ShmRegion& region, int rank) : region_(region), rank_(rank) {
   if (rank < 0 || rank >= region.ranks())
-    throw std::invalid_argument("shm: rank " + std::to_string(rank) + " in a region of " + std::to_string(region.ranks()));
+    throw std::invalid_argument("shm: rank " + std::to_string(rank) + " in a region of " +
+                                std::to_string(region.ranks()));
   region.pid(rank).store(static_cast<std::int32_t>(getpid()), std::memory_order_release);
 }
 
@@ -248,7 +252,8 @@ void ShmPeers::open_pidfds() {
     pids_[static_cast<std::size_t>(r)] = region_.pid(r).load(std::memory_order_acquire);
     // Ranks that are threads of this process share its pid: nothing to watch.
     if (r != rank_ && pids_[static_cast<std::size_t>(r)] != getpid())
-      pidfds_[static_cast<std::size_t>(r)] = static_cast<int>(syscall(SYS_pidfd_open, pids_[static_cast<std::size_t>(r)], 0));
+      pidfds_[static_cast<std::size_t>(r)] =
+          static_cast<int>(syscall(SYS_pidfd_open, pids_[static_cast<std::size_t>(r)], 0));
   }
 }
 
@@ -340,26 +345,29 @@ void ShmBell::ring() noexcept {
 }
 
 nlohmann::json EmulatedNI::describe() const {
-  return {{"ni", "emulated"},
-          {"local_completion", "emulated: the NI has sent the last byte (departure + G*n)"},
-          {"gap_scope", "per NI: one g for all of a rank's departures and one for all its arrivals"},
-          {"waiting", sleep_ ? "sleep: the emulated overheads are slept (nanosleep, 1 ns timer slack, the last 100 us spun) and "
-                               "an idle rank sleeps on a futex doorbell its senders ring, until 100 us before its next "
-                               "arrival is due; the core is free meanwhile, so ranks share cores honestly at "
-                               "millisecond-scale parameters"
-                             : "spin: overheads and waits busy-poll the TSC"},
-          {"handler_ns", emu_.handler_ns},
-          {"completion",
-           {{"latency_ns", emu_.cq_ns},
-            {"reported", emu_.signal_every <= 1 ? "every send"
+  return {
+      {"ni", "emulated"},
+      {"local_completion", "emulated: the NI has sent the last byte (departure + G*n)"},
+      {"gap_scope", "per NI: one g for all of a rank's departures and one for all its arrivals"},
+      {"waiting",
+       sleep_ ? "sleep: the emulated overheads are slept (nanosleep, 1 ns timer slack, the last 100 us spun) and "
+                "an idle rank sleeps on a futex doorbell its senders ring, until 100 us before its next "
+                "arrival is due; the core is free meanwhile, so ranks share cores honestly at "
+                "millisecond-scale parameters"
+              : "spin: overheads and waits busy-poll the TSC"},
+      {"handler_ns", emu_.handler_ns},
+      {"completion",
+       {{"latency_ns", emu_.cq_ns},
+        {"reported", emu_.signal_every <= 1
+                         ? "every send"
                          : "every " + std::to_string(emu_.signal_every) + "th send" +
                                (emu_.signal_tracked ? " and every send the caller tracks (selective signalling)"
                                                     : ", tracked or not (a PMD's tx_rs_thresh)")},
-            {"semantics", emu_.cq_ns > 0 ? "after the peer's ACK (emulated: the last byte left + cq)"
-                                         : "the NI has sent the last byte"}}},
-          {"rx_batch", emu_.batch},
-          {"send_queue", emu_.capacity > 0 ? "a send stalls while C messages wait to depart (LogP's capacity constraint)"
-                                           : "unbounded (no C given)"}};
+        {"semantics", emu_.cq_ns > 0 ? "after the peer's ACK (emulated: the last byte left + cq)"
+                                     : "the NI has sent the last byte"}}},
+      {"rx_batch", emu_.batch},
+      {"send_queue", emu_.capacity > 0 ? "a send stalls while C messages wait to depart (LogP's capacity constraint)"
+                                       : "unbounded (no C given)"}};
 }
 
 // ---- the transport's control path ----
@@ -370,7 +378,8 @@ ShmTransport<NI>::ShmTransport(Publish, const ShmRegion& region, int rank, const
     : ni_(clock, emu, static_cast<std::size_t>(std::max(region.ranks() - 1, 1)) * region.ring_slots(), rank),
       peers_(region, rank) {
   if (NI::emulated != emu.enabled)
-    throw std::logic_error(std::string("shm: an ") + (NI::emulated ? "emulated NI without an emulation" : "emulation on the real NI"));
+    throw std::logic_error(std::string("shm: an ") +
+                           (NI::emulated ? "emulated NI without an emulation" : "emulation on the real NI"));
   rank_ = rank;
   size_ = region.ranks();
   slots_ = region.ring_slots();

@@ -351,8 +351,8 @@ class ShmTransport {
   static constexpr bool ni_emulated = NI::emulated;
   // Standalone (threads of one process, or processes that share the region by other means): publishes
   // this rank's pid and waits up to attach_timeout_s for every other rank's.
-  ShmTransport(const ShmRegion& region, int rank, const Clock& clock, const Emulation& emu,
-               const ShmOptions& opt = {}, double attach_timeout_s = 10)
+  ShmTransport(const ShmRegion& region, int rank, const Clock& clock, const Emulation& emu, const ShmOptions& opt = {},
+               double attach_timeout_s = 10)
       : ShmTransport(Publish{}, region, rank, clock, emu, opt) {
     peers_.wait(attach_timeout_s);
   }
@@ -479,7 +479,8 @@ class ShmTransport {
 
   // Publishes our pid; the caller then waits for the others' (peers_.wait or open).
   struct Publish {};
-  ShmTransport(Publish, const ShmRegion& region, int rank, const Clock& clock, const Emulation& emu, const ShmOptions& opt);
+  ShmTransport(Publish, const ShmRegion& region, int rank, const Clock& clock, const Emulation& emu,
+               const ShmOptions& opt);
 
   TxRing& tx(unsigned dst) {
     if (dst >= static_cast<unsigned>(size_) || dst == static_cast<unsigned>(rank_)) [[unlikely]]
@@ -516,9 +517,7 @@ class ShmTransport {
   // The body sits under `if constexpr` as well: clang 14 instantiates a constrained member in the explicit
   // instantiation of ShmTransport<Wire> (transport.cpp) although its constraint fails, and Wire has no
   // take_pending (the sanitize and fuzz builds use clang).
-  void sleep_for_arrival() noexcept
-    requires NI::emulated
-  {
+  void sleep_for_arrival() noexcept requires NI::emulated {
     if constexpr (NI::emulated) {
       ShmBell& b = *my_bell_;
       b.sleeping.store(1, std::memory_order_relaxed);
@@ -528,7 +527,8 @@ class ShmTransport {
       std::uint64_t due = std::min(ni_.take_pending(), ni_.next_due(rx_.data(), n_rx_, mask_));
       if (local_count_) due = std::min(due, local_[local_head_].visible);
       // Until shortly before the frame is due (the poll loop spins the rest), or a new frame rings.
-      if (due > now + ni_.spin_margin()) b.wait(seen, std::min(due - now - ni_.spin_margin(), ni_.max_sleep()), ni_.ns_per_cycle());
+      if (due > now + ni_.spin_margin())
+        b.wait(seen, std::min(due - now - ni_.spin_margin(), ni_.max_sleep()), ni_.ns_per_cycle());
       b.sleeping.store(0, std::memory_order_relaxed);
     }
   }

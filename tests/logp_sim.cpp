@@ -23,9 +23,7 @@ struct Cpu {
     if (noise->stall_every_ns > 0)
       next_stall = now + std::exponential_distribution<double>(1 / noise->stall_every_ns)(*rng);
   }
-  double stall_len() {
-    return std::uniform_real_distribution<double>(noise->stall_min_ns, noise->stall_max_ns)(*rng);
-  }
+  double stall_len() { return std::uniform_real_distribution<double>(noise->stall_min_ns, noise->stall_max_ns)(*rng); }
   // Busy for d ns from t (an overhead or the compute delay): jitter, and any stall that falls inside.
   double busy(double t, double d) {
     if (d > 0 && noise->jitter > 0) d += std::exponential_distribution<double>(1 / (noise->jitter * d))(*rng);
@@ -165,7 +163,8 @@ analysis::Curve curve(System& s, const Machine& m, double delta, const Options& 
       break;
     burst(s, M, delta);  // the untimed warm-up burst
     const double start = s.now();
-    const Point p = measure_point(opt.rule, [&] { return burst(s, M, delta); }, [&] { return s.now() - start; });
+    const Point p = measure_point(
+        opt.rule, [&] { return burst(s, M, delta); }, [&] { return s.now() - start; });
     c.M.push_back(M);
     c.cost_ns.push_back(p.value);
     c.ci95_ns.push_back(std::isfinite(p.ci95) ? p.ci95 : 0);

@@ -33,10 +33,10 @@ struct Machine {  // the truth, ns
 };
 
 struct Noise {
-  double jitter = 0;              // each CPU overhead d costs d + Exp(mean jitter * d) (spin overrun)
-  double stall_every_ns = 0;      // interrupts / VM exits: Poisson on each host's wall time (0: none)
+  double jitter = 0;                                // each CPU overhead d costs d + Exp(mean jitter * d) (spin overrun)
+  double stall_every_ns = 0;                        // interrupts / VM exits: Poisson on each host's wall time (0: none)
   double stall_min_ns = 10e3, stall_max_ns = 50e3;  // a stall's length, uniform
-  double empty_poll_ns = 0;       // real cost of a poll that finds nothing (not padded by the emulator)
+  double empty_poll_ns = 0;  // real cost of a poll that finds nothing (not padded by the emulator)
   unsigned seed = 1;
 };
 
@@ -59,7 +59,7 @@ struct Result {
   std::vector<analysis::Curve> curves;  // curves[0]: Delta = 0; delta_ns is the median achieved delay
   analysis::Param rtt;                  // median ping-pong round trip, order-statistic interval
   std::vector<double> requested_deltas;
-  double steady0 = 0;                   // the simulation's own Delta = 0 steady-state cost (grid base)
+  double steady0 = 0;  // the simulation's own Delta = 0 steady-state cost (grid base)
 };
 
 Result simulate(const Machine& m, const Noise& noise = {}, const Options& opt = {});

@@ -24,11 +24,13 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < all.size(); ++i) {
       const auto& e = all[i];
       if (e.at("size_seen").get<int>() != r.size()) throw std::runtime_error("a rank saw another size");
-      if (e.at("placement").at("rank").get<int>() != static_cast<int>(i)) throw std::runtime_error("entries out of rank order");
+      if (e.at("placement").at("rank").get<int>() != static_cast<int>(i))
+        throw std::runtime_error("entries out of rank order");
       ranks.insert(e.at("placement").at("rank").get<int>());
       pids.insert(e.at("placement").at("pid").get<long>());
     }
-    if (want && r.size() != want) throw std::runtime_error("size " + std::to_string(r.size()) + ", asked for " + std::to_string(want));
+    if (want && r.size() != want)
+      throw std::runtime_error("size " + std::to_string(r.size()) + ", asked for " + std::to_string(want));
     if (static_cast<int>(ranks.size()) != r.size() || static_cast<int>(pids.size()) != r.size())
       throw std::runtime_error("ranks or processes are not distinct");
     std::printf("ranks-probe: launcher %s, size %d, ranks 0..%d agree, %zu distinct processes\n", r.launcher().c_str(),

@@ -33,7 +33,8 @@ struct Pair {
   ShmRegion region = ShmRegion::create_anonymous(2, {64, 1 << 16});
   std::unique_ptr<Shm> a, b;
   Pair() {
-    auto fb = std::async(std::launch::async, [&] { return std::make_unique<Shm>(region, 1, test_clock(), Emulation{}, ShmOptions{}, 5); });
+    auto fb = std::async(std::launch::async,
+                         [&] { return std::make_unique<Shm>(region, 1, test_clock(), Emulation{}, ShmOptions{}, 5); });
     a = std::make_unique<Shm>(region, 0, test_clock(), Emulation{}, ShmOptions{}, 5);
     b = fb.get();
   }
@@ -220,7 +221,8 @@ std::uint8_t own_byte(int rank, std::uint32_t i) { return static_cast<std::uint8
 struct JobState {
   int me = 0;
   std::vector<int> acks, wrong, store_ok, got_ok, oneways, oneway_order_bad, done;
-  explicit JobState(int me_, int n) : me(me_), acks(n), wrong(n), store_ok(n), got_ok(n), oneways(n), oneway_order_bad(n), done(n) {}
+  explicit JobState(int me_, int n)
+      : me(me_), acks(n), wrong(n), store_ok(n), got_ok(n), oneways(n), oneway_order_bad(n), done(n) {}
 };
 
 template <class T>
@@ -245,11 +247,13 @@ nlohmann::json exchange(Ranks& ranks, T& t) {
       ok = std::to_integer<std::uint8_t>(seg[f.bulk_off + i]) == store_byte(f.src, e.rank(), i);
     e.reply(f, kJobStoreAck, ok);
   });
-  ep.on(kJobStoreAck, [](JEP& e, const am::Frame& f) { static_cast<JobState*>(e.user)->store_ok[f.src] += f.args[0] == 1; });
+  ep.on(kJobStoreAck,
+        [](JEP& e, const am::Frame& f) { static_cast<JobState*>(e.user)->store_ok[f.src] += f.args[0] == 1; });
   ep.on(kJobGot, [](JEP& e, const am::Frame& f) {
     const auto seg = e.transport().segment();
     bool ok = f.bulk_off == kGetBase + f.src * 4096u && f.bulk_len == kGetBytes;
-    for (std::uint32_t i = 0; ok && i < kGetBytes; ++i) ok = std::to_integer<std::uint8_t>(seg[f.bulk_off + i]) == own_byte(f.src, i);
+    for (std::uint32_t i = 0; ok && i < kGetBytes; ++i)
+      ok = std::to_integer<std::uint8_t>(seg[f.bulk_off + i]) == own_byte(f.src, i);
     static_cast<JobState*>(e.user)->got_ok[f.src] += ok;
   });
   ep.on(kJobOneway, [](JEP& e, const am::Frame& f) {
@@ -288,11 +292,17 @@ nlohmann::json exchange(Ranks& ranks, T& t) {
   nlohmann::json per_peer = nlohmann::json::object();
   for (int p : peers) {
     const auto& c = ep.counters(p);
-    per_peer[std::to_string(p)] = {{"acks", st.acks[p]}, {"wrong", st.wrong[p]}, {"store_ok", st.store_ok[p]},
-                                   {"got_ok", st.got_ok[p]}, {"oneways", st.oneways[p]},
-                                   {"order_bad", st.oneway_order_bad[p]}, {"requests_sent", c.requests_sent},
-                                   {"replies_sent", c.replies_sent}, {"received", c.received},
-                                   {"oneway_sent", c.oneway_sent}, {"oneway_received", c.oneway_received},
+    per_peer[std::to_string(p)] = {{"acks", st.acks[p]},
+                                   {"wrong", st.wrong[p]},
+                                   {"store_ok", st.store_ok[p]},
+                                   {"got_ok", st.got_ok[p]},
+                                   {"oneways", st.oneways[p]},
+                                   {"order_bad", st.oneway_order_bad[p]},
+                                   {"requests_sent", c.requests_sent},
+                                   {"replies_sent", c.replies_sent},
+                                   {"received", c.received},
+                                   {"oneway_sent", c.oneway_sent},
+                                   {"oneway_received", c.oneway_received},
                                    {"rejected", c.rejected_total()}};
   }
   return {{"rank", me}, {"peers", per_peer}, {"transport", t.describe()}};
@@ -328,9 +338,7 @@ TEST_CASE("four ranks: every rank requests, stores, gets and sends one-way to ev
     }
     _exit(code);
   }
-  connect_shm(ranks, so, test_clock(), Emulation{}, [&](auto& t) {
-    all = ranks.allgather(exchange(ranks, t));
-  });
+  connect_shm(ranks, so, test_clock(), Emulation{}, [&](auto& t) { all = ranks.allgather(exchange(ranks, t)); });
   ranks.barrier();
   CHECK(reap(ranks) == std::vector<int>(kJobRanks - 1, 0));
   REQUIRE(all.size() == kJobRanks);
@@ -364,10 +372,11 @@ TEST_CASE("a rank that dies is seen by every other rank, and a wait on it ends i
   Ranks ranks = Ranks::local(3, 60);
   auto watch = [&](auto& t) {
     using JEP = am::Endpoint<std::decay_t<decltype(t)>>;
-    ranks.barrier();  // everyone is connected
+    ranks.barrier();                  // everyone is connected
     if (ranks.rank() == 2) _exit(0);  // rank 2 goes, without a word
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-    while (t.peer_alive() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    while (t.peer_alive() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     if (t.peer_alive()) throw std::runtime_error("rank 2's death went unseen");
     am::EndpointOptions o = opts(5, 2, 30, ranks.rank());
     o.size = 3;
@@ -377,7 +386,8 @@ TEST_CASE("a rank that dies is seen by every other rank, and a wait on it ends i
     try {
       ep.wait_all();
     } catch (const PeerError&) {
-      if (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5)) return;  // the liveness check, not the stall timeout
+      if (std::chrono::steady_clock::now() - t0 < std::chrono::seconds(5))
+        return;  // the liveness check, not the stall timeout
     }
     throw std::runtime_error("waiting on the dead rank did not end at once in PeerError");
   };

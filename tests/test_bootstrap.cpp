@@ -78,7 +78,9 @@ int dial(std::uint16_t port) {
 }
 
 std::string hello_body(const std::string& job, const std::string& host = "h") {
-  return json{{"op", "hello"}, {"proto", kRanksProtocol}, {"rank", 1}, {"size", 2}, {"job", job}, {"host", host}, {"pid", 1}}.dump();
+  return json{{"op", "hello"}, {"proto", kRanksProtocol}, {"rank", 1}, {"size", 2}, {"job", job}, {"host", host},
+              {"pid", 1}}
+      .dump();
 }
 
 // A socketpair whose one end holds `bytes` and then the end of stream; the other end is a Channel.
@@ -141,7 +143,8 @@ TEST_CASE("rank 0 refuses another framing, another job's hello and oversized fie
           "[bootstrap]") {
   RanksListener listener(0);
   const std::uint16_t port = listener.port();
-  auto root = std::async(std::launch::async, [&listener] { return Ranks::tcp_root(std::move(listener), 2, 20, "job-R"); });
+  auto root =
+      std::async(std::launch::async, [&listener] { return Ranks::tcp_root(std::move(listener), 2, 20, "job-R"); });
   struct Stray {
     const char* what;
     std::string bytes;
@@ -150,7 +153,8 @@ TEST_CASE("rank 0 refuses another framing, another job's hello and oversized fie
   const std::vector<Stray> strays = {
       {"another framing version", framed(hello_body("job-R"), kBootstrapVersion + 1), ""},
       {"another job (session)", framed(hello_body("job-Q")), "job key 'job-Q'"},
-      {"an oversized host field", framed(hello_body("job-R", std::string(kMaxHelloField + 1, 'h'))), "'host' is 513 bytes"},
+      {"an oversized host field", framed(hello_body("job-R", std::string(kMaxHelloField + 1, 'h'))),
+       "'host' is 513 bytes"},
       {"an oversized job field", framed(hello_body(std::string(kMaxHelloField + 1, 'j'))), "'job' is 513 bytes"},
       {"a hello longer than a hello", framed(hello_body("job-R", std::string(kMaxHelloBytes, 'h'))), ""},
       {"a declared length beyond any message", header(kBootstrapVersion, 0xffffffffu), ""},
@@ -164,7 +168,8 @@ TEST_CASE("rank 0 refuses another framing, another job's hello and oversized fie
   }
   // The real member joins; the job exchanges an address with an rkey, as verbs' connect does.
   const std::string rkey = "segment_rkey_0x5ec7e7";
-  auto member = std::async(std::launch::async, [port] { return Ranks::tcp_member("127.0.0.1", port, 1, 2, 20, "job-R"); });
+  auto member =
+      std::async(std::launch::async, [port] { return Ranks::tcp_member("127.0.0.1", port, 1, 2, 20, "job-R"); });
   Ranks zero = root.get();
   Ranks one = member.get();
   auto g1 = std::async(std::launch::async, [&one] { return one.allgather(json{{"rank", 1}}); });
@@ -189,9 +194,11 @@ TEST_CASE("a member refuses a rank 0 of another job or framing, and sends it not
     const char* refusal;  // in the member's error
   };
   const std::vector<Fake> fakes = {
-      {"a welcome into another job", framed(json{{"op", "welcome"}, {"size", 2}, {"job", "job-Z"}}.dump()), "welcome for job 'job-Z'"},
+      {"a welcome into another job", framed(json{{"op", "welcome"}, {"size", 2}, {"job", "job-Z"}}.dump()),
+       "welcome for job 'job-Z'"},
       {"a welcome without a job", framed(json{{"op", "welcome"}, {"size", 2}}.dump()), "welcome for job ''"},
-      {"another framing version", framed(json{{"op", "welcome"}, {"size", 2}, {"job", "job-M"}}.dump(), kBootstrapVersion + 1),
+      {"another framing version",
+       framed(json{{"op", "welcome"}, {"size", 2}, {"job", "job-M"}}.dump(), kBootstrapVersion + 1),
        "protocol version 2"},
       {"an oversized answer", header(kBootstrapVersion, kMaxHelloBytes + 1), "refused"},
   };

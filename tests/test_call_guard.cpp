@@ -44,8 +44,10 @@ CallGuard::Config config(Probe& p) {
 bool fired_within(Probe& p, std::chrono::milliseconds most) {
   const auto end = std::chrono::steady_clock::now() + most;
   while (std::chrono::steady_clock::now() < end)
-    if (p.fired) return true;
-    else std::this_thread::sleep_for(5ms);
+    if (p.fired)
+      return true;
+    else
+      std::this_thread::sleep_for(5ms);
   return p.fired != 0;
 }
 

@@ -42,7 +42,7 @@ TEST_CASE("the TSC's resolution is its typical step, not the smallest one") {
       reads.push_back(reads.back() + 26);
     }
   }
-  reads.push_back(reads.back());         // a read within the same step: no step at all
+  reads.push_back(reads.back());          // a read within the same step: no step at all
   reads.push_back(reads.back() + 50000);  // an interruption
   const TscSteps s = tsc_steps(reads);
   CHECK(s.typical == 26);

@@ -21,7 +21,11 @@ namespace {
 json result(const std::string& transport, const std::string& bench, json params, json extra = json::object()) {
   json d = {{"schema", "logpbench/1"},
             {"status", "complete"},
-            {"meta", {{"host", "h"}, {"cpu", "c"}, {"version", "v"}, {"flags", {{"transport", transport}, {"bench", bench}, {"window", 32}, {"json", "x.json"}}}}},
+            {"meta",
+             {{"host", "h"},
+              {"cpu", "c"},
+              {"version", "v"},
+              {"flags", {{"transport", transport}, {"bench", bench}, {"window", 32}, {"json", "x.json"}}}}},
             {"parameters", params}};
   for (const auto& [k, v] : extra.items()) d[k] = v;
   return d;
@@ -56,7 +60,10 @@ TEST_CASE("compare: a difference's interval is the runs' half-widths in quadratu
 }
 
 TEST_CASE("compare: a null value stays null, with its bound and reason, and its difference is n/a", "[compare]") {
-  const json hidden = {{"value_ns", nullptr}, {"ci95_ns", nullptr}, {"upper_bound_ns", 1241.9}, {"error", "hidden: the flood runs at o_r"}};
+  const json hidden = {{"value_ns", nullptr},
+                       {"ci95_ns", nullptr},
+                       {"upper_bound_ns", 1241.9},
+                       {"error", "hidden: the flood runs at o_r"}};
   const auto h = cmp::figure_of(hidden);
   CHECK_FALSE(h.valid);
   CHECK(h.upper_bound == 1241.9);
@@ -73,8 +80,9 @@ TEST_CASE("compare: a null value stays null, with its bound and reason, and its 
   const json b = result("mpi", "flood", {{"g_ni", hidden}, {"o_s", p(80, 3)}});
   const auto pr = cmp::compare_pair(a, b, "raw", "mpi", app::compare_reading);
   const auto line = cmp::format_line(pr, row(pr, "g_ni"));
-  CHECK(line == "raw-vs-mpi g_ni: raw 100.0 ± 1.0 ns, mpi hidden, at most 1241.9 ns (hidden: the flood runs at o_r), "
-                "added n/a (mpi has no value: hidden: the flood runs at o_r)");
+  CHECK(line ==
+        "raw-vs-mpi g_ni: raw 100.0 ± 1.0 ns, mpi hidden, at most 1241.9 ns (hidden: the flood runs at o_r), "
+        "added n/a (mpi has no value: hidden: the flood runs at o_r)");
   CHECK(line.find("mpi 0") == std::string::npos);
   CHECK_FALSE(row(pr, "g_ni").resolved);
 }
@@ -83,8 +91,10 @@ TEST_CASE("compare: the line format", "[compare]") {
   const json a = result("shm", "signature", {{"o_s", p(312, 4)}, {"G", p(0.25, 0.01)}});
   const json b = result("mpi", "signature", {{"o_s", p(905, 11)}, {"G", p(0.5, 0.02)}});
   const auto pr = cmp::compare_pair(a, b, "raw", "mpi", app::compare_reading);
-  CHECK(cmp::format_line(pr, row(pr, "o_s")) == "raw-vs-mpi o_s: raw 312.0 ± 4.0 ns, mpi 905.0 ± 11.0 ns, added 593.0 ± 11.7 ns");
-  CHECK(cmp::format_line(pr, row(pr, "G")) == "raw-vs-mpi G: raw 0.2500 ± 0.0100 ns/B, mpi 0.5000 ± 0.0200 ns/B, added 0.2500 ± 0.0224 ns/B");
+  CHECK(cmp::format_line(pr, row(pr, "o_s")) ==
+        "raw-vs-mpi o_s: raw 312.0 ± 4.0 ns, mpi 905.0 ± 11.0 ns, added 593.0 ± 11.7 ns");
+  CHECK(cmp::format_line(pr, row(pr, "G")) ==
+        "raw-vs-mpi G: raw 0.2500 ± 0.0100 ns/B, mpi 0.5000 ± 0.0200 ns/B, added 0.2500 ± 0.0224 ns/B");
   CHECK(row(pr, "o_s").resolved);
 }
 
@@ -94,42 +104,51 @@ TEST_CASE("compare: per-size figures are labelled by size and matched by size", 
   const json a = result("shm", "flood", {{"g", p(100, 1)}}, {{"per_size", per_a}});
   const json b = result("mpi", "flood", {{"g", p(200, 1)}}, {{"per_size", per_b}});
   const auto pr = cmp::compare_pair(a, b, "raw", "mpi", app::compare_reading);
-  CHECK(cmp::format_line(pr, row(pr, "g(4096)")) == "raw-vs-mpi g(4096): raw 400.0 ± 4.0 ns, mpi 700.0 ± 3.0 ns, added 300.0 ± 5.0 ns");
+  CHECK(cmp::format_line(pr, row(pr, "g(4096)")) ==
+        "raw-vs-mpi g(4096): raw 400.0 ± 4.0 ns, mpi 700.0 ± 3.0 ns, added 300.0 ± 5.0 ns");
   CHECK(pr.only_a == std::vector<std::string>{"g(8)"});
   CHECK(pr.only_b == std::vector<std::string>{"g(65536)"});
 
   // Bulk: the round trip is T(n), and BW(n) = n / T(n) with T's interval carried over.
-  const json bulk = result("shm", "bulk", {{"T0", p(1, 1)}},
-                           {{"per_size", json::array({{{"bytes", 1000}, {"rtt", p(2000, 100)}, {"bandwidth_bytes_per_ns", 0.5}}})}});
+  const json bulk =
+      result("shm", "bulk", {{"T0", p(1, 1)}},
+             {{"per_size", json::array({{{"bytes", 1000}, {"rtt", p(2000, 100)}, {"bandwidth_bytes_per_ns", 0.5}}})}});
   const auto q = cmp::quantities(bulk, app::compare_reading);
   bool t = false, bw = false;
   for (const auto& x : q) {
     if (x.label == "T(1000)") t = x.fig.value == 2000;
     if (x.label == "BW(1000)") {
-      bw = x.unit == cmp::Unit::gb_per_s && x.fig.value == Approx(0.5) && x.fig.ci95 == Approx(1000.0 * 100 / (2000.0 * 2000));
+      bw = x.unit == cmp::Unit::gb_per_s && x.fig.value == Approx(0.5) &&
+           x.fig.ci95 == Approx(1000.0 * 100 / (2000.0 * 2000));
     }
   }
   CHECK(t);
   CHECK(bw);
 
   // Availability: a fraction, null with its reason when outside [0,1].
-  const json av = result("shm", "availability", {{"o_s", p(1, 1)}},
-                         {{"per_size", json::array({{{"bytes", 64}, {"o_s", p(10, 1)},
-                                                     {"send", {{"availability", 0.9}, {"availability_ci95", 0.02}}},
-                                                     {"recv", {{"availability", nullptr}, {"availability_error", "overhead exceeds the transfer time"}}}}})}});
+  const json av = result(
+      "shm", "availability", {{"o_s", p(1, 1)}},
+      {{"per_size",
+        json::array(
+            {{{"bytes", 64},
+              {"o_s", p(10, 1)},
+              {"send", {{"availability", 0.9}, {"availability_ci95", 0.02}}},
+              {"recv", {{"availability", nullptr}, {"availability_error", "overhead exceeds the transfer time"}}}}})}});
   for (const auto& x : cmp::quantities(av, app::compare_reading)) {
     if (x.label == "availability_send(64)") CHECK(cmp::format_figure(x.fig, x.unit) == "0.900 ± 0.020");
-    if (x.label == "availability_recv(64)") CHECK(cmp::format_figure(x.fig, x.unit) == "n/a (overhead exceeds the transfer time)");
+    if (x.label == "availability_recv(64)")
+      CHECK(cmp::format_figure(x.fig, x.unit) == "n/a (overhead exceeds the transfer time)");
   }
 }
 
 TEST_CASE("compare: default names", "[compare]") {
   const json sig = json::object({{"o_s", p(1, 1)}});
-  CHECK(cmp::default_names({result("shm", "signature", sig), result("mpi", "signature", sig)}) == std::vector<std::string>{"shm", "mpi"});
+  CHECK(cmp::default_names({result("shm", "signature", sig), result("mpi", "signature", sig)}) ==
+        std::vector<std::string>{"shm", "mpi"});
   CHECK(cmp::default_names({result("shm", "signature", sig), result("shm", "flood", sig)}) ==
         std::vector<std::string>{"shm-signature", "shm-flood"});
-  CHECK(cmp::default_names({result("shm", "signature", sig), result("shm", "signature", sig), result("mpi", "flood", sig)}) ==
-        std::vector<std::string>{"A", "B", "C"});
+  CHECK(cmp::default_names({result("shm", "signature", sig), result("shm", "signature", sig),
+                            result("mpi", "flood", sig)}) == std::vector<std::string>{"A", "B", "C"});
   CHECK(cmp::parse_names("raw,mpi", 2) == std::vector<std::string>{"raw", "mpi"});
   CHECK_THROWS_WITH(cmp::parse_names("raw", 2), Catch::Contains("1 name(s) for 2 files"));
   CHECK_THROWS_WITH(cmp::parse_names("raw,raw", 2), Catch::Contains("given twice"));
@@ -139,14 +158,17 @@ TEST_CASE("compare: default names", "[compare]") {
 
 TEST_CASE("compare: refusals", "[compare]") {
   CHECK_THROWS_AS(cmp::check_result(json::array(), "x"), cmp::Refused);
-  CHECK_THROWS_WITH(cmp::check_result(json{{"schema", "logpbench-model/1"}}, "m.json"), Catch::Contains("not a measured result"));
+  CHECK_THROWS_WITH(cmp::check_result(json{{"schema", "logpbench-model/1"}}, "m.json"),
+                    Catch::Contains("not a measured result"));
   CHECK_THROWS_WITH(cmp::check_result(json{{"schema", "other"}}, "o.json"), Catch::Contains("not a logpbench result"));
-  CHECK_THROWS_WITH(cmp::check_result(json{{"schema", "logpbench/1"}, {"meta", json::object()}}, "p.json"), Catch::Contains("without 'parameters'"));
+  CHECK_THROWS_WITH(cmp::check_result(json{{"schema", "logpbench/1"}, {"meta", json::object()}}, "p.json"),
+                    Catch::Contains("without 'parameters'"));
   CHECK_NOTHROW(cmp::check_result(result("shm", "signature", json::object()), "ok.json"));
   // Different benches with nothing in common: refused; with something in common: compared, with a warning.
   const json pp = result("shm", "pingpong", {{"rtt", p(1000, 10)}});
-  const json kto = result("shm", "k-to-one", json::object(),
-                          {{"per_k", json::array({{{"k", 1}, {"g", p(5, 1)}, {"ratio", {{"value", 1.0}, {"ci95", 0.1}}}}})}});
+  const json kto =
+      result("shm", "k-to-one", json::object(),
+             {{"per_k", json::array({{{"k", 1}, {"g", p(5, 1)}, {"ratio", {{"value", 1.0}, {"ci95", 0.1}}}}})}});
   CHECK_THROWS_WITH(cmp::compare_pair(pp, kto, "A", "B", app::compare_reading), Catch::Contains("share no parameter"));
   const json sig = result("shm", "signature", {{"rtt", p(900, 10)}});
   const auto pr = cmp::compare_pair(pp, sig, "A", "B", app::compare_reading);
@@ -182,11 +204,13 @@ TEST_CASE("compare: warnings name the knobs, host and CPU that differ, not the o
 }
 
 TEST_CASE("compare: CSV quotes what needs quoting", "[compare]") {
-  const json a = result("shm", "flood", {{"g_ni", {{"value_ns", nullptr}, {"error", "hidden, \"behind\" o_r"}, {"upper_bound_ns", 5}}}});
+  const json a = result(
+      "shm", "flood", {{"g_ni", {{"value_ns", nullptr}, {"error", "hidden, \"behind\" o_r"}, {"upper_bound_ns", 5}}}});
   const json b = result("mpi", "flood", {{"g_ni", p(7, 1)}});
   const auto s = cmp::csv({cmp::compare_pair(a, b, "raw", "mpi", app::compare_reading)});
   CHECK(s.find("baseline,other,quantity") == 0);
-  CHECK(s.find("raw,mpi,g_ni,g_ni,,,ns,,,\"hidden, at most 5: hidden, \"\"behind\"\" o_r\",7,1,,,,") != std::string::npos);
+  CHECK(s.find("raw,mpi,g_ni,g_ni,,,ns,,,\"hidden, at most 5: hidden, \"\"behind\"\" o_r\",7,1,,,,") !=
+        std::string::npos);
 }
 
 TEST_CASE("compare: each run's harness share is printed, and a difference between them is named", "[compare]") {

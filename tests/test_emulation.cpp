@@ -74,8 +74,10 @@ struct Trio {
   ShmRegion region = ShmRegion::create_anonymous(3, {64, 1 << 16});
   std::unique_ptr<Emu> t[3];
   explicit Trio(const Emulation& e) {
-    auto f1 = std::async(std::launch::async, [&] { return std::make_unique<Emu>(region, 1, emu_clock(), e, ShmOptions{}, 5); });
-    auto f2 = std::async(std::launch::async, [&] { return std::make_unique<Emu>(region, 2, emu_clock(), e, ShmOptions{}, 5); });
+    auto f1 = std::async(std::launch::async,
+                         [&] { return std::make_unique<Emu>(region, 1, emu_clock(), e, ShmOptions{}, 5); });
+    auto f2 = std::async(std::launch::async,
+                         [&] { return std::make_unique<Emu>(region, 2, emu_clock(), e, ShmOptions{}, 5); });
     t[0] = std::make_unique<Emu>(region, 0, emu_clock(), e, ShmOptions{}, 5);
     t[1] = f1.get();
     t[2] = f2.get();

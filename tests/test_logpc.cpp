@@ -123,7 +123,7 @@ TEST_CASE("Table 4 of LoGPC from Table 1 (cycles)", "[logpc]") {
 
 TEST_CASE("saturation is reported, never a number", "[logpc]") {
   const Network net = alewife();
-  const LogGP fast{1, 1, 21, 1, 0.5};  // o_s + o_r = 2 cycles: m = 1/2 per cycle
+  const LogGP fast{1, 1, 21, 1, 0.5};                        // o_s + o_r = 2 cycles: m = 1/2 per cycle
   const AsyncAllToAll as = async_all_to_all(fast, net, 16);  // rho = 16 * 0.5 * 0.97 = 7.75
   CHECK(as.open.saturated);
   CHECK(as.saturated);

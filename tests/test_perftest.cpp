@@ -37,7 +37,7 @@ TEST_CASE("-a is perftest's every size 2 .. 2^23, and the segment grows so that 
   CHECK(o.segment_bytes / 2 >= o.sizes.back());
   CHECK(o.flags.at("all") == true);
   CHECK(parse({"--bench", "bw", "--all"}).sizes == all_sizes());
-  CHECK(parse({"--bench", "flood", "-a"}).sizes == all_sizes());  // a method over sizes takes it too
+  CHECK(parse({"--bench", "flood", "-a"}).sizes == all_sizes());      // a method over sizes takes it too
   CHECK(parse({"--bench", "pingpong"}).segment_bytes == (1u << 20));  // unchanged without -a
 }
 
@@ -114,13 +114,16 @@ TEST_CASE("tables: aligned on screen, CSV with quoting and full precision, null 
   std::FILE* g = fmemopen(buf, sizeof buf - 1, "w");
   print_text(g, lat);
   std::fclose(g);
-  CHECK_THAT(std::string(buf), Catch::Contains("#bytes  #iterations t_min[usec]  t_max[usec]  t_typical[usec] t_avg[usec] "
-                                               "t_stdev[usec] 99% percentile[usec]   99.9% percentile[usec]"));
+  CHECK_THAT(std::string(buf),
+             Catch::Contains("#bytes  #iterations t_min[usec]  t_max[usec]  t_typical[usec] t_avg[usec] "
+                             "t_stdev[usec] 99% percentile[usec]   99.9% percentile[usec]"));
 }
 
 TEST_CASE("--csv writes every table of the run atomically, the first to FILE and any other beside it") {
   nlohmann::json doc = {{"meta", {{"flags", {{"bench", "signature"}}}}},
-                        {"parameters", {{"g", {{"value_ns", 1500.0}, {"ci95_ns", 20.0}}}, {"L", {{"value_ns", nullptr}, {"upper_bound_ns", 900.0}, {"error", "hidden"}}}}}};
+                        {"parameters",
+                         {{"g", {{"value_ns", 1500.0}, {"ci95_ns", 20.0}}},
+                          {"L", {{"value_ns", nullptr}, {"upper_bound_ns", 900.0}, {"error", "hidden"}}}}}};
   const std::string dir = "/tmp/logpb-csv-test-" + std::to_string(getpid());
   std::system(("mkdir -p " + dir).c_str());
   const auto files = write_csv(dir + "/sig.csv", doc);
@@ -132,8 +135,10 @@ TEST_CASE("--csv writes every table of the run atomically, the first to FILE and
   CHECK_THAT(ss.str(), Catch::Contains("g,1.5,0.02,,,us,"));
   CHECK_THAT(ss.str(), Catch::Contains("L,,,,,us,hidden: at most 0.9 us; hidden"));
   doc["meta"]["flags"]["bench"] = "quick";
-  doc["quick"] = {{"pingpong", {{"runs", nlohmann::json::array()}}}, {"bw", {{"bw", {{"per_size", nlohmann::json::array()}}}}}};
-  CHECK(write_csv(dir + "/q.csv", doc) == std::vector<std::string>{dir + "/q.csv", dir + "/q-latency.csv", dir + "/q-bw.csv"});
+  doc["quick"] = {{"pingpong", {{"runs", nlohmann::json::array()}}},
+                  {"bw", {{"bw", {{"per_size", nlohmann::json::array()}}}}}};
+  CHECK(write_csv(dir + "/q.csv", doc) ==
+        std::vector<std::string>{dir + "/q.csv", dir + "/q-latency.csv", dir + "/q-bw.csv"});
   std::system(("rm -rf " + dir).c_str());
 }
 

@@ -67,10 +67,10 @@ int reap(pid_t pid, double timeout_s = 15) {
 }
 
 void clear_launcher_env() {
-  for (const char* n : {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMIX_NAMESPACE", "OMPI_MCA_orte_ess_jobid",
-                        "OMPI_MCA_ess_base_jobid", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_NPROCS", "SLURM_STEP_NUM_TASKS",
-                        "SLURM_JOB_ID", "SLURM_JOBID", "SLURM_STEP_ID", "SLURM_STEPID", "SLURM_CLUSTER_NAME", "SLURM_SUBMIT_DIR",
-                        "PMI_RANK", "PMI_SIZE"})
+  for (const char* n : {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMIX_NAMESPACE",
+                        "OMPI_MCA_orte_ess_jobid", "OMPI_MCA_ess_base_jobid", "SLURM_PROCID", "SLURM_NTASKS",
+                        "SLURM_NPROCS", "SLURM_STEP_NUM_TASKS", "SLURM_JOB_ID", "SLURM_JOBID", "SLURM_STEP_ID",
+                        "SLURM_STEPID", "SLURM_CLUSTER_NAME", "SLURM_SUBMIT_DIR", "PMI_RANK", "PMI_SIZE"})
     ::unsetenv(n);
 }
 
@@ -155,7 +155,8 @@ TEST_CASE("a 4-rank tcp job agrees on size, gathers every rank's entry in order,
     CHECK(ranks[static_cast<std::size_t>(i)].at("rank") == i);
     CHECK(ranks[static_cast<std::size_t>(i)].at("numa_node").is_number_integer());
   }
-  for (int i = 1; i < 4; ++i) CHECK(ranks[static_cast<std::size_t>(i)].at("pid") == static_cast<long>(kids[static_cast<std::size_t>(i - 1)]));
+  for (int i = 1; i < 4; ++i)
+    CHECK(ranks[static_cast<std::size_t>(i)].at("pid") == static_cast<long>(kids[static_cast<std::size_t>(i - 1)]));
   CHECK(ranks[0].at("cpu") == 0);
   CHECK(ranks[1].at("cpu") == -1);
   CHECK(root.all_alive());
@@ -182,7 +183,8 @@ TEST_CASE("local -N forks ranks joined by socketpairs", "[ranks]") {
 TEST_CASE("rank 0 refuses a bad hello with its reason and still forms the job", "[ranks]") {
   RanksListener listener(0);
   const std::uint16_t port = listener.port();
-  auto root = std::async(std::launch::async, [&listener] { return Ranks::tcp_root(std::move(listener), 3, 10, "job-B"); });
+  auto root =
+      std::async(std::launch::async, [&listener] { return Ranks::tcp_root(std::move(listener), 3, 10, "job-B"); });
   auto refusal = [port](int rank, int size, const std::string& key) -> std::string {
     try {
       Ranks::tcp_member("127.0.0.1", port, rank, size, 10, key);
@@ -204,7 +206,8 @@ TEST_CASE("rank 0 refuses a bad hello with its reason and still forms the job", 
   const json other_proto = raw({{"op", "hello"}, {"proto", 99}, {"rank", 2}, {"size", 3}, {"job", "job-B"}});
   CHECK(other_proto.at("op") == "refused");
   CHECK_THAT(other_proto.at("reason").get<std::string>(), Contains("protocol 99"));
-  const json bad_rank = raw({{"op", "hello"}, {"proto", kRanksProtocol}, {"rank", "two"}, {"size", 3}, {"job", "job-B"}});
+  const json bad_rank =
+      raw({{"op", "hello"}, {"proto", kRanksProtocol}, {"rank", "two"}, {"size", 3}, {"job", "job-B"}});
   CHECK(bad_rank.at("op") == "refused");
   CHECK_THAT(bad_rank.at("reason").get<std::string>(), Contains("outside 1..2"));
   // Out of range is refused by the member itself, before it connects.
@@ -225,7 +228,8 @@ TEST_CASE("rank 0 refuses a bad hello with its reason and still forms the job", 
   // rank 1 would find the listener closed instead of being refused.
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
   while (a.wait_for(std::chrono::milliseconds(5)) != std::future_status::ready &&
-         b.wait_for(std::chrono::milliseconds(5)) != std::future_status::ready && std::chrono::steady_clock::now() < end) {
+         b.wait_for(std::chrono::milliseconds(5)) != std::future_status::ready &&
+         std::chrono::steady_clock::now() < end) {
   }
   Ranks two = Ranks::tcp_member("127.0.0.1", port, 2, 3, 10, "job-B");
   Ranks zero = root.get();
@@ -257,7 +261,8 @@ TEST_CASE("rank 0 that never completes its job names the refusals in its error",
     Ranks::tcp_root(std::move(listener), 2, 1.0, "job-C");
     FAIL("rank 0 formed a job without its member");
   } catch (const PeerError& e) {
-    CHECK_THAT(std::string(e.what()), Contains("missing rank(s) 1") && Contains("refused") && Contains("job key 'other-job'"));
+    CHECK_THAT(std::string(e.what()),
+               Contains("missing rank(s) 1") && Contains("refused") && Contains("job key 'other-job'"));
   }
   stray.get();
 }
@@ -409,8 +414,8 @@ TEST_CASE("a stale rendezvous file from an earlier job is not trusted", "[ranks]
   RanksListener decoy(0);
   {
     std::ofstream o(file);
-    o << json{{"job", "srun||777.3|5"}, {"proto", kRanksProtocol}, {"host", "127.0.0.1"}, {"addrs", json::array()},
-              {"port", decoy.port()}, {"pid", 1}}
+    o << json{{"job", "srun||777.3|5"}, {"proto", kRanksProtocol}, {"host", "127.0.0.1"},
+              {"addrs", json::array()}, {"port", decoy.port()},    {"pid", 1}}
              .dump();
   }
   auto env = [&](int r) {

@@ -83,7 +83,8 @@ struct Link {
   std::unique_ptr<EP> client, server;
   std::thread srv;
   Link() {
-    auto fb = std::async(std::launch::async, [&] { return std::make_unique<Shm>(region, 1, test_clock(), Emulation{}, ShmOptions{}, 5); });
+    auto fb = std::async(std::launch::async,
+                         [&] { return std::make_unique<Shm>(region, 1, test_clock(), Emulation{}, ShmOptions{}, 5); });
     a = std::make_unique<Shm>(region, 0, test_clock(), Emulation{}, ShmOptions{}, 5);
     b = fb.get();
     client = std::make_unique<EP>(*a, test_clock(), ep_options(0));

@@ -38,7 +38,8 @@ Param rtt_of(double v, double ci = 1) { return param_of(v, ci); }
 std::vector<Curve> paragon(double noise = 0) {
   std::vector<Curve> cs;
   unsigned seed = 1;
-  for (double d : {0.0, 3800.0, 7600.0, 15200.0, 30400.0}) cs.push_back(synth(1400, 2200, 7600, 19800, 32, d, noise, seed++));
+  for (double d : {0.0, 3800.0, 7600.0, 15200.0, 30400.0})
+    cs.push_back(synth(1400, 2200, 7600, 19800, 32, d, noise, seed++));
   return cs;
 }
 

@@ -61,10 +61,11 @@ std::string show(const char* name, const Param& p) {
 
 std::string show(const SignatureFit& f, const sim::Result& r) {
   std::ostringstream s;
-  s << "fit:\n" << show("o_s", f.o_s) << show("o_r", f.o_r) << show("g", f.g) << show("L", f.L)
-    << show("rtt", f.rtt) << show("idle", f.idle) << show("g_ni", f.g_ni) << "  bottleneck \"" << f.bottleneck
-    << "\"\n";
-  for (const auto& c : f.checks) s << "  check " << (c.ok ? "ok  " : "FAIL") << " " << c.name << " " << c.detail << "\n";
+  s << "fit:\n"
+    << show("o_s", f.o_s) << show("o_r", f.o_r) << show("g", f.g) << show("L", f.L) << show("rtt", f.rtt)
+    << show("idle", f.idle) << show("g_ni", f.g_ni) << "  bottleneck \"" << f.bottleneck << "\"\n";
+  for (const auto& c : f.checks)
+    s << "  check " << (c.ok ? "ok  " : "FAIL") << " " << c.name << " " << c.detail << "\n";
   for (const auto& c : r.curves) {
     s << "  curve Delta=" << c.delta_ns << ":";
     for (std::size_t i = 0; i < c.M.size(); ++i) s << " " << c.M[i] << ":" << std::lround(c.cost_ns[i]);
@@ -273,7 +274,8 @@ TEST_CASE("noisy VM: the same recoveries hold, nothing valid is negative", "[sim
 // Why the harness subtracts the Delta spent inside the bursts: with a standalone calibration (a median
 // of skewed delays) o_r comes out high by about jitter (1 - ln 2) Delta per curve, the error the issue saw
 // on a VM. At 3% jitter the capacity machine's large Deltas show it beyond tolerance.
-TEST_CASE("noisy VM: a Delta calibrated apart from the bursts biases o_r (why it is not done)", "[sim][noise][calibration]") {
+TEST_CASE("noisy VM: a Delta calibrated apart from the bursts biases o_r (why it is not done)",
+          "[sim][noise][calibration]") {
   sim::Options opt;
   opt.delta_report = sim::Options::DeltaReport::standalone_median;
   const Run r = run(kCapacity, vm_noise(1, 0.03), opt);

@@ -49,7 +49,8 @@ TEST_CASE("stop rule: a steady quantity converges at the first batch") {
   std::mt19937 rng(1);
   std::normal_distribution<double> d(1000, 10);
   double t = 0;
-  const Point p = measure_point(r, [&] { return d(rng); }, [&] { return t += 1; });
+  const Point p = measure_point(
+      r, [&] { return d(rng); }, [&] { return t += 1; });
   CHECK(p.converged);
   CHECK(p.samples.size() == 50);
   CHECK(p.value == Approx(1000).epsilon(0.02));
@@ -62,7 +63,8 @@ TEST_CASE("stop rule: a wild quantity stops at the cap and says it did not conve
   std::mt19937 rng(2);
   std::exponential_distribution<double> d(1.0);
   double t = 0;
-  const Point p = measure_point(r, [&] { return std::pow(d(rng), 4); }, [&] { return t += 1; });
+  const Point p = measure_point(
+      r, [&] { return std::pow(d(rng), 4); }, [&] { return t += 1; });
   CHECK_FALSE(p.converged);
   CHECK(p.samples.size() == 300);
 }
@@ -73,7 +75,8 @@ TEST_CASE("stop rule: the time cap ends a point") {
   r.rel_precision = 1e-9;
   double t = 0;
   int k = 0;
-  const Point p = measure_point(r, [&] { return (++k % 2) ? 1.0 : 100.0; }, [&] { return t += 1e6; });
+  const Point p = measure_point(
+      r, [&] { return (++k % 2) ? 1.0 : 100.0; }, [&] { return t += 1e6; });
   CHECK_FALSE(p.converged);
   CHECK(p.samples.size() == 50);
 }

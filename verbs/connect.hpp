@@ -48,7 +48,8 @@ template <class T = Transport, JobRuntime B>
 std::unique_ptr<T> connect(B& job, const DeviceOptions& d, const TransportOptions& t) {
   std::unique_ptr<T> transport;
   try {
-    ConnectedQps q = connect_qps(d, job.rank(), job.size(), [&job](const nlohmann::json& j) { return job.allgather(j); });
+    ConnectedQps q =
+        connect_qps(d, job.rank(), job.size(), [&job](const nlohmann::json& j) { return job.allgather(j); });
     transport = std::make_unique<T>(std::move(q.context), std::move(q.peers), t, [&job] { return job.all_alive(); });
   } catch (const std::exception& e) {
     if constexpr (requires { job.abort(std::string()); }) job.abort(std::string("verbs connect failed: ") + e.what());

@@ -34,10 +34,14 @@ bool ipv4_mapped(const ibv_gid& g) {
 
 const char* gid_type_name(std::uint32_t t) {
   switch (t) {
-    case IBV_GID_TYPE_IB: return "IB";
-    case IBV_GID_TYPE_ROCE_V1: return "RoCE v1";
-    case IBV_GID_TYPE_ROCE_V2: return "RoCE v2";
-    default: return "?";
+    case IBV_GID_TYPE_IB:
+      return "IB";
+    case IBV_GID_TYPE_ROCE_V1:
+      return "RoCE v1";
+    case IBV_GID_TYPE_ROCE_V2:
+      return "RoCE v2";
+    default:
+      return "?";
   }
 }
 
@@ -52,18 +56,25 @@ std::byte* alloc_on(int node, std::size_t n) {
 
 std::string mtu_string(int m) {
   switch (m) {
-    case IBV_MTU_256: return "256";
-    case IBV_MTU_512: return "512";
-    case IBV_MTU_1024: return "1024";
-    case IBV_MTU_2048: return "2048";
-    case IBV_MTU_4096: return "4096";
-    default: return "?";
+    case IBV_MTU_256:
+      return "256";
+    case IBV_MTU_512:
+      return "512";
+    case IBV_MTU_1024:
+      return "1024";
+    case IBV_MTU_2048:
+      return "2048";
+    case IBV_MTU_4096:
+      return "4096";
+    default:
+      return "?";
   }
 }
 
 Context::Context(const DeviceOptions& opt, int rank, int size) : opt_(opt), rank_(rank), size_(size) {
   if (size < 2 || rank < 0 || rank >= size)
-    throw UsageError("verbs: rank " + std::to_string(rank) + " of " + std::to_string(size) + ": a verbs job needs at least two ranks");
+    throw UsageError("verbs: rank " + std::to_string(rank) + " of " + std::to_string(size) +
+                     ": a verbs job needs at least two ranks");
   if (opt.ud && size > 2)
     throw UsageError("verbs --ud runs two ranks only (one UD QP, one address handle); this job has " +
                      std::to_string(size) + " ranks: run it on RC (without --ud)");
@@ -71,8 +82,9 @@ Context::Context(const DeviceOptions& opt, int rank, int size) : opt_(opt), rank
   ibv_device** list = ibv_get_device_list(&n);
   if (!list || n == 0) {
     if (list) ibv_free_device_list(list);
-    throw UsageError("no RDMA device found (is a driver loaded? `ibv_devices` lists them; for Soft-RoCE: "
-                     "rdma link add rxe0 type rxe netdev IFACE)");
+    throw UsageError(
+        "no RDMA device found (is a driver loaded? `ibv_devices` lists them; for Soft-RoCE: "
+        "rdma link add rxe0 type rxe netdev IFACE)");
   }
   ibv_device* dev = nullptr;
   std::string names;
@@ -100,8 +112,10 @@ Context::Context(const DeviceOptions& opt, int rank, int size) : opt_(opt), rank
   int auto_pick = -1;
   for (int i = 0; i < port_attr_.gid_tbl_len; ++i) {
     ibv_gid_entry e{};
-    if (ibv_query_gid_ex(ctx_, static_cast<std::uint32_t>(opt.port), static_cast<std::uint32_t>(i), &e, 0) != 0) continue;
-    valid += (valid.empty() ? "" : ", ") + std::to_string(i) + " (" + gid_type_name(e.gid_type) + " " + gid_string(e.gid) + ")";
+    if (ibv_query_gid_ex(ctx_, static_cast<std::uint32_t>(opt.port), static_cast<std::uint32_t>(i), &e, 0) != 0)
+      continue;
+    valid += (valid.empty() ? "" : ", ") + std::to_string(i) + " (" + gid_type_name(e.gid_type) + " " +
+             gid_string(e.gid) + ")";
     if (auto_pick < 0 && e.gid_type == IBV_GID_TYPE_ROCE_V2 && ipv4_mapped(e.gid)) auto_pick = i;
     if (i == opt.gid_index || (opt.gid_index < 0 && i == auto_pick)) {
       gid_ = e.gid;
@@ -114,7 +128,8 @@ Context::Context(const DeviceOptions& opt, int rank, int size) : opt_(opt), rank
                      std::to_string(opt.port) + " (valid: " + (valid.empty() ? "none" : valid) + ")");
   if (opt.gid_index < 0 && auto_pick < 0) {
     if (port_attr_.link_layer == IBV_LINK_LAYER_ETHERNET)
-      throw UsageError("no RoCE v2 IPv4 GID on " + name_ + " (valid: " + valid + "): give one with -x, or give the "
+      throw UsageError("no RoCE v2 IPv4 GID on " + name_ + " (valid: " + valid +
+                       "): give one with -x, or give the "
                        "interface an IPv4 address");
     gid_index_ = 0;  // InfiniBand: addressed by LID, GID 0 for the GRH-less case
     gid_type_ = "IB";
@@ -130,7 +145,8 @@ Context::Context(const DeviceOptions& opt, int rank, int size) : opt_(opt), rank
     if (!channel_) fail("ibv_create_comp_channel", errno, "");
     // Non-blocking: the transport sleeps in poll() with a timeout and then takes every queued event.
     const int fl = fcntl(channel_->fd, F_GETFL);
-    if (fl < 0 || fcntl(channel_->fd, F_SETFL, fl | O_NONBLOCK) < 0) fail("fcntl(completion channel, O_NONBLOCK)", errno, "");
+    if (fl < 0 || fcntl(channel_->fd, F_SETFL, fl | O_NONBLOCK) < 0)
+      fail("fcntl(completion channel, O_NONBLOCK)", errno, "");
   }
   // Both CQs report to the channel: event mode also sleeps for a get's or a tracked send's completion.
   // One of each for every QP, deep enough for all of them at once.
@@ -155,7 +171,8 @@ Context::Context(const DeviceOptions& opt, int rank, int size) : opt_(opt), rank
   segment_ = alloc_on(numa_node_, segment_alloc_);
   headers_ = alloc_on(numa_node_, headers_alloc_);
   recv_buf_ = alloc_on(numa_node_, recv_alloc_);
-  const int seg_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | (opt.remote_read ? IBV_ACCESS_REMOTE_READ : 0);
+  const int seg_access =
+      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | (opt.remote_read ? IBV_ACCESS_REMOTE_READ : 0);
   seg_mr_ = ibv_reg_mr(pd_, segment_, segment_alloc_, seg_access);
   hdr_mr_ = ibv_reg_mr(pd_, headers_, headers_alloc_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   // An int, not the enumerator: rdma-core's ibv_reg_mr macro masks the flags with an enumerator of another
@@ -167,7 +184,8 @@ Context::Context(const DeviceOptions& opt, int rank, int size) : opt_(opt), rank
   staging_ = alloc_on(numa_node_, segment_alloc_);
   tx_mr_ = ibv_reg_mr(pd_, tx_buf_, tx_alloc_, 0);
   staging_mr_ = ibv_reg_mr(pd_, staging_, segment_alloc_, 0);
-  if (!seg_mr_ || !hdr_mr_ || !recv_mr_ || !tx_mr_ || !staging_mr_) fail("ibv_reg_mr", errno, "ulimit -l (locked memory) and --segment size");
+  if (!seg_mr_ || !hdr_mr_ || !recv_mr_ || !tx_mr_ || !staging_mr_)
+    fail("ibv_reg_mr", errno, "ulimit -l (locked memory) and --segment size");
 
   // One QP per peer, all on the two CQs; each with its own receive queue (see context.hpp).
   links_.resize(static_cast<std::size_t>(size));
@@ -305,19 +323,22 @@ void Context::connect(int p, const Address& peer) {
   a.max_dest_rd_atomic = 1;  // the peer may have one RDMA READ in flight against us
   a.min_rnr_timer = 12;
   a.ah_attr = peer_av(peer, opt_.port, gid_index_, global);
-  if (int r = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                         IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
-    fail("ibv_modify_qp(RTR, peer " + std::to_string(p) + ")", r, "GID index -x on both sides, path MTU, that both ends are on one network");
+  if (int r = ibv_modify_qp(qp, &a,
+                            IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+                                IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER))
+    fail("ibv_modify_qp(RTR, peer " + std::to_string(p) + ")", r,
+         "GID index -x on both sides, path MTU, that both ends are on one network");
 
   a = {};
   a.qp_state = IBV_QPS_RTS;
-  a.timeout = 14;   // 4.096 us x 2^14 = 67 ms per try: a dead peer errors the QP in about half a second
+  a.timeout = 14;  // 4.096 us x 2^14 = 67 ms per try: a dead peer errors the QP in about half a second
   a.retry_cnt = 7;
   a.rnr_retry = 7;
   a.sq_psn = l.psn;
   a.max_rd_atomic = 1;
-  if (int r = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-                                         IBV_QP_MAX_QP_RD_ATOMIC))
+  if (int r = ibv_modify_qp(qp, &a,
+                            IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                                IBV_QP_MAX_QP_RD_ATOMIC))
     fail("ibv_modify_qp(RTS)", r, "");
 }
 
@@ -357,11 +378,21 @@ nlohmann::json Context::describe() const {
 nlohmann::json to_json(const Address& a) {
   char gid[33];
   for (int i = 0; i < 16; ++i) std::snprintf(gid + 2 * i, 3, "%02x", a.gid[i]);
-  return {{"qpn", a.qpn},   {"psn", a.psn},   {"lid", a.lid}, {"gid", gid},
-          {"segment_addr", a.segment_addr}, {"segment_rkey", a.segment_rkey}, {"segment_bytes", a.segment_bytes},
-          {"headers_addr", a.headers_addr}, {"headers_rkey", a.headers_rkey}, {"mtu", a.mtu},
-          {"remote_read", a.remote_read}, {"rq_depth", a.rq_depth}, {"recv_batch", a.recv_batch},
-          {"header_slots", a.header_slots}, {"recv_slot_bytes", a.recv_slot_bytes}};
+  return {{"qpn", a.qpn},
+          {"psn", a.psn},
+          {"lid", a.lid},
+          {"gid", gid},
+          {"segment_addr", a.segment_addr},
+          {"segment_rkey", a.segment_rkey},
+          {"segment_bytes", a.segment_bytes},
+          {"headers_addr", a.headers_addr},
+          {"headers_rkey", a.headers_rkey},
+          {"mtu", a.mtu},
+          {"remote_read", a.remote_read},
+          {"rq_depth", a.rq_depth},
+          {"recv_batch", a.recv_batch},
+          {"header_slots", a.header_slots},
+          {"recv_slot_bytes", a.recv_slot_bytes}};
 }
 
 Address address_from_json(const nlohmann::json& j) {

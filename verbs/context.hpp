@@ -35,7 +35,7 @@ struct Address {
   std::uint8_t gid[16] = {};
   std::uint64_t segment_addr = 0, headers_addr = 0;
   std::uint32_t segment_rkey = 0, headers_rkey = 0, segment_bytes = 0;
-  int mtu = 0;  // enum ibv_mtu value
+  int mtu = 0;               // enum ibv_mtu value
   bool remote_read = false;  // whether its segment may be RDMA-read
   // What the peer's one-way requests and stores may count on (Transport::max_credits): receives always
   // posted (rq_depth less one re-post batch), bulk-store header slots, and the bytes a receive holds.
@@ -58,7 +58,7 @@ class Context {
 
   int rank() const { return rank_; }
   int size() const { return size_; }
-  Address local_address(int peer) const;   // what `peer` needs to reach us
+  Address local_address(int peer) const;     // what `peer` needs to reach us
   void connect(int peer, const Address& a);  // INIT -> RTR -> RTS (UD: the address handle)
 
   ibv_context* ctx() const { return ctx_; }
@@ -79,7 +79,7 @@ class Context {
     return tx_buf_ + region(peer) * static_cast<std::size_t>(opt_.sq_depth) * tx_slot_bytes();
   }
   std::uint32_t tx_slot_bytes() const { return recv_slot_bytes(); }
-  std::byte* staging() const { return staging_; }       // bulk data that is not already in the segment
+  std::byte* staging() const { return staging_; }  // bulk data that is not already in the segment
   std::uint32_t tx_lkey() const { return tx_mr_->lkey; }
   std::uint32_t staging_lkey() const { return staging_mr_->lkey; }
   std::uint32_t segment_lkey() const { return seg_mr_->lkey; }

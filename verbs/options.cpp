@@ -34,18 +34,19 @@ TransportOptions CliOptions::transport() const {
 
 po::options_description describe(CliOptions& o) {
   po::options_description verbs("verbs transport (perftest's -d, -i, -x)");
-  verbs.add_options()
-      ("ib-dev,d", po::value(&o.ib_dev), "RDMA device (default: the first)")
-      ("ib-port,i", po::value(&o.ib_port)->default_value(o.ib_port), "device port")
-      ("gid-index,x", po::value(&o.gid_text)->default_value(o.gid_text), "GID index, or auto (a RoCE v2 IPv4 GID)")
-      ("inline", po::value(&o.inline_bytes)->default_value(o.inline_bytes), "inline data asked of the QP (0: send from memory)")
-      ("signal-every", po::value(&o.signal_every)->default_value(o.signal_every), "one signaled send in this many")
-      ("recv-batch", po::value(&o.recv_batch)->default_value(o.recv_batch), "receives re-posted per chained post")
-      ("sq-depth", po::value(&o.sq_depth)->default_value(o.sq_depth), "send queue depth")
-      ("rq-depth", po::value(&o.rq_depth)->default_value(o.rq_depth), "receive queue depth (pre-posted receives)")
-      ("ib-mtu", po::value(&o.ib_mtu_bytes)->default_value(0), "path MTU in bytes (256..4096; 0: the port's active MTU)")
-      ("event", po::bool_switch(&o.event_mode), "wait for completions on a completion channel instead of busy polling")
-      ("ud", po::bool_switch(&o.ud), "an unreliable datagram QP instead of RC (small AMs only: pingpong, signature)");
+  verbs.add_options()("ib-dev,d", po::value(&o.ib_dev), "RDMA device (default: the first)")(
+      "ib-port,i", po::value(&o.ib_port)->default_value(o.ib_port), "device port")(
+      "gid-index,x", po::value(&o.gid_text)->default_value(o.gid_text), "GID index, or auto (a RoCE v2 IPv4 GID)")(
+      "inline", po::value(&o.inline_bytes)->default_value(o.inline_bytes),
+      "inline data asked of the QP (0: send from memory)")(
+      "signal-every", po::value(&o.signal_every)->default_value(o.signal_every), "one signaled send in this many")(
+      "recv-batch", po::value(&o.recv_batch)->default_value(o.recv_batch), "receives re-posted per chained post")(
+      "sq-depth", po::value(&o.sq_depth)->default_value(o.sq_depth), "send queue depth")(
+      "rq-depth", po::value(&o.rq_depth)->default_value(o.rq_depth), "receive queue depth (pre-posted receives)")(
+      "ib-mtu", po::value(&o.ib_mtu_bytes)->default_value(0),
+      "path MTU in bytes (256..4096; 0: the port's active MTU)")(
+      "event", po::bool_switch(&o.event_mode), "wait for completions on a completion channel instead of busy polling")(
+      "ud", po::bool_switch(&o.ud), "an unreliable datagram QP instead of RC (small AMs only: pingpong, signature)");
   return verbs;
 }
 
@@ -64,13 +65,26 @@ void validate(CliOptions& o, const po::variables_map& vm, const std::string& tra
       throw UsageError("--gid-index must be auto or an index 0..255, not '" + o.gid_text + "'");
   }
   switch (o.ib_mtu_bytes) {
-    case 0: o.ib_mtu = 0; break;
-    case 256: o.ib_mtu = 1; break;
-    case 512: o.ib_mtu = 2; break;
-    case 1024: o.ib_mtu = 3; break;
-    case 2048: o.ib_mtu = 4; break;
-    case 4096: o.ib_mtu = 5; break;
-    default: throw UsageError("--ib-mtu must be 256, 512, 1024, 2048 or 4096");
+    case 0:
+      o.ib_mtu = 0;
+      break;
+    case 256:
+      o.ib_mtu = 1;
+      break;
+    case 512:
+      o.ib_mtu = 2;
+      break;
+    case 1024:
+      o.ib_mtu = 3;
+      break;
+    case 2048:
+      o.ib_mtu = 4;
+      break;
+    case 4096:
+      o.ib_mtu = 5;
+      break;
+    default:
+      throw UsageError("--ib-mtu must be 256, 512, 1024, 2048 or 4096");
   }
   if (transport != "verbs") cli::refuse_given(vm, {"ib-dev", "event", "ud"}, "verbs");
   cli::check_range("inline", o.inline_bytes, 0, 4096);

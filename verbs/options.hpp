@@ -12,17 +12,17 @@
 namespace logpb::verbs {
 
 struct DeviceOptions {
-  std::string device;        // -d: empty = the first device
-  int port = 1;              // -i
-  int gid_index = -1;        // -x: -1 = auto (a RoCE v2 IPv4-mapped GID, else index 0)
+  std::string device;  // -d: empty = the first device
+  int port = 1;        // -i
+  int gid_index = -1;  // -x: -1 = auto (a RoCE v2 IPv4-mapped GID, else index 0)
   std::uint32_t segment_bytes = 1 << 20;
-  bool remote_read = false;  // the bulk segment may be read by the peers (only runs with a get need it)
+  bool remote_read = false;            // the bulk segment may be read by the peers (only runs with a get need it)
   int sq_depth = 256, rq_depth = 512;  // per QP, i.e. per peer
-  int recv_batch = 32;       // consumed receives are re-posted this many at a time (clamped: recv_batch())
-  int inline_bytes = 64;     // asked for; the device may give more or less (recorded)
-  int mtu = 0;               // 0: the port's active MTU
-  bool events = false;       // completion channel for event mode
-  bool ud = false;           // unreliable datagram QP instead of RC: small AMs only, loss possible, 2 ranks
+  int recv_batch = 32;                 // consumed receives are re-posted this many at a time (clamped: recv_batch())
+  int inline_bytes = 64;               // asked for; the device may give more or less (recorded)
+  int mtu = 0;                         // 0: the port's active MTU
+  bool events = false;                 // completion channel for event mode
+  bool ud = false;                     // unreliable datagram QP instead of RC: small AMs only, loss possible, 2 ranks
 };
 
 struct TransportOptions {

@@ -112,8 +112,8 @@ void Transport::repost(Conn& c) {
   w->next = nullptr;
   ibv_recv_wr* bad = nullptr;
   if (int r = ibv_post_recv(c.qp, first, &bad))
-    throw PeerError(std::string("ibv_post_recv (QP of rank ") + std::to_string(c.rank) + ") failed: " + std::strerror(r) +
-                    " (the QP is in state " + qp_state_of(c) + ": that peer is gone?)");
+    throw PeerError(std::string("ibv_post_recv (QP of rank ") + std::to_string(c.rank) + ") failed: " +
+                    std::strerror(r) + " (the QP is in state " + qp_state_of(c) + ": that peer is gone?)");
   ++counters_.reposts;
   c.repost_n = 0;
 }
@@ -123,14 +123,22 @@ std::string Transport::qp_state_of(const Conn& c) const {
   ibv_qp_init_attr ia{};
   if (ibv_query_qp(c.qp, &a, IBV_QP_STATE, &ia)) return "unknown (ibv_query_qp failed)";
   switch (a.qp_state) {
-    case IBV_QPS_RESET: return "RESET";
-    case IBV_QPS_INIT: return "INIT";
-    case IBV_QPS_RTR: return "RTR";
-    case IBV_QPS_RTS: return "RTS";
-    case IBV_QPS_SQD: return "SQD";
-    case IBV_QPS_SQE: return "SQE";
-    case IBV_QPS_ERR: return "ERR";
-    default: return "state " + std::to_string(static_cast<int>(a.qp_state));
+    case IBV_QPS_RESET:
+      return "RESET";
+    case IBV_QPS_INIT:
+      return "INIT";
+    case IBV_QPS_RTR:
+      return "RTR";
+    case IBV_QPS_RTS:
+      return "RTS";
+    case IBV_QPS_SQD:
+      return "SQD";
+    case IBV_QPS_SQE:
+      return "SQE";
+    case IBV_QPS_ERR:
+      return "ERR";
+    default:
+      return "state " + std::to_string(static_cast<int>(a.qp_state));
   }
 }
 
@@ -162,8 +170,7 @@ void Transport::parse_fault(const std::string& spec) {
   } catch (const std::logic_error&) {
     have_after = false;
   }
-  if (!have_after)
-    throw UsageError("LOGPB_VERBS_FAULT='" + spec + "': expected qp-error-after=N (N > 0)[,rank=R]");
+  if (!have_after) throw UsageError("LOGPB_VERBS_FAULT='" + spec + "': expected qp-error-after=N (N > 0)[,rank=R]");
   fault_ = {{"spec", spec}, {"qp_error_after_ops", after}, {"rank", rank}};
   if (rank == ctx_->rank()) fault_after_ = after;
 }
@@ -178,9 +185,10 @@ void Transport::inject_qp_error(Conn& c) {
     throw std::runtime_error(std::string("fault hook: ibv_modify_qp(IBV_QPS_ERR) failed: ") + std::strerror(r));
   fault_["injected_at_op"] = ops_posted_;
   fault_["qp_of_rank"] = c.rank;
-  std::fprintf(stderr, "logpbench: fault hook (LOGPB_VERBS_FAULT): rank %d forced its QP %u (to rank %u) to IBV_QPS_ERR "
-               "after send operation %llu\n", ctx_->rank(), c.qp->qp_num, c.rank,
-               static_cast<unsigned long long>(ops_posted_));
+  std::fprintf(stderr,
+               "logpbench: fault hook (LOGPB_VERBS_FAULT): rank %d forced its QP %u (to rank %u) to IBV_QPS_ERR "
+               "after send operation %llu\n",
+               ctx_->rank(), c.qp->qp_num, c.rank, static_cast<unsigned long long>(ops_posted_));
 }
 
 void Transport::bad_dst(std::uint16_t dst) const {
@@ -189,8 +197,8 @@ void Transport::bad_dst(std::uint16_t dst) const {
 }
 
 void Transport::post_failed(const Conn& c, int err) const {
-  throw PeerError(std::string("ibv_post_send (QP of rank ") + std::to_string(c.rank) + ") failed: " + std::strerror(err) +
-                  " (the QP is in state " + qp_state_of(c) + ", not RTS: that peer is gone?)");
+  throw PeerError(std::string("ibv_post_send (QP of rank ") + std::to_string(c.rank) + ") failed: " +
+                  std::strerror(err) + " (the QP is in state " + qp_state_of(c) + ", not RTS: that peer is gone?)");
 }
 
 // A QP whose newest WRs went unsignaled never reports them; while completions are waited for, one signaled
@@ -217,7 +225,8 @@ void Transport::flush_tails() {
     wr.sg_list = &sge;
     wr.num_sge = 1;
     wr.opcode = IBV_WR_RDMA_WRITE;
-    wr.wr.rdma.remote_addr = c.peer.headers_addr + static_cast<std::uint64_t>(c.peer.header_slots) * Context::kHeaderBytes;
+    wr.wr.rdma.remote_addr =
+        c.peer.headers_addr + static_cast<std::uint64_t>(c.peer.header_slots) * Context::kHeaderBytes;
     wr.wr.rdma.rkey = c.peer.headers_rkey;
     number(c, wr, false, true);
     post(c, wr, 1);
@@ -346,8 +355,8 @@ void Transport::sleep_for_completion() {
     if (int r = ibv_req_notify_cq(recv_cq_, 0)) fail_arm(r, "receive");
     recv_armed_ = armed_now = true;
   }
-  const bool want_send = gets_posted_ != gets_delivered_ || tracked_ > ops_done_ || sq_blocked_ ||
-                         (multi_ && ops_done_ != ops_posted_);
+  const bool want_send =
+      gets_posted_ != gets_delivered_ || tracked_ > ops_done_ || sq_blocked_ || (multi_ && ops_done_ != ops_posted_);
   if (want_send && !send_armed_) {
     if (int r = ibv_req_notify_cq(send_cq_, 0)) fail_arm(r, "send");
     send_armed_ = armed_now = true;
@@ -398,18 +407,28 @@ void Transport::completion_error(const ibv_wc& wc, const char* what) {
     case IBV_WC_RETRY_EXC_ERR:
       advice = "the peer stopped answering: it died, or GID index / network path is wrong";
       break;
-    case IBV_WC_RNR_RETRY_EXC_ERR: advice = "the peer had no receive posted"; break;
-    case IBV_WC_REM_ACCESS_ERR: advice = "remote access refused: rkey or the peer's MR access rights"; break;
-    case IBV_WC_LOC_LEN_ERR: advice = "a message longer than the receive buffer"; break;
-    case IBV_WC_WR_FLUSH_ERR: advice = "the QP went to the error state: the peer is gone or an earlier request failed"; break;
-    default: advice = "see the status";
+    case IBV_WC_RNR_RETRY_EXC_ERR:
+      advice = "the peer had no receive posted";
+      break;
+    case IBV_WC_REM_ACCESS_ERR:
+      advice = "remote access refused: rkey or the peer's MR access rights";
+      break;
+    case IBV_WC_LOC_LEN_ERR:
+      advice = "a message longer than the receive buffer";
+      break;
+    case IBV_WC_WR_FLUSH_ERR:
+      advice = "the QP went to the error state: the peer is gone or an earlier request failed";
+      break;
+    default:
+      advice = "see the status";
   }
   // Which QP: a send's wr_id holds the rank above bit 48, a receive's above bit 32 (both below 2^16).
   const std::uint64_t rank = wc.wr_id >> (std::string_view(what) == "send" ? kWrIdShift : 32);
   std::string qp = "QP " + std::to_string(wc.qp_num);
   if (rank < conns_.size() && conns_[rank].qp) {
     const Conn& c = conns_[rank];
-    qp = "QP " + std::to_string(c.qp->qp_num) + " (to rank " + std::to_string(rank) + ", now in state " + qp_state_of(c) + ")";
+    qp = "QP " + std::to_string(c.qp->qp_num) + " (to rank " + std::to_string(rank) + ", now in state " +
+         qp_state_of(c) + ")";
   }
   throw PeerError(std::string(what) + " completion failed on " + qp + ": " + ibv_wc_status_str(wc.status) +
                   " (vendor error " + std::to_string(wc.vendor_err) + "): " + advice);
@@ -427,31 +446,52 @@ nlohmann::json Transport::describe() const {
   j["send_inline"] = max_inline_ >= sizeof(am::Frame);
   j["medium_max_bytes"] = medium_max;
   j["store_switch_bytes"] = medium_max + 1;  // the first size that takes the bulk protocol
-  j["medium_store"] = "one SEND: the 64-byte frame and the payload (inline up to max_inline, else from "
-                      "registered memory); the receiver copies the payload into its segment";
+  j["medium_store"] =
+      "one SEND: the 64-byte frame and the payload (inline up to max_inline, else from "
+      "registered memory); the receiver copies the payload into its segment";
   j["medium_inline_max_bytes"] = max_inline_ > sizeof(am::Frame) ? max_inline_ - sizeof(am::Frame) : 0;
   j["bulk_store"] = "RDMA WRITE (header slot) + RDMA WRITE WITH IMM (data), one chained post";
   j["bulk_get"] = "RDMA READ";
-  j["local_completion"] = "the send CQE of the operation's last WR, or of any later WR on its QP (in-order "
-                          "completion); numbered across peers, complete up to every QP's oldest incomplete one";
+  j["local_completion"] =
+      "the send CQE of the operation's last WR, or of any later WR on its QP (in-order "
+      "completion); numbered across peers, complete up to every QP's oldest incomplete one";
   j["one_way_room"] = {{"peer_rq_depth", p.rq_depth},
                        {"peer_recv_batch", p.recv_batch},
                        {"peer_header_slots", p.header_slots},
-                       {"rule", "credits <= min over peers of min(peer rq_depth - recv_batch - 2 window - 1, "
-                                "header_slots - 2 window): each peer's own receive queue and header ring"}};
+                       {"rule",
+                        "credits <= min over peers of min(peer rq_depth - recv_batch - 2 window - 1, "
+                        "header_slots - 2 window): each peer's own receive queue and header ring"}};
   const auto& c = counters_;
-  j["counters"] = {{"sends", c.sends}, {"signaled", c.signaled}, {"sq_full", c.sq_full}, {"recvs", c.recvs},
-                   {"stores", c.stores}, {"store_bytes", c.store_bytes}, {"medium_stores", c.medium_stores},
-                   {"medium_bytes", c.medium_bytes}, {"gets", c.gets}, {"get_bytes", c.get_bytes},
-                   {"reposts", c.reposts}, {"ops_posted", ops_posted_}, {"ops_completed", ops_done_},
-                   {"cq_events", c.cq_events}, {"sleeps", c.sleeps}, {"sleep_timeouts", c.sleep_timeouts},
-                   {"bad_imm", c.bad_imm}, {"bad_medium", c.bad_medium}, {"bad_src", c.bad_src},
+  j["counters"] = {{"sends", c.sends},
+                   {"signaled", c.signaled},
+                   {"sq_full", c.sq_full},
+                   {"recvs", c.recvs},
+                   {"stores", c.stores},
+                   {"store_bytes", c.store_bytes},
+                   {"medium_stores", c.medium_stores},
+                   {"medium_bytes", c.medium_bytes},
+                   {"gets", c.gets},
+                   {"get_bytes", c.get_bytes},
+                   {"reposts", c.reposts},
+                   {"ops_posted", ops_posted_},
+                   {"ops_completed", ops_done_},
+                   {"cq_events", c.cq_events},
+                   {"sleeps", c.sleeps},
+                   {"sleep_timeouts", c.sleep_timeouts},
+                   {"bad_imm", c.bad_imm},
+                   {"bad_medium", c.bad_medium},
+                   {"bad_src", c.bad_src},
                    {"flushes", c.flushes}};
   nlohmann::json per = nlohmann::json::array();
   for (const std::uint32_t r : peer_ranks_) {
     const Conn& q = conns_[r];
-    per.push_back({{"rank", r}, {"qpn", q.qp->qp_num}, {"wrs_posted", q.posted}, {"wrs_completed", q.completed},
-                   {"ops_posted", q.ops_posted}, {"ops_completed", q.ops_done}, {"recvs", q.recvs}});
+    per.push_back({{"rank", r},
+                   {"qpn", q.qp->qp_num},
+                   {"wrs_posted", q.posted},
+                   {"wrs_completed", q.completed},
+                   {"ops_posted", q.ops_posted},
+                   {"ops_completed", q.ops_done},
+                   {"recvs", q.recvs}});
   }
   j["per_peer"] = per;
   if (!fault_.is_null()) j["fault"] = fault_;

@@ -129,7 +129,8 @@ class Transport {
   void track_next() { track_ = true; }
   std::uint64_t tx_completed() {
     reap_sends();
-    if (multi_ && ops_done_ != ops_posted_) [[unlikely]] flush_tails();
+    if (multi_ && ops_done_ != ops_posted_) [[unlikely]]
+      flush_tails();
     return ops_done_;
   }
 
@@ -161,15 +162,15 @@ class Transport {
     std::uint32_t medium_max = 0;          // stores up to this many bytes are medium AMs
     std::uint32_t segment_bytes = 0;       // the peer's segment
     std::uint32_t next_header = 0;
-    std::byte* tx_buf = nullptr;           // our send slots for this QP
-    std::byte* recv_buf = nullptr;         // our receive buffers for this QP
-    const std::byte* headers = nullptr;    // the ring this peer writes its bulk headers into
+    std::byte* tx_buf = nullptr;         // our send slots for this QP
+    std::byte* recv_buf = nullptr;       // our receive buffers for this QP
+    const std::byte* headers = nullptr;  // the ring this peer writes its bulk headers into
     std::vector<std::uint32_t> repost;
     int repost_n = 0;
     std::uint64_t recvs = 0;
     Address peer;
     // Built once (build_wrs) and patched per post. conns_ is sized once, so the pointers between them hold.
-    ibv_send_wr send_wr{};    // small AM: SEND of the 64-byte frame (inline or from the tx slot)
+    ibv_send_wr send_wr{};  // small AM: SEND of the 64-byte frame (inline or from the tx slot)
     ibv_sge send_sge{};
     ibv_send_wr medium_wr{};  // medium AM: SEND of the frame and its payload (one or two SGEs)
     ibv_sge medium_sge[2]{};
@@ -178,7 +179,8 @@ class Transport {
   };
 
   Conn& conn(std::uint16_t dst) {
-    if (dst >= conns_.size() || !conns_[dst].qp) [[unlikely]] bad_dst(dst);
+    if (dst >= conns_.size() || !conns_[dst].qp) [[unlikely]]
+      bad_dst(dst);
     return conns_[dst];
   }
   [[noreturn]] void bad_dst(std::uint16_t dst) const;
@@ -279,7 +281,8 @@ class Transport {
     ibv_send_wr* bad = nullptr;
     if (int r = ibv_post_send(c.qp, &first, &bad)) post_failed(c, r);
     counters_.sends += static_cast<std::uint64_t>(wrs);
-    if (ops_posted_ >= fault_after_) [[unlikely]] inject_qp_error(c);  // the fault hook (tests only)
+    if (ops_posted_ >= fault_after_) [[unlikely]]
+      inject_qp_error(c);  // the fault hook (tests only)
   }
   [[noreturn]] void post_failed(const Conn& c, int err) const;
   void build_wrs(Conn& c);
@@ -413,9 +416,9 @@ class Transport {
   std::uint32_t tx_lkey_, segment_lkey_;
   std::uint64_t empty_polls_ = 0, sends_reaped_ = 0;
   // All sized once (sq_depth): nothing on the datapath allocates.
-  std::vector<std::uint64_t> get_wr_;        // the i-th get's WR number on its QP (ring, in posting order)
-  std::vector<std::uint32_t> get_rank_;      // and the peer it reads from
-  std::vector<am::Frame> get_frames_;        // its reply frame
+  std::vector<std::uint64_t> get_wr_;    // the i-th get's WR number on its QP (ring, in posting order)
+  std::vector<std::uint32_t> get_rank_;  // and the peer it reads from
+  std::vector<am::Frame> get_frames_;    // its reply frame
   std::uint64_t gets_posted_ = 0, gets_delivered_ = 0;
   // Event mode: whether each CQ is armed, and receive completions taken while closing the arm race.
   bool recv_armed_ = false, send_armed_ = false;

@@ -54,7 +54,8 @@ struct agree {
     for (const char* k : {"all", "sizes", "size", "iters", "warmup", "eps", "no-saturation-compare", "max-burst",
                           "bursts", "deltas", "delta-factors", "max-samples", "max-point-seconds"})
       if (given(k))
-        throw UsageError(std::string("--") + k + ": logpbench agree sets it for each method (recorded in the results' "
+        throw UsageError(std::string("--") + k +
+                         ": logpbench agree sets it for each method (recorded in the results' "
                          "agree.budgets); --runs, --messages and --bell-runs raise its budgets, or run the methods "
                          "themselves for your own");
     if (!given("runs")) o.runs = 1;
@@ -91,17 +92,23 @@ struct agree {
   static nlohmann::json budgets_json(const Settings& user) {
     nlohmann::json b = nlohmann::json::object();
     const Settings s = phase_options(0, user), k = phase_options(1, user), ov = phase_options(2, user),
-                  av = phase_options(3, user);
-    b["signature"] = {{"max_burst", s.get(opt::kMaxBurst)}, {"delta_factors", s.get(opt::kDeltaFactors)},
-                      {"rtt_iterations", s.iterations},   {"max_samples_per_point", s.rule.max_samples},
+                   av = phase_options(3, user);
+    b["signature"] = {{"max_burst", s.get(opt::kMaxBurst)},      {"delta_factors", s.get(opt::kDeltaFactors)},
+                      {"rtt_iterations", s.iterations},          {"max_samples_per_point", s.rule.max_samples},
                       {"max_point_seconds", s.rule.max_seconds}, {"runs", s.runs}};
-    b["kielmann"] = {{"max_bytes", k.sizes.back()}, {"eps", k.get(opt::kEps)},
+    b["kielmann"] = {{"max_bytes", k.sizes.back()},
+                     {"eps", k.get(opt::kEps)},
                      {"compare_saturation", k.get(opt::kSaturationCompare)},
                      {"runs", k.runs}};
-    b["overlap"] = {{"sizes", ov.sizes}, {"messages", ov.get(opt::kMessages)}, {"bell_runs", ov.get(opt::kBellRuns)},
-                    {"queue_depth", ov.get(opt::kQueueDepth)}, {"runs", ov.runs}};
-    b["availability"] = {{"sizes", av.sizes}, {"base_threshold", av.get(opt::kBaseThreshold)},
-                         {"stop_threshold", av.get(opt::kStopThreshold)}, {"runs", av.runs}};
+    b["overlap"] = {{"sizes", ov.sizes},
+                    {"messages", ov.get(opt::kMessages)},
+                    {"bell_runs", ov.get(opt::kBellRuns)},
+                    {"queue_depth", ov.get(opt::kQueueDepth)},
+                    {"runs", ov.runs}};
+    b["availability"] = {{"sizes", av.sizes},
+                         {"base_threshold", av.get(opt::kBaseThreshold)},
+                         {"stop_threshold", av.get(opt::kStopThreshold)},
+                         {"runs", av.runs}};
     b["tolerance"] = analysis::kAgreeTolerance;
     return b;
   }

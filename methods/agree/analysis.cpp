@@ -121,8 +121,8 @@ nlohmann::json agreement(const nlohmann::json& records, const nlohmann::json& tr
           m["upper_bound_ns"] = p["upper_bound_ns"];
           bound = "at most " + us(p["upper_bound_ns"].get<double>()) + ": ";
         }
-        unobserved += std::string(unobserved.empty() ? "" : "; ") + src.method + " cannot observe it here (" + bound +
-                      why + ")";
+        unobserved +=
+            std::string(unobserved.empty() ? "" : "; ") + src.method + " cannot observe it here (" + bound + why + ")";
       }
       methods[src.method] = m;
       defs[src.method] = definition(*src.figure, p, rec, transport);
@@ -153,11 +153,11 @@ nlohmann::json agreement(const nlohmann::json& records, const nlohmann::json& tr
     r["max_rel_diff_beyond_ci95"] = beyond;
     if (past_floor <= tolerance) {
       r["verdict"] = "agree";
-      r["explanation"] = (raw <= tolerance ? "agree within " + percent(tolerance)
-                                           : "agree within the timer's own cost (" + us(floor_ns) +
-                                                 "): figures this small cannot show a difference of " +
-                                                 percent(tolerance)) +
-                         (unobserved.empty() ? "" : "; " + unobserved);
+      r["explanation"] =
+          (raw <= tolerance ? "agree within " + percent(tolerance)
+                            : "agree within the timer's own cost (" + us(floor_ns) +
+                                  "): figures this small cannot show a difference of " + percent(tolerance)) +
+          (unobserved.empty() ? "" : "; " + unobserved);
     } else {
       // Split the figures where they part most (the largest ratio between neighbours): the two groups are
       // what the definitions must explain.

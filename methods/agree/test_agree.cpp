@@ -10,9 +10,9 @@
 
 #include "methods/agree/analysis.hpp"
 
-using nlohmann::json;
 using logpb::analysis::agreed_parameters;
 using logpb::analysis::agreement;
+using nlohmann::json;
 
 namespace {
 
@@ -20,13 +20,21 @@ json p(double v, double ci) { return {{"value_ns", v}, {"ci95_ns", ci}}; }
 
 // Four methods on one link; each figure's value and interval given per method.
 json records(double sig_g, double kiel_g0, double os_avail, double ci = 5) {
-  return {{"signature", {{"parameters", {{"o_s", p(1000, ci)}, {"o_r", p(1200, ci)}, {"g", p(sig_g, ci)},
-                                         {"rtt", p(8400, ci)}, {"L", p(2000, ci)}}}}},
-          {"kielmann", {{"parameters", {{"o_s", p(1030, ci)}, {"o_r", p(1210, ci)}, {"g0", p(kiel_g0, ci)},
-                                        {"rtt", p(8450, ci)}, {"L", p(1980, ci)}}}}},
-          {"overlap", {{"parameters", {{"o_s", p(1060, ci)}, {"o_r", p(1240, ci)}, {"rtt", p(8450, ci)}}},
-                       {"per_size", json::array({{{"bytes", 8}}})}}},
-          {"availability", {{"parameters", {{"o_s", p(os_avail, ci)}, {"o_r", p(1240, ci)}}}}}};
+  return {
+      {"signature",
+       {{"parameters",
+         {{"o_s", p(1000, ci)}, {"o_r", p(1200, ci)}, {"g", p(sig_g, ci)}, {"rtt", p(8400, ci)}, {"L", p(2000, ci)}}}}},
+      {"kielmann",
+       {{"parameters",
+         {{"o_s", p(1030, ci)},
+          {"o_r", p(1210, ci)},
+          {"g0", p(kiel_g0, ci)},
+          {"rtt", p(8450, ci)},
+          {"L", p(1980, ci)}}}}},
+      {"overlap",
+       {{"parameters", {{"o_s", p(1060, ci)}, {"o_r", p(1240, ci)}, {"rtt", p(8450, ci)}}},
+        {"per_size", json::array({{{"bytes", 8}}})}}},
+      {"availability", {{"parameters", {{"o_s", p(os_avail, ci)}, {"o_r", p(1240, ci)}}}}}};
 }
 
 const json kTransport = {{"local_completion", "the send CQE of the operation's last WR"}};
@@ -93,7 +101,9 @@ TEST_CASE("agree: a difference the intervals cover is inconclusive, not a differ
 
 TEST_CASE("agree: a figure a method cannot observe is a bound, not a disagreement") {
   json r = records(2200, 1200, 1040);
-  r["kielmann"]["parameters"]["g0"] = {{"value_ns", nullptr}, {"ci95_ns", nullptr}, {"upper_bound_ns", 1300.0},
+  r["kielmann"]["parameters"]["g0"] = {{"value_ns", nullptr},
+                                       {"ci95_ns", nullptr},
+                                       {"upper_bound_ns", 1300.0},
                                        {"error", "hidden: the flood runs at the receive overhead"}};
   const json a = agreement(r, kTransport, 0);
   CHECK(a["g"]["verdict"] == "not compared");

@@ -7,7 +7,8 @@
 
 namespace logpb::analysis {
 
-nlohmann::json doerfler_record(const std::vector<methods::DoerflerSize>& v, double base_threshold, double stop_threshold) {
+nlohmann::json doerfler_record(const std::vector<methods::DoerflerSize>& v, double base_threshold,
+                               double stop_threshold) {
   nlohmann::json curves = nlohmann::json::array();
   for (const auto& d : v) {
     nlohmann::json cs = nlohmann::json::array(), cr = nlohmann::json::array();
@@ -25,16 +26,18 @@ nlohmann::json doerfler_summary(const std::vector<std::vector<methods::DoerflerS
   nlohmann::json checks = nlohmann::json::array();
   const auto& v = runs.back();
   nlohmann::json per = nlohmann::json::array();
-  const std::string how = "order-statistic interval of the median of (iteration - work) per iteration at the stop point";
+  const std::string how =
+      "order-statistic interval of the median of (iteration - work) per iteration at the stop point";
   for (std::size_t i = 0; i < v.size(); ++i) {
     nlohmann::json e = {{"bytes", v[i].bytes}};
     for (const bool send : {true, false}) {
       std::vector<Param> over, avail;
       for (const auto& run : runs) {
         const auto& s = send ? run[i].send : run[i].recv;
-        over.push_back(!s.completed ? Param::invalid("the iteration time never reached the stop threshold")
+        over.push_back(!s.completed        ? Param::invalid("the iteration time never reached the stop threshold")
                        : !(s.overhead > 0) ? Param::invalid("iteration minus work is not positive: the work loop "
-                                                            "or the timer is wrong", s.overhead)
+                                                            "or the timer is wrong",
+                                                            s.overhead)
                                            : param_of(s.overhead, s.overhead_ci, "", how));
         // availability is a fraction, carried in Param's value for combine_runs.
         avail.push_back(s.completed && s.availability >= 0 && s.availability <= 1
@@ -44,7 +47,8 @@ nlohmann::json doerfler_summary(const std::vector<std::vector<methods::DoerflerS
                                              s.availability));
       }
       const auto& s = send ? v[i].send : v[i].recv;
-      nlohmann::json side = {{"overhead", over_runs(over)}, {"base_t_ns", s.base_t}, {"iter_t_ns", s.iter_t}, {"work_t_ns", s.work_t}};
+      nlohmann::json side = {
+          {"overhead", over_runs(over)}, {"base_t_ns", s.base_t}, {"iter_t_ns", s.iter_t}, {"work_t_ns", s.work_t}};
       const auto a = combine_runs(avail);
       side["availability"] = a.param.valid ? nlohmann::json(a.param.value) : nlohmann::json(nullptr);
       side["availability_ci95"] = a.param.valid ? nlohmann::json(a.param.ci95) : nlohmann::json(nullptr);
@@ -63,8 +67,10 @@ nlohmann::json doerfler_summary(const std::vector<std::vector<methods::DoerflerS
       }
       e[send ? "send" : "recv"] = side;
       e[send ? "o_s" : "o_r"] = side["overhead"];
-      add_check(checks, std::string("availability in [0,1] (") + (send ? "send" : "recv") + " " + std::to_string(v[i].bytes) + " B)",
-                a.param.valid, a.param.note);
+      add_check(
+          checks,
+          std::string("availability in [0,1] (") + (send ? "send" : "recv") + " " + std::to_string(v[i].bytes) + " B)",
+          a.param.valid, a.param.note);
     }
     per.push_back(e);
   }

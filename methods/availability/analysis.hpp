@@ -11,7 +11,8 @@
 
 namespace logpb::analysis {
 
-nlohmann::json doerfler_record(const std::vector<methods::DoerflerSize>& run, double base_threshold, double stop_threshold);
+nlohmann::json doerfler_record(const std::vector<methods::DoerflerSize>& run, double base_threshold,
+                               double stop_threshold);
 // {parameters, per_size, checks} over every run.
 nlohmann::json doerfler_summary(const std::vector<std::vector<methods::DoerflerSize>>& runs);
 

@@ -41,7 +41,9 @@ struct availability {
   static nlohmann::json record(const Run& r, const Settings& o) {
     return analysis::doerfler_record(r, o.get(opt::kBaseThreshold), o.get(opt::kStopThreshold));
   }
-  static nlohmann::json analyse(const std::vector<Run>& runs, const Settings&) { return analysis::doerfler_summary(runs); }
+  static nlohmann::json analyse(const std::vector<Run>& runs, const Settings&) {
+    return analysis::doerfler_summary(runs);
+  }
 };
 
 }  // namespace logpb::app::method

@@ -25,9 +25,9 @@ struct DoerflerConfig {
   std::vector<std::uint32_t> sizes;
   double base_threshold = 1.03;
   double stop_threshold = 1.5;
-  int reps = 15;        // iterations per work value; their median is iter_t
-  int max_steps = 400;  // work values tried before giving up
-  int final_reps = 201; // iterations at the stop point, for the overhead and its interval
+  int reps = 15;         // iterations per work value; their median is iter_t
+  int max_steps = 400;   // work values tried before giving up
+  int final_reps = 201;  // iterations at the stop point, for the overhead and its interval
 };
 
 struct DoerflerPoint {

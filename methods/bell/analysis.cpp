@@ -20,32 +20,46 @@ FloodLimits limits_of(const methods::BellSize& b) {
 }
 nlohmann::json queue_json(const methods::FloodQueue& q) {
   nlohmann::json probe = nlohmann::json::array();
-  for (const auto& [depth, t] : q.probe) probe.push_back({{"q", depth}, {"ns_per_message", std::isfinite(t) ? nlohmann::json(t) : nlohmann::json(nullptr)}});
-  return {{"requested", q.requested}, {"used", q.used}, {"adapted", q.adapted}, {"deepest_tried", q.deepest}, {"still_limiting", q.limited},
-          {"probe", probe}, {"messages_per_run", q.messages}, {"credits", q.credits},
+  for (const auto& [depth, t] : q.probe)
+    probe.push_back({{"q", depth}, {"ns_per_message", std::isfinite(t) ? nlohmann::json(t) : nlohmann::json(nullptr)}});
+  return {{"requested", q.requested},
+          {"used", q.used},
+          {"adapted", q.adapted},
+          {"deepest_tried", q.deepest},
+          {"still_limiting", q.limited},
+          {"probe", probe},
+          {"messages_per_run", q.messages},
+          {"credits", q.credits},
           {"completion_ns", std::isfinite(q.completion_ns) ? nlohmann::json(q.completion_ns) : nlohmann::json(nullptr)},
-          {"rule", "q doubled from the requested depth while the time per message fell by more than 3% (best of two "
-                   "floods of up to 2000 messages each); messages per run raised until the start and the final reply "
-                   "cost under 1% (N >= 100 RTT / time per message, at most 4x --messages)"}};
+          {"rule",
+           "q doubled from the requested depth while the time per message fell by more than 3% (best of two "
+           "floods of up to 2000 messages each); messages per run raised until the start and the final reply "
+           "cost under 1% (N >= 100 RTT / time per message, at most 4x --messages)"}};
 }
 }  // namespace
 
 Param overhead_param(const methods::OverlapSide& s) {
   if (!s.ok) return Param::invalid(s.note.empty() ? "overlap test not run at this size" : s.note);
   if (!(s.overhead > 0))
-    return Param::invalid("the inferred overhead is not positive: the computation loop or the timer is wrong", s.overhead);
+    return Param::invalid("the inferred overhead is not positive: the computation loop or the timer is wrong",
+                          s.overhead);
   return param_of(s.overhead, s.ci95, "", s.ci_method);
 }
 
 nlohmann::json bell_record(const std::vector<methods::BellSize>& run, bool flood) {
   nlohmann::json raw = nlohmann::json::array();
   for (const auto& b : run)
-    raw.push_back({{"bytes", b.bytes}, {"gap_runs_ns", b.gap.runs}, {"gap_total_over_n_runs_ns", b.gap.runs},
-                   {"gap_steady_runs_ns", b.gap_steady.runs}, {"rtt_runs_ns", b.rtt.runs},
-                   {"o_s_runs_ns", b.send.per_run_overhead}, {"o_r_runs_ns", b.recv.per_run_overhead}});
-  return {{"method", flood ? "Bell et al. flood (section 4.2): one-way messages, local completion, one final reply"
-                           : "Bell et al. CPU overlap (section 4.3): q = 1, overhead inferred from the hidden computation"},
-          {"raw", raw}};
+    raw.push_back({{"bytes", b.bytes},
+                   {"gap_runs_ns", b.gap.runs},
+                   {"gap_total_over_n_runs_ns", b.gap.runs},
+                   {"gap_steady_runs_ns", b.gap_steady.runs},
+                   {"rtt_runs_ns", b.rtt.runs},
+                   {"o_s_runs_ns", b.send.per_run_overhead},
+                   {"o_r_runs_ns", b.recv.per_run_overhead}});
+  return {
+      {"method", flood ? "Bell et al. flood (section 4.2): one-way messages, local completion, one final reply"
+                       : "Bell et al. CPU overlap (section 4.3): q = 1, overhead inferred from the hidden computation"},
+      {"raw", raw}};
 }
 
 nlohmann::json bell_summary(const std::vector<std::vector<methods::BellSize>>& runs, bool flood) {
@@ -79,13 +93,16 @@ nlohmann::json bell_summary(const std::vector<std::vector<methods::BellSize>>& r
       e["g"] = over_runs(g);
       e["g"]["median_over_bell_runs_ns"] = last[i].gap.median;
       e["g"]["ci_method"] = last[i].gap.ci_method;
-      e["g"]["estimator"] = "Bell et al. 4.2: per run, the total time from the first send to the final reply over N "
-                            "messages (N large enough that the start and the final reply cost under 1%); minimum over runs";
+      e["g"]["estimator"] =
+          "Bell et al. 4.2: per run, the total time from the first send to the final reply over N "
+          "messages (N large enough that the start and the final reply cost under 1%); minimum over runs";
       e["g_total_over_n"] = over_runs({param_of(last[i].gap.min, last[i].gap.ci95, "", last[i].gap.ci_method)});
-      e["g_steady"] = over_runs({param_of(last[i].gap_steady.min, last[i].gap_steady.ci95, "", last[i].gap_steady.ci_method)});
-      e["g_steady"]["estimator"] = "per run: the median over the receiver's credit frames of (time between two) / (credits "
-                                   "they returned): the bottleneck's steady pace, start-up and interruptions left out; "
-                                   "minimum over runs";
+      e["g_steady"] =
+          over_runs({param_of(last[i].gap_steady.min, last[i].gap_steady.ci95, "", last[i].gap_steady.ci_method)});
+      e["g_steady"]["estimator"] =
+          "per run: the median over the receiver's credit frames of (time between two) / (credits "
+          "they returned): the bottleneck's steady pace, start-up and interruptions left out; "
+          "minimum over runs";
       e["queue"] = queue_json(last[i].queue);
       e["rtt"] = over_runs(rtt);
       if (!gni.empty()) {
@@ -109,16 +126,20 @@ nlohmann::json bell_summary(const std::vector<std::vector<methods::BellSize>>& r
       for (const auto& p : b.send.curve) e["send_curve"].push_back({p.c_ns, p.t_ns, p.o_ns});
       e["recv_curve"] = nlohmann::json::array();
       for (const auto& p : b.recv.curve) e["recv_curve"].push_back({p.c_ns, p.t_ns, p.o_ns});
-      e["messages_per_run"] = {{"send", b.send.messages}, {"recv", b.recv.messages},
-                               {"rule", "--messages, or fewer (at least 400) so one run of one point takes at most about 10 ms"}};
+      e["messages_per_run"] = {
+          {"send", b.send.messages},
+          {"recv", b.recv.messages},
+          {"rule", "--messages, or fewer (at least 400) so one run of one point takes at most about 10 ms"}};
       e["t0_send_ns"] = b.send.t0_ns;
       e["t0_recv_ns"] = b.recv.t0_ns;
       e["hidden_c_send_ns"] = b.send.hidden_c_ns;
       e["hidden_c_recv_ns"] = b.recv.hidden_c_ns;
       for (const auto* side : {&b.send, &b.recv}) {
         const bool ok = side->ok && side->overhead > 0;
-        add_check(checks, std::string("overhead inferred (") + (side == &b.send ? "send" : "recv") + " " + std::to_string(n) + " B)", ok,
-                  side->ok ? "a non-positive overhead: the computation loop or the timer is wrong" : side->note);
+        add_check(
+            checks,
+            std::string("overhead inferred (") + (side == &b.send ? "send" : "recv") + " " + std::to_string(n) + " B)",
+            ok, side->ok ? "a non-positive overhead: the computation loop or the timer is wrong" : side->note);
       }
     }
     per.push_back(e);
@@ -142,13 +163,15 @@ nlohmann::json bell_summary(const std::vector<std::vector<methods::BellSize>>& r
       const auto& lo = run.front();
       const auto& hi = run.back();
       if (lo.overlap_run) {
-        auto c = classify_flood(lo.gap.min, lo.gap.ci95, overhead_param(lo.send), overhead_param(lo.recv), limits_of(lo));
+        auto c =
+            classify_flood(lo.gap.min, lo.gap.ci95, overhead_param(lo.send), overhead_param(lo.recv), limits_of(lo));
         if (c.ni.valid) c.ni.ci_method = lo.gap.ci_method;
         gni.push_back(c.ni);
       }
       if (hi.overlap_run && run.size() >= 2 && f.G.valid) {
         // G is the NI's only if the overheads at the largest size stay below the flood's time there.
-        const auto c = classify_flood(hi.gap.min, hi.gap.ci95, overhead_param(hi.send), overhead_param(hi.recv), limits_of(hi));
+        const auto c =
+            classify_flood(hi.gap.min, hi.gap.ci95, overhead_param(hi.send), overhead_param(hi.recv), limits_of(hi));
         if (c.stage == kStageNI) {
           Gni.push_back(f.G);
         } else {
@@ -160,7 +183,8 @@ nlohmann::json bell_summary(const std::vector<std::vector<methods::BellSize>>& r
       }
     }
     params["g"] = over_runs(g);
-    params["g"]["method_sense"] = "Bell et al.: time per message of a one-way flood at the smallest size: max(g_NI, o_s, o_r)";
+    params["g"]["method_sense"] =
+        "Bell et al.: time per message of a one-way flood at the smallest size: max(g_NI, o_s, o_r)";
     params["G"] = over_runs(G);
     params["crossover_bytes"] = over_runs(cross);
     if (!gni.empty()) {
@@ -173,21 +197,28 @@ nlohmann::json bell_summary(const std::vector<std::vector<methods::BellSize>>& r
       params["o_r"] = per.front()["o_r"];
     }
     std::vector<Param> eel;
-    for (const auto& run : runs) eel.push_back(param_of(run.front().rtt.min, run.front().rtt.ci95, "", run.front().rtt.ci_method));
+    for (const auto& run : runs)
+      eel.push_back(param_of(run.front().rtt.min, run.front().rtt.ci95, "", run.front().rtt.ci_method));
     params["rtt"] = over_runs(eel);
-    params["rtt"]["note"] = "round trip of the " + std::to_string(last.front().bytes) + "-byte minimum message (min over runs)";
+    params["rtt"]["note"] =
+        "round trip of the " + std::to_string(last.front().bytes) + "-byte minimum message (min over runs)";
     // Bell et al. 4.1 define EEL as half the round trip of the minimum message.
     std::vector<Param> half;
-    for (const auto& run : runs) half.push_back(param_of(run.front().rtt.min / 2, run.front().rtt.ci95 / 2, "", run.front().rtt.ci_method));
+    for (const auto& run : runs)
+      half.push_back(param_of(run.front().rtt.min / 2, run.front().rtt.ci95 / 2, "", run.front().rtt.ci_method));
     params["eel"] = over_runs(half);
-    params["eel"]["note"] = "Bell et al. 4.1: end-to-end latency, RTT / 2 of the " + std::to_string(last.front().bytes) +
-                            "-byte minimum message";
+    params["eel"]["note"] = "Bell et al. 4.1: end-to-end latency, RTT / 2 of the " +
+                            std::to_string(last.front().bytes) + "-byte minimum message";
     std::vector<Param> steady;
-    for (const auto& run : runs) steady.push_back(param_of(run.front().gap_steady.min, run.front().gap_steady.ci95, "", run.front().gap_steady.ci_method));
+    for (const auto& run : runs)
+      steady.push_back(
+          param_of(run.front().gap_steady.min, run.front().gap_steady.ci95, "", run.front().gap_steady.ci_method));
     params["g_steady"] = over_runs(steady);
-    params["g_steady"]["note"] = "the steady pace of the receiver's credit returns at the smallest size (a second figure "
-                                 "beside Bell et al.'s total / N)";
-    if (last.size() >= 2) add_check(checks, "G > 0", params["G"]["value_ns"].is_number(), "the flood's time does not grow with size");
+    params["g_steady"]["note"] =
+        "the steady pace of the receiver's credit returns at the smallest size (a second figure "
+        "beside Bell et al.'s total / N)";
+    if (last.size() >= 2)
+      add_check(checks, "G > 0", params["G"]["value_ns"].is_number(), "the flood's time does not grow with size");
   } else if (!last.empty()) {
     params["o_s"] = per.front()["o_s"];
     params["o_r"] = per.front()["o_r"];

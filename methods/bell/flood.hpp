@@ -20,7 +20,8 @@ struct flood {
   static constexpr Needs needs{.bulk = true, .local_completion = true};
   static constexpr Scope scope = Scope::link;
   static constexpr Takes takes{.tx_burst = true};
-  static inline const std::vector<std::uint32_t> default_sizes{8, 32, 128, 512, 2048, 8192, 32768, 131072};  // 8 B .. 128 KiB
+  static inline const std::vector<std::uint32_t> default_sizes{8,    32,   128,   512,
+                                                               2048, 8192, 32768, 131072};  // 8 B .. 128 KiB
   using Run = std::vector<methods::BellSize>;
   // no: the flood's rate alone, without the overlap test that names the limiting stage (which costs far
   // more than the flood: minutes in an emulated NI such as the Soft-RoCE lab's, against ib_send_bw).
@@ -30,7 +31,8 @@ struct flood {
       opt::kQueueDepth,
       opt::kMessages,
       opt::kBellRuns,
-      {"flood-overlap", "yes|no", "flood: also run the CPU overlap test at the end sizes (names the limiting stage)", "yes"},
+      {"flood-overlap", "yes|no", "flood: also run the CPU overlap test at the end sizes (names the limiting stage)",
+       "yes"},
       {"flood-queue", "adapt|fixed",
        "flood: adapt doubles --queue-depth while a deeper queue is faster (local completion on RC waits for the ACK)",
        "adapt"}};
@@ -62,9 +64,10 @@ struct flood {
   static nlohmann::json analyse(const std::vector<Run>& runs, const O& o) {
     nlohmann::json j = analysis::bell_summary(runs, true);
     if (o.tx_burst > 1 && j["parameters"].contains("g"))
-      j["parameters"]["g"]["sends"] = "batched: up to " + std::to_string(o.tx_burst) +
-                                      " frames per PMD tx burst (--tx-burst); the overlap test, which names the limiting "
-                                      "stage from single sends, did not run";
+      j["parameters"]["g"]["sends"] =
+          "batched: up to " + std::to_string(o.tx_burst) +
+          " frames per PMD tx burst (--tx-burst); the overlap test, which names the limiting "
+          "stage from single sends, did not run";
     return j;
   }
 };

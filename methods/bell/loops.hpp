@@ -31,8 +31,8 @@ namespace logpb::methods {
 struct BellConfig {
   std::vector<std::uint32_t> sizes;  // bytes; 8 B .. 128 KiB by default
   int queue_depth = 8;
-  int messages = 10000;  // per run (the paper: at least 10,000)
-  int runs = 10;         // the paper: at least 10; the minimum is reported
+  int messages = 10000;         // per run (the paper: at least 10,000)
+  int runs = 10;                // the paper: at least 10; the minimum is reported
   bool infer_overheads = true;  // flood: also run the overlap test at the smallest and largest size
   bool adapt_queue = true;      // flood: deepen q while it limits the time per message (FloodQueue)
   // Overlap test: the longest one run of one point may take; past it a run has fewer messages (at least
@@ -138,7 +138,8 @@ inline OverlapPoint overlap_point(const Clock& clock, const std::vector<std::uin
     std::uint64_t computing = 0;
     for (int i = b; i < b + block; ++i)
       computing += end[static_cast<std::size_t>(i)] - start[static_cast<std::size_t>(i)];
-    const double span = clock.ns(start[static_cast<std::size_t>(b + block)] - start[static_cast<std::size_t>(b)]) / block;
+    const double span =
+        clock.ns(start[static_cast<std::size_t>(b + block)] - start[static_cast<std::size_t>(b)]) / block;
     const double c = clock.ns(computing) / block;
     period.push_back(span);
     comp.push_back(c);
@@ -202,8 +203,8 @@ struct OverlapSide {
   std::vector<double> per_run_overhead;  // the inference repeated on each run's own curve
   double t0_ns = NAN;                    // T(0): the q = 1 gap this side sees
   double overhead = NAN, ci95 = NAN;
-  double hidden_c_ns = NAN;              // the largest computation that stayed hidden (T(0) - overhead)
-  int messages = 0;                      // per run (the user's count, or fewer within the run budget)
+  double hidden_c_ns = NAN;  // the largest computation that stayed hidden (T(0) - overhead)
+  int messages = 0;          // per run (the user's count, or fewer within the run budget)
   std::string ci_method;
   bool ok = false;
   std::string note;
@@ -292,13 +293,13 @@ OverlapSide overlap_side(const Clock& clock, const BellConfig& cfg, Once&& once)
 // send's local completion costs. A queue that still limits at the deepest q tried is named, never taken
 // for the NI (on RC verbs a send completes when the peer's ACK is back: q sends per ACK time at most).
 struct FloodQueue {
-  int requested = 0, used = 0, deepest = 0;  // the user's q, the one the runs used, the most tried
-  bool limited = false;                      // the time still fell at the deepest q tried
-  bool adapted = false;                      // q was doubled while it limited (--flood-queue adapt)
-  std::vector<std::pair<int, double>> probe; // (q, time per message) of the doubling
-  double completion_ns = NAN;                // median post-to-local-completion time of one tracked send
-  int messages = 0;                          // per run, after amortising the start and the final reply
-  int credits = 0;                           // the AM layer's one-way credits (a bound of its own)
+  int requested = 0, used = 0, deepest = 0;   // the user's q, the one the runs used, the most tried
+  bool limited = false;                       // the time still fell at the deepest q tried
+  bool adapted = false;                       // q was doubled while it limited (--flood-queue adapt)
+  std::vector<std::pair<int, double>> probe;  // (q, time per message) of the doubling
+  double completion_ns = NAN;                 // median post-to-local-completion time of one tracked send
+  int messages = 0;                           // per run, after amortising the start and the final reply
+  int credits = 0;                            // the AM layer's one-way credits (a bound of its own)
 };
 
 struct BellSize {
@@ -398,8 +399,8 @@ std::vector<BellSize> bell_flood(EP& ep, ClientState& st, const Clock& clock, co
     const double per = b.queue.probe.empty() ? NAN : b.queue.probe.back().second;
     int messages = cfg.messages;
     if (std::isfinite(per) && per > 0 && std::isfinite(median_of(rt0)))
-      messages = static_cast<int>(std::clamp(100 * median_of(rt0) / per, static_cast<double>(cfg.messages),
-                                             4.0 * cfg.messages));
+      messages = static_cast<int>(
+          std::clamp(100 * median_of(rt0) / per, static_cast<double>(cfg.messages), 4.0 * cfg.messages));
     b.queue.messages = messages;
     for (int k = 0; k < cfg.runs; ++k) {
       throw_if_interrupted();

@@ -10,7 +10,7 @@ namespace logpb::app::method::opt {
 inline const Typed<int> kQueueDepth =
     option::integer("queue-depth", "flood: messages kept in flight (Bell et al.)", 8, 1, 4096);
 inline const Typed<int> kMessages = option::integer("messages", "flood/overlap: messages per run", 10000, 1, 1e8);
-inline const Typed<int> kBellRuns = option::integer(
-    "bell-runs", "flood/overlap: runs; the minimum is reported, the median beside it", 10, 1, 1000);
+inline const Typed<int> kBellRuns =
+    option::integer("bell-runs", "flood/overlap: runs; the minimum is reported, the median beside it", 10, 1, 1000);
 
 }  // namespace logpb::app::method::opt

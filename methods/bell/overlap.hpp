@@ -36,7 +36,9 @@ struct overlap {
     return methods::bell_overlap(link, st, clock, cfg, io.progress);
   }
   static nlohmann::json record(const Run& r, const Settings&) { return analysis::bell_record(r, false); }
-  static nlohmann::json analyse(const std::vector<Run>& runs, const Settings&) { return analysis::bell_summary(runs, false); }
+  static nlohmann::json analyse(const std::vector<Run>& runs, const Settings&) {
+    return analysis::bell_summary(runs, false);
+  }
 };
 
 }  // namespace logpb::app::method

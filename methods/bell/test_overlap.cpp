@@ -47,7 +47,7 @@ TEST_CASE("overlap: a point raised by a slowed peer does not pull the overhead u
   // peer lost its core during their runs: they carry waiting time, so their non-compute time sits far
   // above the bottom and must be left out.
   const double t0 = 3000, o = 1000;
-  std::vector<OverlapPoint> pts{point(0, t0, o), point(300, t0, o), {600, 4200, 3600}, {900, 4000, 3100},
+  std::vector<OverlapPoint> pts{point(0, t0, o),    point(300, t0, o),  {600, 4200, 3600}, {900, 4000, 3100},
                                 point(1200, t0, o), point(2700, t0, o), point(3000, t0, o)};
   CHECK(infer_overhead(pts) == Approx(o).epsilon(1e-9));
 }

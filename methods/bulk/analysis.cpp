@@ -42,7 +42,8 @@ nlohmann::json bulk_summary(const std::vector<std::vector<methods::BulkSize>>& r
     const auto r = combine_runs(rtt);
     per.push_back({{"bytes", v[i].bytes},
                    {"rtt", r},
-                   {"bandwidth_bytes_per_ns", r.param.valid ? nlohmann::json(v[i].bytes / r.param.value) : nlohmann::json(nullptr)},
+                   {"bandwidth_bytes_per_ns",
+                    r.param.valid ? nlohmann::json(v[i].bytes / r.param.value) : nlohmann::json(nullptr)},
                    {"get_rtt", over_runs(get)},
                    {"o_s", over_runs(os)},
                    {"g", over_runs(g)}});
@@ -52,8 +53,9 @@ nlohmann::json bulk_summary(const std::vector<std::vector<methods::BulkSize>>& r
     params["o_s"] = per.front()["o_s"];
     params["rtt"] = per.front()["rtt"];
   }
-  add_check(checks, "naive bulk model T_0 >= 0", params["T0"]["value_ns"].is_number(),
-            "T_0 of the naive fit is negative: T(n) is not linear in n and T_0 means nothing (Culler et al. section 4)");
+  add_check(
+      checks, "naive bulk model T_0 >= 0", params["T0"]["value_ns"].is_number(),
+      "T_0 of the naive fit is negative: T(n) is not linear in n and T_0 means nothing (Culler et al. section 4)");
   return {{"parameters", params}, {"per_size", per}, {"checks", checks}};
 }
 

@@ -16,9 +16,9 @@ namespace logpb::methods {
 
 struct BulkSize {
   std::uint32_t bytes = 0;
-  Summary round_trip;     // T(n): store of n bytes and its acknowledgement
-  Summary get_round_trip; // a get of n bytes, until its completion handler ran
-  SignatureCurve curve;   // Delta = 0 (and any further Deltas asked for)
+  Summary round_trip;      // T(n): store of n bytes and its acknowledgement
+  Summary get_round_trip;  // a get of n bytes, until its completion handler ran
+  SignatureCurve curve;    // Delta = 0 (and any further Deltas asked for)
   std::vector<SignatureCurve> extra;
 };
 
@@ -53,7 +53,8 @@ std::vector<BulkSize> bulk(EP& ep, ClientState& st, const Clock& clock, const st
     auto store = [&ep, n](int i) { send_message(ep, n, static_cast<std::uint64_t>(i)); };
     b.curve = signature_curve(ep, clock, 0, cfg, hooks, "bulk " + std::to_string(n) + " B signature Delta=0", store);
     for (double d : deltas_ns)
-      if (d > 0) b.extra.push_back(signature_curve(ep, clock, d, cfg, hooks, "bulk " + std::to_string(n) + " B", store));
+      if (d > 0)
+        b.extra.push_back(signature_curve(ep, clock, d, cfg, hooks, "bulk " + std::to_string(n) + " B", store));
     out.push_back(std::move(b));
   }
   return out;

@@ -70,7 +70,8 @@ struct bw {
   static nlohmann::json summarize_runs(const nlohmann::json& runs) {
     std::map<std::uint32_t, std::vector<nlohmann::json>> by_size;
     for (const auto& r : runs)
-      for (const auto& s : r.value("per_size", nlohmann::json::array())) by_size[s.at("bytes").get<std::uint32_t>()].push_back(s);
+      for (const auto& s : r.value("per_size", nlohmann::json::array()))
+        by_size[s.at("bytes").get<std::uint32_t>()].push_back(s);
     nlohmann::json per = nlohmann::json::array();
     for (const auto& [bytes, runs_of_size] : by_size) {
       const auto& rs = runs_of_size;  // a plain reference: clang 14 cannot capture a structured binding
@@ -100,17 +101,21 @@ struct bw {
                      {"msg_rate_Mpps", over_runs("msg_rate_Mpps", false)}});
     }
     return {{"per_size", per},
-            {"units", {{"MB", "2^20 bytes (perftest's MB/sec)"}, {"Gb", "10^9 bits"}, {"Mpps", "10^6 messages per second"}}},
-            {"timed", "from just before the first message is posted until the sender sees the reply to a request sent "
-                      "after the last one: the receiver has handled every message (methods/bw/loops.hpp)"},
-            {"peak", "the highest rate between two of the receiver's credit frames at least 8 credit windows apart, or "
-                     "the average if higher; over runs the highest run's"},
+            {"units",
+             {{"MB", "2^20 bytes (perftest's MB/sec)"}, {"Gb", "10^9 bits"}, {"Mpps", "10^6 messages per second"}}},
+            {"timed",
+             "from just before the first message is posted until the sender sees the reply to a request sent "
+             "after the last one: the receiver has handled every message (methods/bw/loops.hpp)"},
+            {"peak",
+             "the highest rate between two of the receiver's credit frames at least 8 credit windows apart, or "
+             "the average if higher; over runs the highest run's"},
             {"interval", "Student-t 95% interval of the mean over the runs (none from one run)"}};
   }
   static nlohmann::json analyse(const std::vector<Run>& runs, const Settings& o) {
     nlohmann::json recs = nlohmann::json::array();
     for (const auto& r : runs) recs.push_back(record(r, o));
-    return {{"parameters", nlohmann::json::object()}, {"checks", nlohmann::json::array()}, {"bw", summarize_runs(recs)}};
+    return {
+        {"parameters", nlohmann::json::object()}, {"checks", nlohmann::json::array()}, {"bw", summarize_runs(recs)}};
   }
 
   // ib_send_bw's columns, then ours.
@@ -127,10 +132,13 @@ struct bw {
                         s["msg_rate_Mpps"]["value"], s["bw_average_Gbps"]["value"], s["bw_average_MBps"]["ci95"]});
     return t;
   }
-  static std::vector<Table> tables(const nlohmann::json& doc) { return {bw_table(doc.value("bw", nlohmann::json::object()))}; }
+  static std::vector<Table> tables(const nlohmann::json& doc) {
+    return {bw_table(doc.value("bw", nlohmann::json::object()))};
+  }
   static void print(std::FILE* out, const nlohmann::json& doc) {
-    std::fprintf(out, "  one way, as ib_send_bw reports it (MB = 2^20 bytes, Gb = 10^9 bits; timed to the receiver's "
-                      "confirmation):\n");
+    std::fprintf(out,
+                 "  one way, as ib_send_bw reports it (MB = 2^20 bytes, Gb = 10^9 bits; timed to the receiver's "
+                 "confirmation):\n");
     print_text(out, bw_table(doc.value("bw", nlohmann::json::object())));
   }
 };

@@ -44,12 +44,14 @@ struct BwConfig {
 struct BwSize {
   std::uint32_t bytes = 0;
   int iterations = 0;
-  double seconds = NAN;               // first post .. the receiver's confirmation; NaN when a message was lost
-  double peak_bytes_per_s = NAN;      // see the header
+  double seconds = NAN;           // first post .. the receiver's confirmation; NaN when a message was lost
+  double peak_bytes_per_s = NAN;  // see the header
   double peak_messages_per_s = NAN;
-  int credit_frames = 0;              // credit frames seen during the stream (the peak's resolution)
+  int credit_frames = 0;  // credit frames seen during the stream (the peak's resolution)
   bool lost = false;
-  double bytes_per_s() const { return std::isfinite(seconds) && seconds > 0 ? bytes * double(iterations) / seconds : NAN; }
+  double bytes_per_s() const {
+    return std::isfinite(seconds) && seconds > 0 ? bytes * double(iterations) / seconds : NAN;
+  }
   double messages_per_s() const { return std::isfinite(seconds) && seconds > 0 ? iterations / seconds : NAN; }
 };
 
@@ -90,7 +92,8 @@ std::uint64_t stream(EP& ep, ClientState& st, std::uint32_t n, int count) {
 
 template <class EP>
 std::vector<BwSize> bw(EP& ep, ClientState& st, const Clock& clock, const BwConfig& cfg,
-                       const std::function<void(const std::string&)>& progress, const std::function<void(double)>& done) {
+                       const std::function<void(const std::string&)>& progress,
+                       const std::function<void(double)>& done) {
   // The share of the work each size is, for the progress display: its bytes plus a fixed cost per message.
   double total = 0, so_far = 0;
   for (auto n : cfg.sizes) total += (n + 4096.0) * cfg.iterations;

@@ -27,14 +27,16 @@ TEST_CASE("bw's peak: the best rate between credit frames a credit window apart,
   // 256 messages is 228 -> 484, 256 in 1010 ns.
   const double r = methods::detail::peak_rate(log, clock, 256);
   CHECK(r == Approx(256 / 1010e-9).epsilon(0.01));
-  CHECK(methods::detail::peak_rate(log, clock, 128) == Approx(128 / 10e-9).epsilon(0.05));  // what a short span would say
+  CHECK(methods::detail::peak_rate(log, clock, 128) ==
+        Approx(128 / 10e-9).epsilon(0.05));  // what a short span would say
   CHECK(std::isnan(methods::detail::peak_rate(std::vector<Mark>{{c(0), 0}}, clock, 256)));
 }
 
 TEST_CASE("bw over runs: mean with a Student-t interval, the highest peak; one run has no interval") {
   auto run = [](double avg, double peak) {
-    nlohmann::json size = {{"bytes", 64}, {"iterations", 1000}, {"bw_average_MBps", avg}, {"bw_average_Gbps", avg / 100},
-                           {"bw_peak_MBps", peak}, {"msg_rate_Mpps", avg / 61.0}};
+    nlohmann::json size = {
+        {"bytes", 64},          {"iterations", 1000},         {"bw_average_MBps", avg}, {"bw_average_Gbps", avg / 100},
+        {"bw_peak_MBps", peak}, {"msg_rate_Mpps", avg / 61.0}};
     return nlohmann::json{{"per_size", nlohmann::json::array({size})}};
   };
   const auto s = method::bw::summarize_runs(nlohmann::json::array({run(100, 110), run(110, 130), run(120, 125)}));

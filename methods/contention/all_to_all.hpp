@@ -21,7 +21,8 @@ namespace logpb::app::method {
 
 struct all_to_all {
   static constexpr const char* name = "all-to-all";
-  static constexpr const char* summary = "Moritz & Frank 5.1: all-to-all remap, synchronous and asynchronous, cost per iteration";
+  static constexpr const char* summary =
+      "Moritz & Frank 5.1: all-to-all remap, synchronous and asynchronous, cost per iteration";
   static constexpr const char* plot = "";
   static constexpr Needs needs{};
   static constexpr Scope scope = Scope::job;
@@ -68,7 +69,8 @@ struct all_to_all {
 
   static void write(nlohmann::json& d, const nlohmann::json& result, bool fit) {
     d["all_to_all"] = result;
-    d["all_to_all"]["reference"] = "Moritz & Frank 5.1: LogP 2(o_s + L + o_r) synchronous, o_s + o_r asynchronous, per iteration";
+    d["all_to_all"]["reference"] =
+        "Moritz & Frank 5.1: LogP 2(o_s + L + o_r) synchronous, o_s + o_r asynchronous, per iteration";
     d["parameters"] = nlohmann::json::object();
     if (result.contains("synchronous")) d["parameters"]["sync_iter"] = result["synchronous"]["per_iteration"];
     if (result.contains("asynchronous")) d["parameters"]["async_iter"] = result["asynchronous"]["per_iteration"];

@@ -18,7 +18,8 @@
 
 namespace logpb::app::contention {
 
-inline const MethodOption kK{"k", "LIST", "the numbers of contending ranks, e.g. 1,3 (auto: 1, 2, 4, ... and the job's most)", "auto"};
+inline const MethodOption kK{
+    "k", "LIST", "the numbers of contending ranks, e.g. 1,3 (auto: 1, 2, 4, ... and the job's most)", "auto"};
 inline const MethodOption kRoundSeconds{"round-seconds", "S", "time each round (each K) aims for", "1"};
 inline const MethodOption kMinMessages{"min-messages", "N", "fewest timed messages per rank and round", "30"};
 
@@ -32,7 +33,8 @@ inline double number(const Settings& o, const char* name, double lo, double hi) 
   } catch (const std::exception&) {
   }
   if (!(x >= lo && x <= hi))
-    throw UsageError("--" + std::string(name) + " must be a number in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], not '" + v + "'");
+    throw UsageError("--" + std::string(name) + " must be a number in [" + std::to_string(lo) + ", " +
+                     std::to_string(hi) + "], not '" + v + "'");
   return x;
 }
 

@@ -69,7 +69,8 @@ struct k_to_one {
     };
     // A short pilot sizes the rounds (every rank computes the same sizes from the gathered figures).
     say("pilot: one requester");
-    const contention::Combined pilot = contention::combine(senders_of(round(1, contention::timed_messages(job.o, NAN))));
+    const contention::Combined pilot =
+        contention::combine(senders_of(round(1, contention::timed_messages(job.o, NAN))));
     contention::Combined g1;
     nlohmann::json per_k = nlohmann::json::array();
     for (int k : ks) {
@@ -94,11 +95,13 @@ struct k_to_one {
     d["per_k"] = per_k;
     d["contention"] = {{"method", "k-to-one"},
                        {"replier", 0},
-                       {"reference", "Culler et al. 3.5, Table 4: each sender's gap with K senders to one node, "
-                                     "against one sender; LogP expects K when the replier is the bottleneck"},
-                       {"paper_table4", {{{"machine", "Meiko CS-2"}, {"k", 15}, {"ratio", 16.8}},
-                                         {{"machine", "Myrinet"}, {"k", 3}, {"ratio", 3.0}},
-                                         {{"machine", "Paragon"}, {"k", 7}, {"ratio", 6.0}}}}};
+                       {"reference",
+                        "Culler et al. 3.5, Table 4: each sender's gap with K senders to one node, "
+                        "against one sender; LogP expects K when the replier is the bottleneck"},
+                       {"paper_table4",
+                        {{{"machine", "Meiko CS-2"}, {"k", 15}, {"ratio", 16.8}},
+                         {{"machine", "Myrinet"}, {"k", 3}, {"ratio", 3.0}},
+                         {{"machine", "Paragon"}, {"k", 7}, {"ratio", 6.0}}}}};
     d["parameters"] = {{"g", contention::ns_json(g1)}};
     d["parameters"]["g"]["note"] = "one requester alone (K = 1)";
     const auto& last = per_k.back();
@@ -113,8 +116,9 @@ struct k_to_one {
       const auto& g = e["g"];
       const auto& r = e["ratio"];
       if (!g["value_ns"].is_number()) continue;
-      std::fprintf(out, "  %4d %14.3f %12.3f %9.3f ± %-5.3f  %d\n", e["k"].get<int>(), g["value_ns"].get<double>() / 1e3,
-                   g["ci95_ns"].get<double>() / 1e3, r["value"].is_number() ? r["value"].get<double>() : NAN,
+      std::fprintf(out, "  %4d %14.3f %12.3f %9.3f ± %-5.3f  %d\n", e["k"].get<int>(),
+                   g["value_ns"].get<double>() / 1e3, g["ci95_ns"].get<double>() / 1e3,
+                   r["value"].is_number() ? r["value"].get<double>() : NAN,
                    r["ci95"].is_number() ? r["ci95"].get<double>() : NAN, e["k"].get<int>());
     }
   }

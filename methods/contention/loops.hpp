@@ -26,12 +26,12 @@ enum ContentionHandler : std::uint16_t {
 
 // What one rank's handlers keep: the server side (who has finished) and the client side (acks, the flag).
 struct ContentionState {
-  int senders = 0;                  // requesters in this round (server)
-  std::vector<char> done;           // per source rank: its timed part is over
+  int senders = 0;         // requesters in this round (server)
+  std::vector<char> done;  // per source rank: its timed part is over
   int done_count = 0, quits = 0;
   std::uint64_t acks = 0, all_done = 0;  // client
-  std::uint64_t remaps_in = 0;      // all-to-all: messages received
-  void begin_round(int n_senders) {  // before each round's barrier
+  std::uint64_t remaps_in = 0;           // all-to-all: messages received
+  void begin_round(int n_senders) {      // before each round's barrier
     senders = n_senders;
     done_count = quits = 0;
     std::fill(done.begin(), done.end(), 0);

@@ -20,7 +20,8 @@ namespace logpb::app::method {
 
 struct one_to_k {
   static constexpr const char* name = "one-to-k";
-  static constexpr const char* summary = "Culler et al. 3.5: one requester round robin over K repliers, g(K) and the gain";
+  static constexpr const char* summary =
+      "Culler et al. 3.5: one requester round robin over K repliers, g(K) and the gain";
   static constexpr const char* plot = "";
   static constexpr Needs needs{};
   static constexpr Scope scope = Scope::job;
@@ -63,7 +64,9 @@ struct one_to_k {
     nlohmann::json per_k = nlohmann::json::array();
     for (int k : ks) {
       if (job.leader()) job.progress("rank 0 to K = " + std::to_string(k) + " repliers");
-      const double expect = std::isfinite(g1.value) ? g1.value : pilot["value_ns"].is_number() ? pilot["value_ns"].get<double>() : NAN;
+      const double expect = std::isfinite(g1.value)         ? g1.value
+                            : pilot["value_ns"].is_number() ? pilot["value_ns"].get<double>()
+                                                            : NAN;
       const nlohmann::json g = round(k, contention::timed_messages(job.o, expect));
       const contention::Combined gk = contention::combine(nlohmann::json::array({g}));
       if (k == 1) g1 = gk;
@@ -83,12 +86,14 @@ struct one_to_k {
     d["per_k"] = per_k;
     d["contention"] = {{"method", "one-to-k"},
                        {"requester", 0},
-                       {"reference", "Culler et al. 3.5: one node requesting from K nodes; LogP expects no change, "
-                                     "the paper saw about 1.4 times the bandwidth where the replier is the bottleneck"}};
+                       {"reference",
+                        "Culler et al. 3.5: one node requesting from K nodes; LogP expects no change, "
+                        "the paper saw about 1.4 times the bandwidth where the replier is the bottleneck"}};
     d["parameters"] = {{"g", contention::ns_json(g1)}};
     d["parameters"]["g"]["note"] = "one replier (K = 1)";
     d["parameters"]["g_K"] = per_k.back()["g"];
-    d["parameters"]["g_K"]["note"] = "round robin over K = " + std::to_string(per_k.back()["k"].get<int>()) + " repliers";
+    d["parameters"]["g_K"]["note"] =
+        "round robin over K = " + std::to_string(per_k.back()["k"].get<int>()) + " repliers";
     d["checks"] = nlohmann::json::array({contention::timing_check(fit)});
   }
 
@@ -96,8 +101,9 @@ struct one_to_k {
     std::fprintf(out, "  %4s %14s %12s %18s\n", "K", "g(K) (us)", "95% CI", "gain g(1)/g(K)");
     for (const auto& e : doc.value("per_k", nlohmann::json::array())) {
       if (!e["g"]["value_ns"].is_number() || !e["gain"]["value"].is_number()) continue;
-      std::fprintf(out, "  %4d %14.3f %12.3f %10.3f ± %-5.3f\n", e["k"].get<int>(), e["g"]["value_ns"].get<double>() / 1e3,
-                   e["g"]["ci95_ns"].get<double>() / 1e3, e["gain"]["value"].get<double>(), e["gain"]["ci95"].get<double>());
+      std::fprintf(out, "  %4d %14.3f %12.3f %10.3f ± %-5.3f\n", e["k"].get<int>(),
+                   e["g"]["value_ns"].get<double>() / 1e3, e["g"]["ci95_ns"].get<double>() / 1e3,
+                   e["gain"]["value"].get<double>(), e["gain"]["ci95"].get<double>());
     }
   }
 };

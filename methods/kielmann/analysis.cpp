@@ -73,7 +73,8 @@ void add_size_check(nlohmann::json& checks, const std::string& name, const std::
   std::string detail;
   if (!failed.empty())
     detail = what + " at " + std::to_string(failed.size()) + " of " + std::to_string(of) + " sizes (" +
-             std::to_string(failed.front()) + " B .. " + std::to_string(failed.back()) + " B; the sizes are in this "
+             std::to_string(failed.front()) + " B .. " + std::to_string(failed.back()) +
+             " B; the sizes are in this "
              "check's \"sizes\")";
   add_check(checks, name, failed.empty(), detail);
   checks.back()["sizes"] = failed;
@@ -89,8 +90,9 @@ nlohmann::json kielmann_record(const methods::KielmannResult& r) {
           {"g0_rule", r.g0_rule},
           {"notes", r.notes},
           {"credits", r.credits},
-          {"o_s_send_call", "the AM request or store alone: the layer's poll before a send (GAM's am_request) is left out "
-                            "of the timed round trips, as an MPI send call polls for nothing"},
+          {"o_s_send_call",
+           "the AM request or store alone: the layer's poll before a send (GAM's am_request) is left out "
+           "of the timed round trips, as an MPI send call polls for nothing"},
           {"saturation_compared", r.saturation_seconds > 0},
           {"fast_seconds", r.fast_seconds},
           {"saturation_seconds", r.saturation_seconds},
@@ -114,11 +116,12 @@ nlohmann::json kielmann_summary(const std::vector<methods::KielmannResult>& runs
       const auto* x = find(run, k.bytes);
       if (x && std::isfinite(x->g_saturation)) gs.push_back(param_of(x->g_saturation, x->g_saturation_ci));
     }
-    nlohmann::json e = {{"bytes", k.bytes}, {"o_s", over_runs(os)}, {"o_r", over_runs(orr)}, {"rtt", over_runs(rtt)},
-                        {"g", over_runs(g)}, {"samples", k.samples}};
+    nlohmann::json e = {{"bytes", k.bytes},      {"o_s", over_runs(os)}, {"o_r", over_runs(orr)},
+                        {"rtt", over_runs(rtt)}, {"g", over_runs(g)},    {"samples", k.samples}};
     if (!gs.empty()) {
       e["g_saturation"] = over_runs(gs);
-      if (std::isfinite(k.g) && k.g > 0 && std::isfinite(k.g_saturation)) e["g_fast_vs_saturation"] = k.g / k.g_saturation;
+      if (std::isfinite(k.g) && k.g > 0 && std::isfinite(k.g_saturation))
+        e["g_fast_vs_saturation"] = k.g / k.g_saturation;
     }
     per.push_back(e);
   }
@@ -145,7 +148,8 @@ nlohmann::json kielmann_summary(const std::vector<methods::KielmannResult>& runs
         gni.push_back(Param::hidden(
             "hidden: the saturation may run at the credit round trip, not at the NI: " + std::to_string(run.credits) +
                 " one-way credits, asked back once half are spent, allow RTT(0) / (C/2) = " + fmt_ns(cl.bound_ns) +
-                " per message, within " + std::to_string(static_cast<int>(kCreditMargin)) + "x of g(0) = " + fmt_ns(run.g0) +
+                " per message, within " + std::to_string(static_cast<int>(kCreditMargin)) +
+                "x of g(0) = " + fmt_ns(run.g0) +
                 "; the NI's gap is at most g(0) (more --credits, with NI queues to hold them, would show more)",
             run.g0, run.g0_ci));
         stages.push_back("one-way credits (C = " + std::to_string(run.credits) + ")");
@@ -161,10 +165,11 @@ nlohmann::json kielmann_summary(const std::vector<methods::KielmannResult>& runs
     p["g0"] = over_runs(g0);
     p["g0"]["method_sense"] = "g(0) by saturation: n one-way messages and one reply, the sender's injection interval";
     p["g0"]["bottleneck"] = stages.back();
-    p["g0"]["estimator"] = "saturated once RTT_1 < eps RTT_n and RTT_n / n (the paper's rule) or the steady rate "
-                           "changes by less than eps (runs[].g0_rule); "
-                           "the figure is the median over " + std::to_string(methods::detail::kSaturationRepeats) +
-                           " streams of that n of the receiver's credit-return rate";
+    p["g0"]["estimator"] =
+        "saturated once RTT_1 < eps RTT_n and RTT_n / n (the paper's rule) or the steady rate "
+        "changes by less than eps (runs[].g0_rule); "
+        "the figure is the median over " +
+        std::to_string(methods::detail::kSaturationRepeats) + " streams of that n of the receiver's credit-return rate";
     p["g0"]["credits"] = r.credits;
     const CreditLimit cl = credit_limit(r);
     p["g0"]["credit_bound_ns"] = std::isfinite(cl.bound_ns) ? nlohmann::json(cl.bound_ns) : nlohmann::json(nullptr);
@@ -175,12 +180,15 @@ nlohmann::json kielmann_summary(const std::vector<methods::KielmannResult>& runs
     p["L"] = over_runs(L);
     p["G"] = over_runs(G);
     p["G"]["note"] = "g(m)/m at the largest m (" + std::to_string(big) + " B), Table 1";
-    add_check(checks, "L_plogp >= 0", p["L_plogp"]["value_ns"].is_number(), "RTT(0) < 2 g(0): saturation and round trips disagree");
+    add_check(checks, "L_plogp >= 0", p["L_plogp"]["value_ns"].is_number(),
+              "RTT(0) < 2 g(0): saturation and round trips disagree");
     add_check(checks, "g(0) saturation converged", r.g0_converged, r.notes.empty() ? "" : r.notes.front());
     std::vector<std::uint32_t> negative, slow_receive;
     for (const auto& k : r.sizes) {
-      if (std::isfinite(k.g) && k.g < 0) negative.push_back(k.bytes);
-      else if (std::isfinite(k.o_r) && std::isfinite(k.g) && k.o_r > k.g + k.o_r_ci) slow_receive.push_back(k.bytes);
+      if (std::isfinite(k.g) && k.g < 0)
+        negative.push_back(k.bytes);
+      else if (std::isfinite(k.o_r) && std::isfinite(k.g) && k.o_r > k.g + k.o_r_ci)
+        slow_receive.push_back(k.bytes);
     }
     add_size_check(checks, "g(m) >= 0", negative, r.sizes.size(),
                    "g(m) = RTT(m) - RTT(0) + g(0) < 0 (RTT(0) was timed slower than RTT(m); g(m) is reported as an "

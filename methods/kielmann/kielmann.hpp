@@ -49,7 +49,8 @@ struct kielmann {
     // Percent done for the progress display. The fast phase measures each size once ("kielmann m B"): at
     // least size 0 and the initial powers of two, and the adaptive range adds more (counted as they come);
     // the saturation comparison then takes each measured size once more ("saturation g(m)").
-    const std::uint32_t cap = cfg.max_bytes ? std::min(cfg.max_bytes, methods::max_message(link)) : methods::max_message(link);
+    const std::uint32_t cap =
+        cfg.max_bytes ? std::min(cfg.max_bytes, methods::max_message(link)) : methods::max_message(link);
     double expected = 1;
     for (int k = 0; k <= cfg.k_max_initial && (1u << k) <= cap; ++k) ++expected;
     const double fast_share = cfg.compare_saturation ? 0.5 : 1.0;
@@ -65,7 +66,9 @@ struct kielmann {
     return methods::kielmann(link, st, clock, cfg, progress);
   }
   static nlohmann::json record(const Run& r, const Settings&) { return analysis::kielmann_record(r); }
-  static nlohmann::json analyse(const std::vector<Run>& runs, const Settings&) { return analysis::kielmann_summary(runs); }
+  static nlohmann::json analyse(const std::vector<Run>& runs, const Settings&) {
+    return analysis::kielmann_summary(runs);
+  }
 };
 
 }  // namespace logpb::app::method

@@ -25,13 +25,13 @@ namespace logpb::methods {
 
 struct KielmannConfig {
   double eps = 0.01;
-  int k_max_initial = 16;  // initial sizes 2^0 .. 2^k
+  int k_max_initial = 16;              // initial sizes 2^0 .. 2^k
   int max_small = 60, max_large = 15;  // the paper's caps on round trips per size
   std::uint32_t large_bytes = 32768;
   // Also time a saturation-based g(m) for every size (their Table 2's point: how much slower that is).
   // Off by default: one saturation per size costs minutes where the whole fast method takes seconds.
   bool compare_saturation = false;
-  std::uint32_t max_bytes = 0;     // 0: half the segment
+  std::uint32_t max_bytes = 0;  // 0: half the segment
 };
 
 struct KielmannSize {
@@ -49,7 +49,7 @@ struct KielmannResult {
   double g0_total_over_n = NAN;  // RTT_n / n at the converged n, as the paper takes it (for the record)
   bool g0_converged = false;
   std::string g0_ci_method, g0_rule;
-  int credits = 0;  // one-way requests the saturation may have in flight (the AM layer's credit limit)
+  int credits = 0;                  // one-way requests the saturation may have in flight (the AM layer's credit limit)
   std::vector<KielmannSize> sizes;  // ascending
   double fast_seconds = 0, saturation_seconds = 0;
   std::vector<std::string> notes;
@@ -76,7 +76,6 @@ template <class F>
 Summary repeat_until(double eps, int max_n, F&& f) {
   return measure_point(kielmann_rule(eps, max_n), std::forward<F>(f), [] { return 0.0; }).summary;
 }
-
 
 // Time per message of n one-way m-byte messages in a row and one reply (Kielmann et al. section 3): the
 // messages are not answered, so the time is the sender's injection gap, not a round trip per message.
@@ -126,8 +125,8 @@ Saturation saturate(EP& ep, ClientState& st, const Clock& clock, std::uint32_t m
     if (!std::isfinite(g)) continue;
     const bool long_enough = rtt1 < eps * g * n;
     const bool paper = std::isfinite(prev) && std::fabs(g - prev) < eps * g;
-    const bool steady_settled = std::isfinite(steady) && std::isfinite(prev_steady) &&
-                                std::fabs(steady - prev_steady) < eps * steady;
+    const bool steady_settled =
+        std::isfinite(steady) && std::isfinite(prev_steady) && std::fabs(steady - prev_steady) < eps * steady;
     if (long_enough && (paper || steady_settled)) {
       s.rule = paper ? "RTT_n / n changed by less than eps (the paper's rule)"
                      : "the steady rate (credit returns) changed by less than eps; RTT_n / n did not settle";
@@ -226,7 +225,9 @@ KielmannResult kielmann(EP& ep, ClientState& st, const Clock& clock, const Kielm
                       std::to_string(detail::kMaxStreamSeconds).substr(0, 3) + " s)");
   auto gap = [&](const KielmannSize& k) { return k.rtt - zero.rtt + r.g0; };
   // A value at m extrapolated on the line through the two sizes below it.
-  auto extrapolate = [](double m0, double v0, double m1, double v1, double m) { return v1 + (v1 - v0) / (m1 - m0) * (m - m1); };
+  auto extrapolate = [](double m0, double v0, double m1, double v1, double m) {
+    return v1 + (v1 - v0) / (m1 - m0) * (m - m1);
+  };
   auto misses = [&](double meas, double pred) { return std::fabs(meas - pred) > cfg.eps * std::fabs(pred) + 20; };
 
   std::vector<std::uint32_t> sizes;

@@ -24,7 +24,8 @@ namespace logpb::app::method {
 
 struct pairs {
   static constexpr const char* name = "pairs";
-  static constexpr const char* summary = "Culler et al. 3.5: N ranks in pairs running --pairs-bench, against one pair alone";
+  static constexpr const char* summary =
+      "Culler et al. 3.5: N ranks in pairs running --pairs-bench, against one pair alone";
   static constexpr const char* plot = "";
   static constexpr Needs needs{};
   static constexpr Scope scope = Scope::job;
@@ -39,7 +40,8 @@ struct pairs {
 
   static void check_size(int n) {
     if (n < 2 || n % 2 != 0)
-      throw UsageError("--bench pairs needs an even number of ranks (half request, half reply), not " + std::to_string(n));
+      throw UsageError("--bench pairs needs an even number of ranks (half request, half reply), not " +
+                       std::to_string(n));
   }
   static Role role(int r, int n) {
     const int half = n / 2;
@@ -90,8 +92,9 @@ struct pairs {
                   {"pairs", together.size()},
                   {"alone", alone},
                   {"together", together},
-                  {"reference", "Culler et al. 3.5: half of the ranks request, each from its own replier; in a scalable "
-                                "network every pair sees the parameters of one pair alone"}};
+                  {"reference",
+                   "Culler et al. 3.5: half of the ranks request, each from its own replier; in a scalable "
+                   "network every pair sees the parameters of one pair alone"}};
     d["parameters"] = alone.value("parameters", nlohmann::json::object());
     d["runs"] = alone.value("runs", nlohmann::json::array());
     nlohmann::json spread = nlohmann::json::object();

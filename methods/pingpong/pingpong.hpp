@@ -96,9 +96,12 @@ struct pingpong {
       std::sort(medians.begin(), medians.end());
       per.push_back({{"bytes", runs.front().sizes[i].bytes},
                      {"rtt", analysis::combine_runs(rtts)},
-                     {"typical_run", medians.empty() ? nlohmann::json(nullptr) : nlohmann::json(medians[(medians.size() - 1) / 2].second)}});
+                     {"typical_run", medians.empty() ? nlohmann::json(nullptr)
+                                                     : nlohmann::json(medians[(medians.size() - 1) / 2].second)}});
     }
-    return {{"parameters", nlohmann::json::object()}, {"checks", nlohmann::json::array()}, {"pingpong", {{"per_size", per}}}};
+    return {{"parameters", nlohmann::json::object()},
+            {"checks", nlohmann::json::array()},
+            {"pingpong", {{"per_size", per}}}};
   }
 
   // perftest's latency table (ib_send_lat) in its meaning: one-way latency = RTT / 2, in microseconds;
@@ -115,9 +118,13 @@ struct pingpong {
             {7, 11, 12, 12, 15, 11, 13, 22, 24}};
     const auto& runs = d.value("runs", nlohmann::json::array());
     auto row = [&](std::uint32_t bytes, const nlohmann::json& sm, const nlohmann::json& ci_ns) {
-      auto us = [&](const char* k) { return sm.contains(k) && sm[k].is_number() ? nlohmann::json(sm[k].get<double>() / 2e3) : nlohmann::json(nullptr); };
-      t.rows.push_back({bytes, sm.value("n", 0), us("min_ns"), us("max_ns"), us("median_ns"), us("mean_ns"), us("stdev_ns"),
-                        us("p99_ns"), us("p999_ns"), ci_ns.is_number() ? nlohmann::json(ci_ns.get<double>() / 2e3) : nlohmann::json(nullptr)});
+      auto us = [&](const char* k) {
+        return sm.contains(k) && sm[k].is_number() ? nlohmann::json(sm[k].get<double>() / 2e3)
+                                                   : nlohmann::json(nullptr);
+      };
+      t.rows.push_back({bytes, sm.value("n", 0), us("min_ns"), us("max_ns"), us("median_ns"), us("mean_ns"),
+                        us("stdev_ns"), us("p99_ns"), us("p999_ns"),
+                        ci_ns.is_number() ? nlohmann::json(ci_ns.get<double>() / 2e3) : nlohmann::json(nullptr)});
     };
     if (d.contains("pingpong")) {
       for (const auto& s : d["pingpong"].value("per_size", nlohmann::json::array())) {
@@ -126,12 +133,14 @@ struct pingpong {
         const auto k = s["typical_run"].get<std::size_t>();
         if (k >= runs.size()) continue;
         for (const auto& r : runs[k].value("per_size", nlohmann::json::array()))
-          if (r.value("bytes", 0u) == bytes && r.contains("rtt")) row(bytes, r["rtt"]["summary"], s["rtt"].value("ci95_ns", nlohmann::json(nullptr)));
+          if (r.value("bytes", 0u) == bytes && r.contains("rtt"))
+            row(bytes, r["rtt"]["summary"], s["rtt"].value("ci95_ns", nlohmann::json(nullptr)));
       }
       return t;
     }
     for (const auto& r : runs)
-      if (r.contains("rtt") && r["rtt"].contains("summary")) row(size, r["rtt"]["summary"], r["rtt"]["summary"].value("ci95_median_ns", nlohmann::json(nullptr)));
+      if (r.contains("rtt") && r["rtt"].contains("summary"))
+        row(size, r["rtt"]["summary"], r["rtt"]["summary"].value("ci95_median_ns", nlohmann::json(nullptr)));
     return t;
   }
   static std::vector<Table> tables(const nlohmann::json& doc) {

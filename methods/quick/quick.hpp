@@ -44,7 +44,8 @@ struct quick {
   static void budgets(const Given& given, Settings&) {
     for (const char* k : {"all", "sizes", "size", "iters", "warmup", "runs"})
       if (given(k))
-        throw UsageError(std::string("--") + k + ": logpbench quick sets its own budgets (recorded in the results' quick.budgets); "
+        throw UsageError(std::string("--") + k +
+                         ": logpbench quick sets its own budgets (recorded in the results' quick.budgets); "
                          "run --bench pingpong, bw or signature for your own");
   }
 
@@ -82,9 +83,13 @@ struct quick {
     signature_budget(s);
     return {{"pingpong", {{"iterations", p.iterations}, {"warmup", p.warmup}, {"runs", p.runs}, {"bytes", 0}}},
             {"bw", {{"sizes", b.sizes}, {"iterations", b.iterations}, {"warmup", b.warmup}, {"runs", b.runs}}},
-            {"signature", {{"max_burst", s.get(opt::kMaxBurst)}, {"delta_factors", s.get(opt::kDeltaFactors)},
-                           {"rtt_iterations", s.iterations},
-                           {"max_samples_per_point", s.rule.max_samples}, {"max_point_seconds", s.rule.max_seconds}, {"runs", s.runs}}}};
+            {"signature",
+             {{"max_burst", s.get(opt::kMaxBurst)},
+              {"delta_factors", s.get(opt::kDeltaFactors)},
+              {"rtt_iterations", s.iterations},
+              {"max_samples_per_point", s.rule.max_samples},
+              {"max_point_seconds", s.rule.max_seconds},
+              {"runs", s.runs}}}};
   }
 
   template <class J, class EP>
@@ -142,8 +147,9 @@ struct quick {
     std::fprintf(out, "  message rate, one way as ib_send_bw reports it (bytes 0: the 64-byte frame alone):\n");
     print_text(out, t[2]);
     const auto& s = doc.value("quick", nlohmann::json::object()).value("seconds", nlohmann::json::object());
-    std::fprintf(out, "  quick: measured in %.1f s (pingpong %.1f s, bw %.1f s, signature %.1f s); budgets in quick.budgets\n",
-                 s.value("total", 0.0), s.value("pingpong", 0.0), s.value("bw", 0.0), s.value("signature", 0.0));
+    std::fprintf(
+        out, "  quick: measured in %.1f s (pingpong %.1f s, bw %.1f s, signature %.1f s); budgets in quick.budgets\n",
+        s.value("total", 0.0), s.value("pingpong", 0.0), s.value("bw", 0.0), s.value("signature", 0.0));
   }
 };
 

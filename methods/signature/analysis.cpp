@@ -55,9 +55,10 @@ std::vector<Curve> to_fit_curves(const methods::SignatureData& d) {
   return out;
 }
 
-
 nlohmann::json signature_record(const methods::SignatureData& d, bool raw) {
-  return {{"rtt", distribution_json(d.rtt.rtt_ns, raw)}, {"rtt_lost", d.rtt.lost}, {"signature", signature_curves_json(d, raw)}};
+  return {{"rtt", distribution_json(d.rtt.rtt_ns, raw)},
+          {"rtt_lost", d.rtt.lost},
+          {"signature", signature_curves_json(d, raw)}};
 }
 
 namespace {
@@ -84,9 +85,12 @@ nlohmann::json signature_summary(const std::vector<SignatureFit>& fits) {
   std::map<std::string, int> votes;
   for (const auto& f : fits) ++votes[f.bottleneck.empty() ? "unknown" : f.bottleneck];
   std::string named;
-  for (const auto& [b, n] : votes) named += (named.empty() ? "" : ", ") + b + " (" + std::to_string(n) + " of " + std::to_string(fits.size()) + " runs)";
+  for (const auto& [b, n] : votes)
+    named +=
+        (named.empty() ? "" : ", ") + b + " (" + std::to_string(n) + " of " + std::to_string(fits.size()) + " runs)";
   params["g"]["bottleneck"] = votes.size() == 1 ? votes.begin()->first : named;
-  params["g"]["method_sense"] = "Culler et al.: the steady-state cost per message at Delta = 0, the slowest stage including the processor";
+  params["g"]["method_sense"] =
+      "Culler et al.: the steady-state cost per message at Delta = 0, the slowest stage including the processor";
   nlohmann::json checks = nlohmann::json::array();
   for (std::size_t r = 0; r < fits.size(); ++r)
     for (const auto& c : fits[r].checks) {

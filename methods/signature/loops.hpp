@@ -19,15 +19,15 @@
 namespace logpb::methods {
 
 struct SignatureConfig {
-  std::vector<int> bursts;          // M values, ascending
-  std::vector<double> deltas_ns;    // explicit Delta grid (must include 0), or empty for automatic
+  std::vector<int> bursts;                               // M values, ascending
+  std::vector<double> deltas_ns;                         // explicit Delta grid (must include 0), or empty for automatic
   std::vector<double> auto_delta_factors{0.5, 1, 2, 4};  // automatic grid: Delta = factor x g(Delta=0)
   StopRule rule;
   PingpongConfig rtt;
-  double max_burst_ns = 2e6;     // longest timed burst (see signature_curve)
-  std::size_t min_points = 8;    // M values measured whatever their burst length
-  int window = 32;               // the AM window W (recorded; the steady state may need M well past it)
-  int max_extend = 8;            // M values added past the grid (x1.5 each) while the steady state is not reached
+  double max_burst_ns = 2e6;   // longest timed burst (see signature_curve)
+  std::size_t min_points = 8;  // M values measured whatever their burst length
+  int window = 32;             // the AM window W (recorded; the steady state may need M well past it)
+  int max_extend = 8;          // M values added past the grid (x1.5 each) while the steady state is not reached
 };
 
 // Default M grid: powers of two and the points halfway between, 1 .. max_burst.
@@ -35,16 +35,16 @@ std::vector<int> default_bursts(int max_burst);
 
 struct SignaturePoint {
   int M = 0;
-  Point point;    // samples are the per-message cost of one burst, ns (the paper's curve)
-  Summary net;    // per burst: its cost minus the Delta that burst itself spent, per message
+  Point point;  // samples are the per-message cost of one burst, ns (the paper's curve)
+  Summary net;  // per burst: its cost minus the Delta that burst itself spent, per message
 };
 struct SignatureCurve {
-  double delta_ns = 0;           // requested
-  double delta_achieved_ns = 0;  // the Delta actually spent inside the timed bursts (median per message)
+  double delta_ns = 0;             // requested
+  double delta_achieved_ns = 0;    // the Delta actually spent inside the timed bursts (median per message)
   double delta_calibrated_ns = 0;  // a standalone calibration of the same delay, for the record only
   std::vector<SignaturePoint> points;
-  bool steady_reached = false;   // the hook's verdict after the last point (and any extension)
-  int extended = 0;              // M values added past the grid to reach the steady state
+  bool steady_reached = false;  // the hook's verdict after the last point (and any extension)
+  int extended = 0;             // M values added past the grid to reach the steady state
 };
 struct SignatureData {
   PingpongResult rtt;

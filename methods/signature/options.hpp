@@ -29,14 +29,13 @@ inline const Typed<double> kMaxBurstTime = option::parsed<double>(
     "auto");
 
 // Empty: the default grid up to --max-burst.
-inline const Typed<std::vector<int>> kBursts = option::parsed<std::vector<int>>(
-    "bursts", "signature: explicit M list, e.g. 1,2,4,8", {},
-    [](const std::string& s) { return cli::parse_int_list("--bursts", s); });
+inline const Typed<std::vector<int>> kBursts =
+    option::parsed<std::vector<int>>("bursts", "signature: explicit M list, e.g. 1,2,4,8", {},
+                                     [](const std::string& s) { return cli::parse_int_list("--bursts", s); });
 
 // In ns; empty: automatic, from --delta-factors.
 inline const Typed<std::vector<double>> kDeltas = option::parsed<std::vector<double>>(
-    "deltas", "signature: Delta list with units, e.g. 0,2us,8us (default: automatic)", {},
-    [](const std::string& s) {
+    "deltas", "signature: Delta list with units, e.g. 0,2us,8us (default: automatic)", {}, [](const std::string& s) {
       std::vector<double> v;
       if (s == "auto") return v;
       for (const auto& x : cli::split_list(s)) {

@@ -61,7 +61,10 @@ struct signature {
     // Percent done for the progress display: a step per point of each curve (and the round trip); points
     // past the longest burst are skipped and extensions added, so the share is an estimate.
     std::size_t curves = 1 + cfg.auto_delta_factors.size();
-    if (!cfg.deltas_ns.empty()) curves = static_cast<std::size_t>(std::count_if(cfg.deltas_ns.begin(), cfg.deltas_ns.end(), [](double d) { return d > 0; })) + 1;
+    if (!cfg.deltas_ns.empty())
+      curves = static_cast<std::size_t>(
+                   std::count_if(cfg.deltas_ns.begin(), cfg.deltas_ns.end(), [](double d) { return d > 0; })) +
+               1;
     const double steps = 1.0 + static_cast<double>(curves * cfg.bursts.size());
     auto step = std::make_shared<int>(0);
     hooks.progress = [&io, step, steps](const std::string& s) {
@@ -74,18 +77,21 @@ struct signature {
     };
     hooks.deltas_after_first = [&](const methods::SignatureCurve& c0) {
       const auto g = analysis::steady_state_cost(analysis::to_fit_curve(c0)).cost;
-      if (!g.valid) throw std::runtime_error("no steady state on the Delta = 0 curve to base the Delta grid on: " + g.note);
+      if (!g.valid)
+        throw std::runtime_error("no steady state on the Delta = 0 curve to base the Delta grid on: " + g.note);
       return analysis::auto_deltas(g.value, cfg.auto_delta_factors);
     };
     Run r;
     r.data = methods::signature(link, st, clock, cfg, hooks);
     // The replier's service time: its busy time per request, averaged over the Delta = 0 curve's thousands
     // of requests (an interval of 2% or the clock's step, whichever is larger).
-    analysis::Param replier = analysis::Param::invalid("the replier did not time its service (a reflector, or no request)");
+    analysis::Param replier =
+        analysis::Param::invalid("the replier did not time its service (a reflector, or no request)");
     if (std::isfinite(r.data.replier_service_ns) && r.data.replier_service_ns > 0)
-      replier = analysis::param_of(r.data.replier_service_ns, std::max(0.02 * r.data.replier_service_ns, clock.resolution_ns()),
-                                   "the replier's busy time per request over " + std::to_string(r.data.replier_requests) +
-                                   " requests of the Delta = 0 curve: its receive, handler and reply (Culler et al. 3.5)");
+      replier = analysis::param_of(
+          r.data.replier_service_ns, std::max(0.02 * r.data.replier_service_ns, clock.resolution_ns()),
+          "the replier's busy time per request over " + std::to_string(r.data.replier_requests) +
+              " requests of the Delta = 0 curve: its receive, handler and reply (Culler et al. 3.5)");
     r.fit = analysis::fit_signature(analysis::to_fit_curves(r.data), analysis::rtt_param(r.data.rtt.summary), 1.2,
                                     link.window(), replier);
     return r;

@@ -47,7 +47,8 @@ std::vector<VerifyCase> verify_bulk(EP& ep, ClientState& st, std::uint32_t max_b
     const std::uint32_t off = static_cast<std::uint32_t>(x % (seg.size() / 2 - n + 1));
     const std::uint64_t want = st.acks + 1;
     ep.store(kStoreCheck, data.data(), n, off);
-    if (ep.wait_until([&] { return st.acks == want; })) c.store_ok = st.last_args[0] == fnv1a(data.data(), n) && st.last_args[1] == n;
+    if (ep.wait_until([&] { return st.acks == want; }))
+      c.store_ok = st.last_args[0] == fnv1a(data.data(), n) && st.last_args[1] == n;
     // Bring the same bytes back into the upper half of our own segment.
     const std::uint32_t local = static_cast<std::uint32_t>(seg.size() / 2);
     std::memset(seg.data() + local, 0, n);

@@ -37,15 +37,19 @@ struct verify {
       for (const auto& c : runs[k])
         if (!c.store_ok || !c.get_ok) failed_run = static_cast<int>(k);
     const bool all = failed_run < 0;
-    return {{"parameters", nlohmann::json::object()},
-            {"checks", {{{"name", "bulk store and get are byte-exact"}, {"ok", all},
-                         {"detail", all ? "every size" : "a size failed: see runs[" + std::to_string(failed_run) + "].verify"}}}}};
+    return {
+        {"parameters", nlohmann::json::object()},
+        {"checks",
+         {{{"name", "bulk store and get are byte-exact"},
+           {"ok", all},
+           {"detail", all ? "every size" : "a size failed: see runs[" + std::to_string(failed_run) + "].verify"}}}}};
   }
   static void verdict(const nlohmann::json& analysed) {
     const auto& c = analysed["checks"][0];
     if (!c["ok"].get<bool>())
-      throw std::runtime_error("bulk verification failed: " + c["detail"].get<std::string>().substr(std::string("a size failed: ").size()) +
-                               " in the results");
+      throw std::runtime_error(
+          "bulk verification failed: " + c["detail"].get<std::string>().substr(std::string("a size failed: ").size()) +
+          " in the results");
   }
   // One line per size: exact, or corrupt in how many runs.
   static void print(std::FILE* out, const nlohmann::json& doc) {
@@ -61,10 +65,11 @@ struct verify {
       }
       auto word = [n](int bad) {
         if (bad == 0) return std::string("exact");
-        return n == 1 ? std::string("CORRUPT") : "CORRUPT in " + std::to_string(bad) + " of " + std::to_string(n) + " runs";
+        return n == 1 ? std::string("CORRUPT")
+                      : "CORRUPT in " + std::to_string(bad) + " of " + std::to_string(n) + " runs";
       };
-      std::fprintf(out, "  bulk %7d bytes: store %s, get %s\n", runs[0]["verify"][i].value("bytes", 0), word(store_bad).c_str(),
-                   word(get_bad).c_str());
+      std::fprintf(out, "  bulk %7d bytes: store %s, get %s\n", runs[0]["verify"][i].value("bytes", 0),
+                   word(store_bad).c_str(), word(get_bad).c_str());
     }
   }
 };

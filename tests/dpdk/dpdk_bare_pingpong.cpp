@@ -87,7 +87,7 @@ int serve(Port& port, long work) {
     if (work) {
       std::uint64_t x = 0;
       for (long k = 0; k < work; ++k) asm volatile("add $1, %0" : "+r"(x));  // kept, and one add after another
-      stop |= x == 0;  // never: x is work here
+      stop |= x == 0;                                                        // never: x is work here
     }
     std::uint16_t sent = 0;
     while (sent < n) sent += rte_eth_tx_burst(port.id(), 0, rx + sent, static_cast<std::uint16_t>(n - sent));
@@ -121,11 +121,13 @@ int client(Port& port, long iterations) {
   }
   std::sort(rtt.begin(), rtt.end());
   auto pct = [&](double q) {
-    return clock.ns(static_cast<double>(rtt[static_cast<std::size_t>(q * static_cast<double>(rtt.size() - 1))]) - clock.timer_cost_cycles());
+    return clock.ns(static_cast<double>(rtt[static_cast<std::size_t>(q * static_cast<double>(rtt.size() - 1))]) -
+                    clock.timer_cost_cycles());
   };
-  std::printf("{\"bench\":\"dpdk_bare_pingpong\",\"iterations\":%ld,\"frame_bytes\":%u,\"rtt\":{\"median_ns\":%.1f,"
-              "\"min_ns\":%.1f,\"p90_ns\":%.1f,\"p99_ns\":%.1f}}\n",
-              iterations, kFrameBytes, pct(0.5), pct(0), pct(0.9), pct(0.99));
+  std::printf(
+      "{\"bench\":\"dpdk_bare_pingpong\",\"iterations\":%ld,\"frame_bytes\":%u,\"rtt\":{\"median_ns\":%.1f,"
+      "\"min_ns\":%.1f,\"p90_ns\":%.1f,\"p99_ns\":%.1f}}\n",
+      iterations, kFrameBytes, pct(0.5), pct(0), pct(0.9), pct(0.99));
   return 0;
 }
 

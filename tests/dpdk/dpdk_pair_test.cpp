@@ -93,8 +93,9 @@ void pair_test(const std::string& name, const std::vector<std::string>& vdevs, b
     tb.poll(rb);
   }
   receive(tb, rb, 1);
-  check(rb.frames.size() == 1, name + " pair carries a frame (sent " + std::to_string(ta.counters().tx) + ", received " +
-                                   std::to_string(tb.counters().rx) + ", port stats " + tb.describe()["port_stats"].dump() + ")");
+  check(rb.frames.size() == 1, name + " pair carries a frame (sent " + std::to_string(ta.counters().tx) +
+                                   ", received " + std::to_string(tb.counters().rx) + ", port stats " +
+                                   tb.describe()["port_stats"].dump() + ")");
 
   // Medium stores across the switch: one frame up to medium_max, chunks beyond.
   const std::uint32_t mm = ta.medium_max();
@@ -112,8 +113,10 @@ void pair_test(const std::string& name, const std::vector<std::string>& vdevs, b
     const std::uint64_t frames = ta.counters().tx - before;
     const bool landed = !rb.frames.empty() && rb.frames.back().args[0] == n && rb.frames.back().bulk_len == n &&
                         rb.frames.back().bulk_off == off && std::memcmp(tb.segment().data() + off, data.data(), n) == 0;
-    check(sent && landed, "store of " + std::to_string(n) + " bytes lands exactly, in " + std::to_string(frames) + " frame(s)");
-    check((n <= mm) == (frames == 1), "  " + std::string(n <= mm ? "medium: one frame" : "chunked: more than one frame"));
+    check(sent && landed,
+          "store of " + std::to_string(n) + " bytes lands exactly, in " + std::to_string(frames) + " frame(s)");
+    check((n <= mm) == (frames == 1),
+          "  " + std::string(n <= mm ? "medium: one frame" : "chunked: more than one frame"));
     off += n + 13;
   }
 
@@ -123,8 +126,8 @@ void pair_test(const std::string& name, const std::vector<std::string>& vdevs, b
     std::vector<std::byte> snapshot(seg.begin(), seg.end());
     fill(data, 64, 99);
     const std::size_t delivered = rb.frames.size();
-    for (std::uint32_t bad_off : {static_cast<std::uint32_t>(seg.size()) - 10, static_cast<std::uint32_t>(seg.size()) + 4096,
-                                  0xffffffc0u}) {
+    for (std::uint32_t bad_off :
+         {static_cast<std::uint32_t>(seg.size()) - 10, static_cast<std::uint32_t>(seg.size()) + 4096, 0xffffffc0u}) {
       am::Frame f = frame(session, 3);
       bool sent = false;
       for (int i = 0; i < 1000000 && !sent; ++i) sent = ta.try_store(f, data.data(), 64, bad_off);
@@ -134,8 +137,10 @@ void pair_test(const std::string& name, const std::vector<std::string>& vdevs, b
     while (!ta.try_send(f)) {
     }
     receive(tb, rb, 1);
-    check(tb.counters().medium_rejected == 3, "3 out-of-segment medium frames rejected: " + std::to_string(tb.counters().medium_rejected));
-    check(rb.frames.size() == delivered + 1 && rb.frames.back().handler == 4, "none of them delivered, the next frame is");
+    check(tb.counters().medium_rejected == 3,
+          "3 out-of-segment medium frames rejected: " + std::to_string(tb.counters().medium_rejected));
+    check(rb.frames.size() == delivered + 1 && rb.frames.back().handler == 4,
+          "none of them delivered, the next frame is");
     check(std::memcmp(snapshot.data(), seg.data(), seg.size()) == 0, "the segment is untouched");
   }
 
@@ -159,12 +164,14 @@ void pair_test(const std::string& name, const std::vector<std::string>& vdevs, b
 
   // Credits: the receiver's ring less two windows, a burst and a margin; an impossible window refused.
   const int credits = ta.max_credits(32);
-  check(credits == a.rx_ring() - 64 - 32 - 4, "max_credits(32) with a " + std::to_string(a.rx_ring()) + "-frame ring: " + std::to_string(credits));
+  check(credits == a.rx_ring() - 64 - 32 - 4,
+        "max_credits(32) with a " + std::to_string(a.rx_ring()) + "-frame ring: " + std::to_string(credits));
   bool refused = false;
   try {
     ta.max_credits(a.rx_ring() / 2);
   } catch (const UsageError& e) {
-    refused = std::string(e.what()).find("--rx-ring") != std::string::npos && std::string(e.what()).find("--window") != std::string::npos;
+    refused = std::string(e.what()).find("--rx-ring") != std::string::npos &&
+              std::string(e.what()).find("--window") != std::string::npos;
     std::printf("      refused: %s\n", e.what());
   }
   check(refused, "a window of half the rx ring is refused, naming --rx-ring and --window");
@@ -185,10 +192,12 @@ void pair_test(const std::string& name, const std::vector<std::string>& vdevs, b
   }
   const std::uint64_t op = tr.tx_posted();
   const std::uint64_t early = tr.tx_completed();
-  check(early < op, "net_ring: not complete while the frame sits in the ring (tx_completed " + std::to_string(early) + " < " + std::to_string(op) + ")");
+  check(early < op, "net_ring: not complete while the frame sits in the ring (tx_completed " + std::to_string(early) +
+                        " < " + std::to_string(op) + ")");
   receive(tr, rr, 1);
   const std::uint64_t later = tr.tx_completed();
-  check(rr.frames.size() == 1 && later >= op, "net_ring: complete once received and freed (tx_completed " + std::to_string(later) + ")");
+  check(rr.frames.size() == 1 && later >= op,
+        "net_ring: complete once received and freed (tx_completed " + std::to_string(later) + ")");
   std::printf("net_ring local completion: %s\n", tr.describe()["local_completion"].dump().c_str());
 }
 
@@ -200,11 +209,14 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress stays visible if a PMD hangs
   try {
     if (argc == 4 && std::string(argv[1]) == "afxdp") {
-      pair_test("af_xdp", {std::string("net_af_xdp0,iface=") + argv[2] + ",start_queue=0,queue_count=1",
-                           std::string("net_af_xdp1,iface=") + argv[3] + ",start_queue=0,queue_count=1"}, false);
+      pair_test("af_xdp",
+                {std::string("net_af_xdp0,iface=") + argv[2] + ",start_queue=0,queue_count=1",
+                 std::string("net_af_xdp1,iface=") + argv[3] + ",start_queue=0,queue_count=1"},
+                false);
     } else {
       const std::string sock = "/run/logpb-pairtest-" + std::to_string(getpid()) + ".sock";
-      pair_test("memif", {"net_memif0,role=server,id=0,socket=" + sock, "net_memif1,role=client,id=0,socket=" + sock}, true);
+      pair_test("memif", {"net_memif0,role=server,id=0,socket=" + sock, "net_memif1,role=client,id=0,socket=" + sock},
+                true);
     }
   } catch (const std::exception& e) {
     std::printf("FAIL: %s\n", e.what());

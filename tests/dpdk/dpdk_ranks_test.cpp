@@ -35,9 +35,9 @@ namespace {
 
 constexpr int kRanks = 4;
 constexpr int kWindow = 8;
-constexpr int kCredits = 64;        // well below the floods' length: credits must come back many times
-constexpr int kFloodPerRound = 4;   // one-way requests per destination per round
-constexpr double kKillDetect = 5;   // seconds; the stall timeout is 60
+constexpr int kCredits = 64;       // well below the floods' length: credits must come back many times
+constexpr int kFloodPerRound = 4;  // one-way requests per destination per round
+constexpr double kKillDetect = 5;  // seconds; the stall timeout is 60
 constexpr std::uint32_t kSegment = 1 << 20;
 // The segment: stores from rank s land in [s * kStoreRegion, ...); [kGetSource, +kRegion) holds this
 // rank's pattern for others to get; gets from rank d land at kGetLanding + d * kGetRegion.
@@ -54,8 +54,12 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64's finaliser: a checkable wor
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
 }
-std::uint8_t pattern(std::uint64_t key, std::uint32_t i) { return static_cast<std::uint8_t>(mix(key + i / 8) >> (8 * (i % 8))); }
-std::uint64_t key(int src, int dst, std::uint64_t i) { return (static_cast<std::uint64_t>(src) << 56) ^ (static_cast<std::uint64_t>(dst) << 48) ^ i; }
+std::uint8_t pattern(std::uint64_t key, std::uint32_t i) {
+  return static_cast<std::uint8_t>(mix(key + i / 8) >> (8 * (i % 8)));
+}
+std::uint64_t key(int src, int dst, std::uint64_t i) {
+  return (static_cast<std::uint64_t>(src) << 56) ^ (static_cast<std::uint64_t>(dst) << 48) ^ i;
+}
 
 struct State {
   int rank = 0;
@@ -78,7 +82,8 @@ void handlers(EP& ep) {
   ep.on(kStore, [](EP& e, const am::Frame& f) {
     const auto* d = reinterpret_cast<const std::uint8_t*>(e.transport().segment().data()) + f.bulk_off;
     const std::uint64_t k = key(f.src, e.rank(), f.args[0]);
-    bool ok = f.bulk_off >= f.src * kStoreRegion && f.bulk_off + f.bulk_len <= (f.src + 1u) * kStoreRegion && f.bulk_len == f.args[1];
+    bool ok = f.bulk_off >= f.src * kStoreRegion && f.bulk_off + f.bulk_len <= (f.src + 1u) * kStoreRegion &&
+              f.bulk_len == f.args[1];
     for (std::uint32_t i = 0; ok && i < f.bulk_len; ++i) ok = d[i] == pattern(k, i);
     if (!ok) ++st(e).bad_store;
     e.reply(f, kStoreReply);
@@ -115,7 +120,8 @@ void round(EP& ep, std::uint64_t i, std::vector<std::uint8_t>& buf, std::uint64_
     const std::uint64_t kk = key(me, dst, i);
     buf.resize(n);
     for (std::uint32_t b = 0; b < n; ++b) buf[b] = pattern(kk, b);
-    const std::uint32_t off = static_cast<std::uint32_t>(me) * kStoreRegion + static_cast<std::uint32_t>((i % 8) * 8192);
+    const std::uint32_t off =
+        static_cast<std::uint32_t>(me) * kStoreRegion + static_cast<std::uint32_t>((i % 8) * 8192);
     ep.store(dst, kStore, buf.data(), n, off, i, n);
     for (int f = 0; f < kFloodPerRound; ++f) {
       const std::uint64_t s = flood_sent[dst]++;
@@ -164,7 +170,8 @@ void check(bool ok, const std::string& what) {
 
 // Every rank: traffic, a finish handshake, then its figures to rank 0, which checks them all.
 void traffic(Ranks& ranks, const Clock& clock, int rounds) {
-  const auto session = ranks.broadcast(static_cast<std::uint32_t>(0x70000000u ^ static_cast<std::uint32_t>(getpid()))).get<std::uint32_t>();
+  const auto session = ranks.broadcast(static_cast<std::uint32_t>(0x70000000u ^ static_cast<std::uint32_t>(getpid())))
+                           .get<std::uint32_t>();
   auto conn = dpdk::connect(ranks, connect_options(ranks, session));
   dpdk::Transport& t = conn->transport();
   EP ep(t, clock, endpoint_options(ranks, session, 60));
@@ -193,20 +200,32 @@ void traffic(Ranks& ranks, const Clock& clock, int rounds) {
     }
     const auto& tc = t.counters(d);
     const auto& ac = ep.counters(d);
-    peers.push_back({{"tx", tc.tx}, {"rx", tc.rx}, {"lost", tc.lost}, {"reordered", tc.reordered},
-                     {"bulk_incomplete", tc.bulk_incomplete}, {"oneway_sent", ac.oneway_sent},
-                     {"oneway_received", ac.oneway_received}, {"flood_next", s.flood_next[d]},
-                     {"credit_frames_received", ac.credit_frames}, {"credit_frames_sent", ac.credit_frames_sent},
-                     {"echo_replies", s.echo_replies[d]}, {"store_replies", s.store_replies[d]},
-                     {"gets_done", s.gets_done[d]}, {"rejected", ac.rejected_total()}});
+    peers.push_back({{"tx", tc.tx},
+                     {"rx", tc.rx},
+                     {"lost", tc.lost},
+                     {"reordered", tc.reordered},
+                     {"bulk_incomplete", tc.bulk_incomplete},
+                     {"oneway_sent", ac.oneway_sent},
+                     {"oneway_received", ac.oneway_received},
+                     {"flood_next", s.flood_next[d]},
+                     {"credit_frames_received", ac.credit_frames},
+                     {"credit_frames_sent", ac.credit_frames_sent},
+                     {"echo_replies", s.echo_replies[d]},
+                     {"store_replies", s.store_replies[d]},
+                     {"gets_done", s.gets_done[d]},
+                     {"rejected", ac.rejected_total()}});
   }
   const auto desc = t.describe();
   // The credit limit of a port every peer shares: its ring divided among the three senders.
   const int burst = desc["burst"].get<int>();
   std::vector<dpdk::PeerAddress> shared;
   for (int d = 0; d < kRanks; ++d)
-    if (d != ep.rank()) shared.push_back({.rank = d, .port = 0, .mac = {2, 0, 0, 0, 0, static_cast<std::uint8_t>(d)},
-                                          .rx_ring = conn->ports()[0]->rx_ring(), .rx_ring_sources = kRanks - 1});
+    if (d != ep.rank())
+      shared.push_back({.rank = d,
+                        .port = 0,
+                        .mac = {2, 0, 0, 0, 0, static_cast<std::uint8_t>(d)},
+                        .rx_ring = conn->ports()[0]->rx_ring(),
+                        .rx_ring_sources = kRanks - 1});
   dpdk::TransportOptions so;
   so.rank = ep.rank();
   so.size = kRanks;
@@ -244,10 +263,11 @@ void traffic(Ranks& ranks, const Clock& clock, int rounds) {
               c["medium_rejected"] == 0 && c["bulk_incomplete"] == 0 && r["unattributed_rejects"] == 0,
           who + ": no loss, reorder, foreign rank or malformed frame counted: " + c.dump());
     check(r["ports"] == kRanks - 1, who + ": one memif port per peer (" + std::to_string(r["ports"].get<int>()) + ")");
-    check(r["max_credits"] == r["expected_max_credits"] && r["credit_limit"] == std::min(kCredits, r["max_credits"].get<int>()),
+    check(r["max_credits"] == r["expected_max_credits"] &&
+              r["credit_limit"] == std::min(kCredits, r["max_credits"].get<int>()),
           who + ": credit limit per peer from its own ring: " + std::to_string(r["max_credits"].get<int>()));
-    check(r["shared_max_credits"] == r["expected_shared"],
-          who + ": a ring shared by 3 senders gives each a third: " + std::to_string(r["shared_max_credits"].get<int>()));
+    check(r["shared_max_credits"] == r["expected_shared"], who + ": a ring shared by 3 senders gives each a third: " +
+                                                               std::to_string(r["shared_max_credits"].get<int>()));
     for (int d = 0; d < kRanks; ++d) {
       if (d == me) continue;
       const auto& out = r["peers"][d];
@@ -255,28 +275,30 @@ void traffic(Ranks& ranks, const Clock& clock, int rounds) {
       const std::string pair = std::to_string(me) + "->" + std::to_string(d);
       check(out["tx"] == in["rx"] && in["lost"] == 0 && in["reordered"] == 0 && in["bulk_incomplete"] == 0,
             pair + ": frames sent " + out["tx"].dump() + " = received " + in["rx"].dump() + ", none lost or reordered");
-      check(out["oneway_sent"] == R * kFloodPerRound && in["oneway_received"] == R * kFloodPerRound && in["flood_next"] == R * kFloodPerRound,
+      check(out["oneway_sent"] == R * kFloodPerRound && in["oneway_received"] == R * kFloodPerRound &&
+                in["flood_next"] == R * kFloodPerRound,
             pair + ": one-way requests sent = received = " + in["oneway_received"].dump());
       const std::uint64_t cr = out["credit_frames_received"], cs = in["credit_frames_sent"];
       // Each credit frame returns at most kCredits, and at the end at most kCredits are unreturned.
       const std::uint64_t least = (R * kFloodPerRound - kCredits) / kCredits;
-      check(cr == cs && cr >= least && cr > 0, pair + ": credit frames returned " + std::to_string(cs) + " = received " +
-                                                    std::to_string(cr) + " (at least " + std::to_string(least) + ")");
-      check(out["echo_replies"] == R && out["store_replies"] == R && out["gets_done"] == (R + 15) / 16 && out["rejected"] == 0,
-            pair + ": every request answered (echo " + out["echo_replies"].dump() + ", store " + out["store_replies"].dump() +
-                ", get " + out["gets_done"].dump() + ")");
+      check(cr == cs && cr >= least && cr > 0, pair + ": credit frames returned " + std::to_string(cs) +
+                                                   " = received " + std::to_string(cr) + " (at least " +
+                                                   std::to_string(least) + ")");
+      check(out["echo_replies"] == R && out["store_replies"] == R && out["gets_done"] == (R + 15) / 16 &&
+                out["rejected"] == 0,
+            pair + ": every request answered (echo " + out["echo_replies"].dump() + ", store " +
+                out["store_replies"].dump() + ", get " + out["gets_done"].dump() + ")");
     }
   }
 }
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 // Every rank floods; rank 3 dies at kill_at. Returns the seconds from kill_at to the PeerError (rank 3
 // never returns), or -1 when none came.
 double kill_test(Ranks& ranks, const Clock& clock) {
-  const auto session = ranks.broadcast(static_cast<std::uint32_t>(0x71000000u ^ static_cast<std::uint32_t>(getpid()))).get<std::uint32_t>();
+  const auto session = ranks.broadcast(static_cast<std::uint32_t>(0x71000000u ^ static_cast<std::uint32_t>(getpid())))
+                           .get<std::uint32_t>();
   auto conn = dpdk::connect(ranks, connect_options(ranks, session));
   EP ep(conn->transport(), clock, endpoint_options(ranks, session, 60));
   State s;
@@ -344,14 +366,16 @@ int main(int argc, char** argv) {
       if (rank == kRanks - 1)
         check(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "rank 3 was killed");
       else
-        check(WIFEXITED(status) && WEXITSTATUS(status) == 3, "rank " + std::to_string(rank) + " ended with PeerError within " +
-                                                                  std::to_string(kKillDetect) + " s");
+        check(WIFEXITED(status) && WEXITSTATUS(status) == 3,
+              "rank " + std::to_string(rank) + " ended with PeerError within " + std::to_string(kKillDetect) + " s");
     } else {
       check(WIFEXITED(status) && WEXITSTATUS(status) == 0, "rank " + std::to_string(rank) + " ended cleanly");
     }
   }
-  if (mode == "kill") check(code == 3, "rank 0 ended with PeerError within " + std::to_string(kKillDetect) + " s");
-  else check(code == 0, "rank 0 ended cleanly");
+  if (mode == "kill")
+    check(code == 3, "rank 0 ended with PeerError within " + std::to_string(kKillDetect) + " s");
+  else
+    check(code == 0, "rank 0 ended cleanly");
   std::printf(failures ? "%d check(s) failed\n" : "all checks held\n", failures);
   return failures ? 1 : 0;
 }

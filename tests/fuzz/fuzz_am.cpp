@@ -35,7 +35,7 @@ namespace {
 
 constexpr std::uint32_t kSession = 0x5eed1234;
 constexpr std::uint32_t kSegment = 4096;
-constexpr int kRanks = 3, kWindow = 4, kMaxFrames = 256;  // kMaxFrames < ring slots: never a full ring
+constexpr int kRanks = 3, kWindow = 4, kMaxFrames = 256;         // kMaxFrames < ring slots: never a full ring
 enum : std::uint16_t { kRequest = 1, kReply = 2, kOneway = 3 };  // 4..31: never registered
 
 [[noreturn]] void fail(const char* what, const am::Frame& f) {
@@ -51,8 +51,10 @@ struct World {
   std::uint64_t tail[kRanks] = {};  // frames written into ring (r -> 0)
   World() {
     // Each constructor waits for the others' pids: build them side by side.
-    auto f1 = std::async(std::launch::async, [&] { return std::make_unique<Shm>(region, 1, clock, Emulation{}, ShmOptions{}, 5); });
-    auto f2 = std::async(std::launch::async, [&] { return std::make_unique<Shm>(region, 2, clock, Emulation{}, ShmOptions{}, 5); });
+    auto f1 = std::async(std::launch::async,
+                         [&] { return std::make_unique<Shm>(region, 1, clock, Emulation{}, ShmOptions{}, 5); });
+    auto f2 = std::async(std::launch::async,
+                         [&] { return std::make_unique<Shm>(region, 2, clock, Emulation{}, ShmOptions{}, 5); });
     t[0] = std::make_unique<Shm>(region, 0, clock, Emulation{}, ShmOptions{}, 5);
     t[1] = f1.get();
     t[2] = f2.get();
@@ -80,13 +82,17 @@ struct Seen {
 Seen* seen = nullptr;
 
 void check_valid(EP& e, const am::Frame& f) {
-  if (f.magic != am::kMagic || f.version != am::kVersion || f.session != kSession) fail("dispatched a foreign frame", f);
+  if (f.magic != am::kMagic || f.version != am::kVersion || f.session != kSession)
+    fail("dispatched a foreign frame", f);
   if (f.dst != e.rank() || f.src >= e.size()) fail("dispatched a frame of a rank outside the job", f);
-  if (f.src == e.rank()) fail("dispatched a frame from itself (only a get's completion may be, and none was issued)", f);
+  if (f.src == e.rank())
+    fail("dispatched a frame from itself (only a get's completion may be, and none was issued)", f);
   if (f.kind != am::Kind::request && f.kind != am::Kind::reply && f.kind != am::Kind::oneway)
     fail("dispatched a frame of no known kind", f);
-  if (f.handler != kRequest && f.handler != kReply && f.handler != kOneway) fail("dispatched to a handler never registered", f);
-  if (f.bulk_len != 0 && (std::uint64_t{f.bulk_off} + f.bulk_len > kSegment)) fail("dispatched a bulk range outside the segment", f);
+  if (f.handler != kRequest && f.handler != kReply && f.handler != kOneway)
+    fail("dispatched to a handler never registered", f);
+  if (f.bulk_len != 0 && (std::uint64_t{f.bulk_off} + f.bulk_len > kSegment))
+    fail("dispatched a bulk range outside the segment", f);
   ++seen->dispatched;
 }
 
@@ -137,7 +143,8 @@ void write_seeds(World& w, const std::string& dir) {
   // A credit frame from rank 1: rank 1 returns credits for one-way requests rank 0 sent it.
   for (int i = 0; i < 3; ++i) zero.oneway(1, kOneway, i);
   one.on(kOneway, [](EP&, const am::Frame&) {});
-  for (int i = 0; i < 3; ++i) while (one.poll() == 0) {
+  for (int i = 0; i < 3; ++i)
+    while (one.poll() == 0) {
     }
   credit = frame_of(n++);
   save("credit", std::string(1, '\0') + credit);
@@ -178,7 +185,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     check_valid(e, f);
     if (f.kind == am::Kind::request) e.reply(f, kReply, f.args[0]);
     // A reply is taken only against a request of ours to that peer still waiting for one.
-    if (f.kind == am::Kind::reply && ++seen->replies[f.src] > seen->requests[f.src]) fail("more replies taken than requests sent", f);
+    if (f.kind == am::Kind::reply && ++seen->replies[f.src] > seen->requests[f.src])
+      fail("more replies taken than requests sent", f);
   };
   ep.on(kRequest, handler);
   ep.on(kReply, handler);

@@ -86,7 +86,8 @@ void write_seeds(const std::string& dir) {
   ::close(sv[1]);
   save("hello", 0, hello);
   save("welcome", 1, framed({{"op", "welcome"}, {"size", 4}, {"job", "job-F"}}));
-  save("refused", 1, framed({{"op", "refused"}, {"code", "job"}, {"reason", "job key 'job-F' is not this job's 'job-G'"}}));
+  save("refused", 1,
+       framed({{"op", "refused"}, {"code", "job"}, {"reason", "job key 'job-F' is not this job's 'job-G'"}}));
   save("abort", 1, framed({{"op", "abort"}, {"reason", "rank 3 died"}}));
   save("allgather", 2,
        framed({{"op", "allgather"},
@@ -94,9 +95,14 @@ void write_seeds(const std::string& dir) {
                {"data",
                 {{"verbs",
                   {{"ud", false},
-                   {"to", nlohmann::json::array({{{"qpn", 17}, {"psn", 4242}, {"lid", 0}, {"gid", "fe800000000000000000000000000001"},
-                                                  {"segment_addr", 140737352413184ull}, {"segment_rkey", 1234},
-                                                  {"segment_bytes", 1048576}, {"mtu", 3}}})}}}}}}));
+                   {"to", nlohmann::json::array({{{"qpn", 17},
+                                                  {"psn", 4242},
+                                                  {"lid", 0},
+                                                  {"gid", "fe800000000000000000000000000001"},
+                                                  {"segment_addr", 140737352413184ull},
+                                                  {"segment_rkey", 1234},
+                                                  {"segment_bytes", 1048576},
+                                                  {"mtu", 3}}})}}}}}}));
 }
 
 }  // namespace

@@ -54,8 +54,14 @@ struct World {
   World() {
     dpdk::PortOptions po;
     // --no-huge implies legacy memory, which --in-memory refuses: a private prefix and no shared config.
-    po.eal_args = {"-l", "0", "--no-huge", "--no-shconf", "--file-prefix=logpb-fuzz-" + std::to_string(::getpid()),
-                   "--no-pci", "--no-telemetry", "--vdev=net_ring0"};
+    po.eal_args = {"-l",
+                   "0",
+                   "--no-huge",
+                   "--no-shconf",
+                   "--file-prefix=logpb-fuzz-" + std::to_string(::getpid()),
+                   "--no-pci",
+                   "--no-telemetry",
+                   "--vdev=net_ring0"};
     po.port_id = 0;
     po.rx_ring = 1024;
     po.tx_ring = 1024;
@@ -80,7 +86,8 @@ bool inject(dpdk::Port& port, const std::uint8_t* b, std::size_t n, bool split) 
   if (first) std::memcpy(p, b, first);
   if (split) {
     rte_mbuf* m2 = rte_pktmbuf_alloc(port.pool());
-    auto* p2 = m2 ? reinterpret_cast<std::uint8_t*>(rte_pktmbuf_append(m2, static_cast<std::uint16_t>(n - first))) : nullptr;
+    auto* p2 =
+        m2 ? reinterpret_cast<std::uint8_t*>(rte_pktmbuf_append(m2, static_cast<std::uint16_t>(n - first))) : nullptr;
     if (!m2 || (!p2 && n > first) || rte_pktmbuf_chain(m, m2) != 0) {
       if (m2) rte_pktmbuf_free(m2);
       rte_pktmbuf_free(m);
@@ -154,7 +161,8 @@ void write_seeds(dpdk::Port& port, const std::string& dir) {
   };
   capture("am", [&] { return zero.try_send(f); });
   capture("medium_store", [&] { return zero.try_store(f, data.data(), 100, 64); });
-  capture("chunked_store", [&] { return zero.try_store(f, data.data(), static_cast<std::uint32_t>(data.size()), 512); });
+  capture("chunked_store",
+          [&] { return zero.try_store(f, data.data(), static_cast<std::uint32_t>(data.size()), 512); });
   am::Frame g = f;  // a get's completion: a reply from rank 1 (whose segment is read) to rank 0
   g.kind = am::Kind::reply;
   g.src = 1;

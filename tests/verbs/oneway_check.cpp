@@ -32,7 +32,7 @@ enum : std::uint16_t { kData = 1, kFinal = 2, kTotals = 3, kQuit = 4 };
 constexpr std::uint32_t kRegion = 4096;  // each message lands in its own region of the peer's segment
 constexpr int kRegions = 128;            // more than credits: a region is reused only after its handler ran
 constexpr int kCredits = 64;
-constexpr int kBuffers = 16;             // source buffers in our segment, reused after local completion
+constexpr int kBuffers = 16;  // source buffers in our segment, reused after local completion
 
 std::uint64_t fnv(const std::byte* p, std::size_t n, std::uint64_t h = 1469598103934665603ull) {
   for (std::size_t i = 0; i < n; ++i) h = (h ^ std::to_integer<std::uint8_t>(p[i])) * 1099511628211ull;
@@ -156,17 +156,18 @@ int run(const std::string& dev_name, bool events, int messages, int fd, bool sen
   ep.wait_local(ep.oneway(1, kQuit, 0, 0, 0, 0, true));  // RC: locally complete once the peer has it
   const nlohmann::json d = t.describe();
   const nlohmann::json& c = d["counters"];
-  std::printf("one-way %d (%s): peer counted %llu (sum %s), credit frames %llu, ops posted %llu completed %llu, "
-              "medium stores %llu, bulk stores %llu, WRs %llu, sleeps %llu, cq_events %llu, credits %d\n",
-              messages, events ? "event" : "busy", static_cast<unsigned long long>(tot.peer_count),
-              tot.peer_sum == sum ? "equal" : "DIFFERENT", static_cast<unsigned long long>(ep.counters().credit_frames),
-              static_cast<unsigned long long>(c["ops_posted"].get<std::uint64_t>()),
-              static_cast<unsigned long long>(c["ops_completed"].get<std::uint64_t>()),
-              static_cast<unsigned long long>(c["medium_stores"].get<std::uint64_t>()),
-              static_cast<unsigned long long>(c["stores"].get<std::uint64_t>()),
-              static_cast<unsigned long long>(c["sends"].get<std::uint64_t>()),
-              static_cast<unsigned long long>(c["sleeps"].get<std::uint64_t>()),
-              static_cast<unsigned long long>(c["cq_events"].get<std::uint64_t>()), ep.credit_limit());
+  std::printf(
+      "one-way %d (%s): peer counted %llu (sum %s), credit frames %llu, ops posted %llu completed %llu, "
+      "medium stores %llu, bulk stores %llu, WRs %llu, sleeps %llu, cq_events %llu, credits %d\n",
+      messages, events ? "event" : "busy", static_cast<unsigned long long>(tot.peer_count),
+      tot.peer_sum == sum ? "equal" : "DIFFERENT", static_cast<unsigned long long>(ep.counters().credit_frames),
+      static_cast<unsigned long long>(c["ops_posted"].get<std::uint64_t>()),
+      static_cast<unsigned long long>(c["ops_completed"].get<std::uint64_t>()),
+      static_cast<unsigned long long>(c["medium_stores"].get<std::uint64_t>()),
+      static_cast<unsigned long long>(c["stores"].get<std::uint64_t>()),
+      static_cast<unsigned long long>(c["sends"].get<std::uint64_t>()),
+      static_cast<unsigned long long>(c["sleeps"].get<std::uint64_t>()),
+      static_cast<unsigned long long>(c["cq_events"].get<std::uint64_t>()), ep.credit_limit());
   ok = ok && tot.peer_count == static_cast<std::uint64_t>(messages) && tot.peer_sum == sum &&
        ep.counters().rejected_total() == 0 && ep.counters().credit_frames > 0 &&
        c["medium_stores"].get<std::uint64_t>() > 0 && c["stores"].get<std::uint64_t>() > 0 &&
@@ -186,8 +187,10 @@ int main(int argc, char** argv) {
   bool events = false;
   int messages = 30000;
   for (int i = 2; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--event") == 0) events = true;
-    else messages = std::atoi(argv[i]);
+    if (std::strcmp(argv[i], "--event") == 0)
+      events = true;
+    else
+      messages = std::atoi(argv[i]);
   }
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) return 2;

@@ -41,9 +41,9 @@ constexpr std::uint32_t kPatternBytes = 64 * kKiB;  // [0, 64K): what peers get 
 constexpr std::uint32_t kRegion = 4 * kKiB;         // each inbound message in its own region
 constexpr std::uint32_t kRegions = 32;              // per source: more than window + credits in flight
 constexpr int kWindow = 8, kCredits = 16;
-constexpr int kBuffers = 16;                        // rewritable one-way store sources
-constexpr std::uint32_t kStatic = 64 * kKiB;        // static random bytes request-stores are taken from
-constexpr std::uint32_t kGetSlots = 16;             // landing regions per peer: more than the window
+constexpr int kBuffers = 16;                  // rewritable one-way store sources
+constexpr std::uint32_t kStatic = 64 * kKiB;  // static random bytes request-stores are taken from
+constexpr std::uint32_t kGetSlots = 16;       // landing regions per peer: more than the window
 
 struct Layout {
   std::uint32_t inbound, buffers, stat, land, total;
@@ -56,7 +56,9 @@ struct Layout {
   }
 };
 
-std::uint8_t pattern(int rank, std::uint32_t k) { return static_cast<std::uint8_t>(k * 131u + static_cast<unsigned>(rank) * 29u + 7u); }
+std::uint8_t pattern(int rank, std::uint32_t k) {
+  return static_cast<std::uint8_t>(k * 131u + static_cast<unsigned>(rank) * 29u + 7u);
+}
 
 std::uint64_t fnv(const std::byte* p, std::size_t n, std::uint64_t h = 1469598103934665603ull) {
   for (std::size_t i = 0; i < n; ++i) h = (h ^ std::to_integer<std::uint8_t>(p[i])) * 1099511628211ull;
@@ -152,7 +154,8 @@ int run(Ranks& ranks, const Args& a) {
     try {
       for (;; ++i) {
         ep.request(peers[i % peers.size()], kData, i);
-        if (me == 0 && killed == Steady::time_point{} && (i & 63) == 0 && Steady::now() - start > std::chrono::seconds(2)) {
+        if (me == 0 && killed == Steady::time_point{} && (i & 63) == 0 &&
+            Steady::now() - start > std::chrono::seconds(2)) {
           ::kill(ranks.child_pids().back(), SIGKILL);
           killed = Steady::now();
           std::printf("rank 0: killed rank %d after %llu requests\n", n - 1, static_cast<unsigned long long>(i));
@@ -161,7 +164,8 @@ int run(Ranks& ranks, const Args& a) {
       }
     } catch (const PeerError& e) {
       const double took = me == 0 ? std::chrono::duration<double>(Steady::now() - killed).count() : -1;
-      std::printf("rank %d: PeerError%s: %s\n", me, me == 0 ? (" " + std::to_string(took) + " s after the kill").c_str() : "", e.what());
+      std::printf("rank %d: PeerError%s: %s\n", me,
+                  me == 0 ? (" " + std::to_string(took) + " s after the kill").c_str() : "", e.what());
       std::fflush(stdout);
       return me == 0 ? (killed != Steady::time_point{} && took < 10 ? 3 : 1) : 3;
     }
@@ -177,7 +181,8 @@ int run(Ranks& ranks, const Args& a) {
   for (int i = 0; i < a.messages; ++i) {
     const int dst = peers[static_cast<std::size_t>(i) % peers.size()];
     const int kind = (i / static_cast<int>(peers.size())) % 6;
-    const std::uint32_t region = lay.inbound + (static_cast<std::uint32_t>(me) * kRegions + next_region[dst]++ % kRegions) * kRegion;
+    const std::uint32_t region =
+        lay.inbound + (static_cast<std::uint32_t>(me) * kRegions + next_region[dst]++ % kRegions) * kRegion;
     const std::uint32_t size = (i / 6) % 2 ? medium : bulk;
     switch (kind) {
       case 0:
@@ -207,7 +212,8 @@ int run(Ranks& ranks, const Args& a) {
       }
       case 5: {
         const std::uint32_t off = static_cast<std::uint32_t>(i * 37) % (kPatternBytes - size);
-        const std::uint32_t land = lay.land + (static_cast<std::uint32_t>(dst) * kGetSlots + next_land[dst]++ % kGetSlots) * kRegion;
+        const std::uint32_t land =
+            lay.land + (static_cast<std::uint32_t>(dst) * kGetSlots + next_land[dst]++ % kGetSlots) * kRegion;
         ep.get(dst, kGot, off, size, land, off);
         st.gets_expected[dst]++;
         break;
@@ -235,30 +241,34 @@ int run(Ranks& ranks, const Args& a) {
   check(ok, "tx_completed ran ahead of tx_posted");
   for (int p : peers) {
     const std::string r = " (peer " + std::to_string(p) + ")";
-    check(st.peer_rx[p] == st.tx[p], "peer counted " + std::to_string(st.peer_rx[p].count) + " of " + std::to_string(st.tx[p].count) +
+    check(st.peer_rx[p] == st.tx[p], "peer counted " + std::to_string(st.peer_rx[p].count) + " of " +
+                                         std::to_string(st.tx[p].count) +
                                          (st.peer_rx[p].sum == st.tx[p].sum ? "" : ", checksum differs") + r);
-    check(st.acks[p] == st.acks_expected[p], "acks " + std::to_string(st.acks[p]) + "/" + std::to_string(st.acks_expected[p]) + r);
-    check(st.gets_ok[p] == st.gets_expected[p] && st.gets_bad[p] == 0, "gets ok " + std::to_string(st.gets_ok[p]) + ", bad " +
-                                                                          std::to_string(st.gets_bad[p]) + r);
+    check(st.acks[p] == st.acks_expected[p],
+          "acks " + std::to_string(st.acks[p]) + "/" + std::to_string(st.acks_expected[p]) + r);
+    check(st.gets_ok[p] == st.gets_expected[p] && st.gets_bad[p] == 0,
+          "gets ok " + std::to_string(st.gets_ok[p]) + ", bad " + std::to_string(st.gets_bad[p]) + r);
     check(ep.counters(p).credit_frames > 0, "no credit returned" + r);
     check(ep.counters(p).rejected_total() == 0, "frames refused" + r);
   }
   for (const auto& q : d["per_peer"])
     check(q["ops_posted"].template get<std::uint64_t>() > 0 && q["ops_completed"] == q["ops_posted"],
           "QP of rank " + q["rank"].dump() + ": ops " + q["ops_completed"].dump() + "/" + q["ops_posted"].dump());
-  check(cnt("ops_completed") == cnt("ops_posted"), "ops completed " + std::to_string(cnt("ops_completed")) + " of " +
-                                                       std::to_string(cnt("ops_posted")));
+  check(cnt("ops_completed") == cnt("ops_posted"),
+        "ops completed " + std::to_string(cnt("ops_completed")) + " of " + std::to_string(cnt("ops_posted")));
   check(cnt("bad_imm") == 0 && cnt("bad_medium") == 0 && cnt("bad_src") == 0, "bad_imm/bad_medium/bad_src");
   check(cnt("medium_stores") > 0 && cnt("stores") > 0 && cnt("gets") > 0, "not every protocol ran");
   std::uint64_t credits = 0;
   for (int p : peers) credits += ep.counters(p).credit_frames;
-  std::printf("rank %d/%d (%s): %d messages to %d peers; credit frames %llu, WRs %llu (signaled %llu, flushes %llu), "
-              "medium %llu, bulk %llu, gets %llu, sleeps %llu: %s\n",
-              me, n, a.events ? "event" : (n > sysconf(_SC_NPROCESSORS_ONLN) ? "busy, yielding" : "busy"), a.messages, n - 1, static_cast<unsigned long long>(credits),
-              static_cast<unsigned long long>(cnt("sends")), static_cast<unsigned long long>(cnt("signaled")),
-              static_cast<unsigned long long>(cnt("flushes")), static_cast<unsigned long long>(cnt("medium_stores")),
-              static_cast<unsigned long long>(cnt("stores")), static_cast<unsigned long long>(cnt("gets")),
-              static_cast<unsigned long long>(cnt("sleeps")), why.empty() ? "ok" : ("FAILED: " + why).c_str());
+  std::printf(
+      "rank %d/%d (%s): %d messages to %d peers; credit frames %llu, WRs %llu (signaled %llu, flushes %llu), "
+      "medium %llu, bulk %llu, gets %llu, sleeps %llu: %s\n",
+      me, n, a.events ? "event" : (n > sysconf(_SC_NPROCESSORS_ONLN) ? "busy, yielding" : "busy"), a.messages, n - 1,
+      static_cast<unsigned long long>(credits), static_cast<unsigned long long>(cnt("sends")),
+      static_cast<unsigned long long>(cnt("signaled")), static_cast<unsigned long long>(cnt("flushes")),
+      static_cast<unsigned long long>(cnt("medium_stores")), static_cast<unsigned long long>(cnt("stores")),
+      static_cast<unsigned long long>(cnt("gets")), static_cast<unsigned long long>(cnt("sleeps")),
+      why.empty() ? "ok" : ("FAILED: " + why).c_str());
   std::fflush(stdout);
   ranks.barrier();  // nobody tears its QPs down while another still waits for a completion
   return why.empty() ? 0 : 1;
@@ -270,11 +280,16 @@ int main(int argc, char** argv) {
   Args a;
   for (int i = 1; i < argc; ++i) {
     const std::string s = argv[i];
-    if (s == "--event") a.events = true;
-    else if (s == "--kill") a.kill = true;
-    else if (s == "--ranks" && i + 1 < argc) a.ranks = std::atoi(argv[++i]);
-    else if (s == "--messages" && i + 1 < argc) a.messages = std::atoi(argv[++i]);
-    else if (a.dev.empty() && s[0] != '-') a.dev = s;
+    if (s == "--event")
+      a.events = true;
+    else if (s == "--kill")
+      a.kill = true;
+    else if (s == "--ranks" && i + 1 < argc)
+      a.ranks = std::atoi(argv[++i]);
+    else if (s == "--messages" && i + 1 < argc)
+      a.messages = std::atoi(argv[++i]);
+    else if (a.dev.empty() && s[0] != '-')
+      a.dev = s;
     else {
       std::fprintf(stderr, "usage: %s DEVICE [--event] [--ranks N] [--messages M] [--kill]\n", argv[0]);
       return 2;
@@ -294,7 +309,8 @@ int main(int argc, char** argv) {
   const bool yield = a.ranks > static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
   try {
     rc = a.events ? run<verbs::EventTransport>(*ranks, a)
-                  : yield ? run<verbs::YieldingTransport>(*ranks, a) : run<verbs::Transport>(*ranks, a);
+         : yield  ? run<verbs::YieldingTransport>(*ranks, a)
+                  : run<verbs::Transport>(*ranks, a);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "rank %d: %s\n", me, e.what());
     rc = 1;
@@ -314,7 +330,8 @@ int main(int argc, char** argv) {
     const bool good = w == kids[k] && (killed_one ? WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL
                                                   : WIFEXITED(st) && WEXITSTATUS(st) == (a.kill ? 3 : 0));
     if (!good) {
-      std::fprintf(stderr, "rank %zu: %s (status %d)\n", k + 1, w == 0 ? "still running 15 s after the kill" : "failed", st);
+      std::fprintf(stderr, "rank %zu: %s (status %d)\n", k + 1, w == 0 ? "still running 15 s after the kill" : "failed",
+                   st);
       if (w == 0) ::kill(kids[k], SIGKILL), waitpid(kids[k], &st, 0);
       all = false;
     }
