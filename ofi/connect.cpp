@@ -20,17 +20,6 @@ namespace {
 
 constexpr std::uint32_t kApiVersion = FI_VERSION(1, 9);  // the oldest API with every call used here
 
-std::uint64_t completion_flag(Completion c) {
-  switch (c) {
-    case Completion::transmit:
-      return FI_TRANSMIT_COMPLETE;
-    case Completion::delivery:
-      return FI_DELIVERY_COMPLETE;
-    default:
-      return FI_INJECT_COMPLETE;
-  }
-}
-
 // fi_tostr's rendering ("FI_MSG | FI_RMA"), without its line ends.
 std::string str(const void* v, fi_type t) {
   char buf[2048];

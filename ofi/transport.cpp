@@ -20,6 +20,17 @@ void fail_datapath(long rc, const char* call) {
   throw PeerError(call_failed(rc, call) + " (the job's libfabric communication broke; a rank may be gone)");
 }
 
+std::uint64_t completion_flag(Completion c) {
+  switch (c) {
+    case Completion::transmit:
+      return FI_TRANSMIT_COMPLETE;
+    case Completion::delivery:
+      return FI_DELIVERY_COMPLETE;
+    default:
+      return FI_INJECT_COMPLETE;
+  }
+}
+
 void fail_setup(long rc, const char* call, const std::string& what_to_check) {
   std::string m = call_failed(rc, call);
   if (!what_to_check.empty()) m += "; " + what_to_check;
@@ -32,17 +43,6 @@ std::uint64_t floor_pow2(std::uint64_t v) {
   std::uint64_t p = 1;
   while (p * 2 <= v) p *= 2;
   return p;
-}
-
-std::uint64_t completion_flag(Completion c) {
-  switch (c) {
-    case Completion::transmit:
-      return FI_TRANSMIT_COMPLETE;
-    case Completion::delivery:
-      return FI_DELIVERY_COMPLETE;
-    default:
-      return FI_INJECT_COMPLETE;
-  }
 }
 
 constexpr int kMultiBuffers = 4;              // multi-receive buffers posted at once

@@ -61,6 +61,10 @@ inline constexpr int kCqBatch = 16;                   // completions taken per f
 
 enum class BulkPath { rma, messages };
 
+// The fi_sendmsg/fi_writemsg flag of a completion mode (FI_INJECT_COMPLETE, FI_TRANSMIT_COMPLETE,
+// FI_DELIVERY_COMPLETE); also the tx op_flags asked of fi_getinfo.
+std::uint64_t completion_flag(Completion c);
+
 struct Counters {
   std::uint64_t injects = 0, sends = 0, writes = 0, reads = 0, chunks = 0, eagain = 0, recvs = 0, reposts = 0,
                 medium_stores = 0, bulk_stores = 0, gets = 0, staged = 0, short_or_bad = 0, bad_src = 0, bad_bulk = 0,
