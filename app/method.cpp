@@ -24,6 +24,7 @@ MethodInfo info_of() {
   if constexpr (requires { M::link_option; }) i.link_option = M::link_option;
   if constexpr (requires { M::compare_as; }) i.compare_as = M::compare_as;
   if constexpr (requires { M::shares; }) i.shares = M::shares;
+  if constexpr (requires { M::contention; }) i.contention = M::contention;
   return i;
 }
 
@@ -48,6 +49,11 @@ const MethodInfo* find_method(std::string_view name) {
 analysis::compare::Reading compare_reading(const std::string& bench) {
   const MethodInfo* m = find_method(bench);
   return m ? m->compare_as : analysis::compare::Reading{};
+}
+
+ContentionShape contention_shape(const std::string& bench) {
+  const MethodInfo* m = find_method(bench);
+  return m ? m->contention : ContentionShape::none;
 }
 
 std::string method_names(const char* sep, const char* last_sep) {

@@ -22,6 +22,7 @@
 //   static void check(const Settings&);                         // optional: validates its text options
 //   static constexpr Takes takes;                               // optional: which shared options it takes
 //   static constexpr analysis::compare::Reading compare_as;     // optional: how `compare` names its figures
+//   static constexpr ContentionShape contention;                // optional: a contention method's shape
 //   static inline const std::vector<SharedFigure> shares;       // optional: the LogP figures it shares with
 //                                   // other methods and its paper's definition of each (read by `agree`)
 //   static void budgets(const Given&, Settings&);               // optional: a method that sets its own
@@ -84,6 +85,24 @@ struct Needs {
 
 enum class Scope { link, job };
 
+// Which of Culler et al. 3.5's contention shapes a job-level method measures, so `logpbench model`
+// (LoGPC) knows how to read its result: per K with g(K)/g(1) (k_to_one), per K with gains (one_to_k), or
+// the all-to-all remap. none: not a contention method.
+enum class ContentionShape { none, k_to_one, one_to_k, all_to_all };
+// The key model's comparison files each shape under ("k_to_one", "one_to_k", "all_to_all").
+inline const char* to_key(ContentionShape c) {
+  switch (c) {
+    case ContentionShape::k_to_one:
+      return "k_to_one";
+    case ContentionShape::one_to_k:
+      return "one_to_k";
+    case ContentionShape::all_to_all:
+      return "all_to_all";
+    default:
+      return "";
+  }
+}
+
 // Which options shared by several methods a method takes, so the command line asks the method, never
 // its name.
 struct Takes {
@@ -124,11 +143,12 @@ struct MethodInfo {
   Takes takes;
   void (*budgets)(const Given&, Settings&) = nullptr;  // sets its own budgets
   void (*print)(std::FILE*, const nlohmann::json& doc) = nullptr;
-  std::vector<MethodOption> options;         // the method's own options
-  void (*check)(const Settings&) = nullptr;  // validates them
-  std::string link_option;                   // a job-level method: the option naming its link-level method
-  analysis::compare::Reading compare_as;     // how `compare` names its figures
-  std::vector<SharedFigure> shares;          // the figures it shares with other methods
+  std::vector<MethodOption> options;                   // the method's own options
+  void (*check)(const Settings&) = nullptr;            // validates them
+  std::string link_option;                             // a job-level method: the option naming its link-level method
+  analysis::compare::Reading compare_as;               // how `compare` names its figures
+  std::vector<SharedFigure> shares;                    // the figures it shares with other methods
+  ContentionShape contention = ContentionShape::none;  // what `model` reads from its result
 };
 
 // Every registered method, by name.
@@ -142,6 +162,8 @@ Needs run_needs(std::string_view bench, const std::map<std::string, std::string>
 // How `compare` reads a result of that method (its descriptor's compare_as; the plain reading for a name
 // no method has, as an old result's may be).
 analysis::compare::Reading compare_reading(const std::string& bench);
+// The contention shape of that method (none for a name no method has).
+ContentionShape contention_shape(const std::string& bench);
 // --bench's help: every method with its one-line summary.
 std::string bench_help();
 // The sizes a method over sizes runs: --sizes, or its defaults that fit; a size past half the segment

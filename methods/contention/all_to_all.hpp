@@ -26,6 +26,7 @@ struct all_to_all {
   static constexpr const char* plot = "";
   static constexpr Needs needs{};
   static constexpr Scope scope = Scope::job;
+  static constexpr ContentionShape contention = ContentionShape::all_to_all;
   static inline const std::vector<MethodOption> options = {contention::kRoundSeconds, contention::kMinMessages};
   static void check(const Settings& o) { contention::check_common(o); }
   static void check_size(int n) {

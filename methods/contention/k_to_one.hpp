@@ -26,6 +26,7 @@ struct k_to_one {
   static constexpr const char* plot = "";
   static constexpr Needs needs{};
   static constexpr Scope scope = Scope::job;
+  static constexpr ContentionShape contention = ContentionShape::k_to_one;
   static inline const std::vector<MethodOption> options = {contention::kK, contention::kRoundSeconds,
                                                            contention::kMinMessages};
   static void check(const Settings& o) { contention::check_common(o); }

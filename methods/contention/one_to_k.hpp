@@ -25,6 +25,7 @@ struct one_to_k {
   static constexpr const char* plot = "";
   static constexpr Needs needs{};
   static constexpr Scope scope = Scope::job;
+  static constexpr ContentionShape contention = ContentionShape::one_to_k;
   static inline const std::vector<MethodOption> options = {contention::kK, contention::kRoundSeconds,
                                                            contention::kMinMessages};
   static void check(const Settings& o) { contention::check_common(o); }
