@@ -5,8 +5,10 @@
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <set>
@@ -97,6 +99,7 @@ struct Attempt {
 Connection::Connection(Ranks& ranks, const TransportOptions& opt)
     : rank_(ranks.rank()), size_(ranks.size()), opt_(opt) {
   try {
+    set_universe_size();
     open(opt);
     // What every peer needs to reach us, and what every rank must agree on.
     std::vector<std::uint8_t>& name = name_;
@@ -322,6 +325,20 @@ void Connection::make_transport(const TransportOptions& opt, bool multi_recv, bo
 }
 
 // What the provider reported, for meta.ofi and the transport's describe().
+// libfabric sizes what a utility provider opens per peer by FI_UNIVERSE_SIZE, 256 by default: ofi_rxm over
+// verbs asks for a completion queue of 256 times its receive queue, more than rdma_rxe allows, and
+// fi_enable fails with EINVAL (fi_pingpong too). The job knows how many ranks it has: unless the user set
+// FI_UNIVERSE_SIZE, it is the job's size. Set before the first fi_getinfo, when the providers read it.
+void Connection::set_universe_size() {
+  if (const char* given = std::getenv("FI_UNIVERSE_SIZE")) {
+    provider_["universe_size"] = {{"value", given}, {"from", "FI_UNIVERSE_SIZE, set by the user"}};
+    return;
+  }
+  const std::string n = std::to_string(std::max(size_, 2));
+  ::setenv("FI_UNIVERSE_SIZE", n.c_str(), 0);
+  provider_["universe_size"] = {{"value", n}, {"from", "the job's ranks (FI_UNIVERSE_SIZE unset)"}};
+}
+
 void Connection::record_provider(const TransportOptions& opt, std::size_t cq_size, bool multi_recv, bool rma) {
   const fi_info* i = info_;
   const std::uint32_t api = fi_version();

@@ -38,6 +38,7 @@ class Connection {
 
  private:
   void open(const TransportOptions& opt);
+  void set_universe_size();
   void find_provider(const TransportOptions& opt);
   std::size_t open_domain(const TransportOptions& opt);
   bool choose_multi_recv(const TransportOptions& opt);
