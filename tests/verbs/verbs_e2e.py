@@ -62,6 +62,27 @@ def test_signature():
     print({k: doc["parameters"][k]["value_ns"] for k in ("o_s", "o_r", "g", "L", "rtt")})
 
 
+def test_ofi_rxm():
+    """libfabric's verbs;ofi_rxm on the same device (--transport ofi): a ping-pong and a flood complete, with
+    the universe size logpbench sets (at libfabric's default of 256, ofi_rxm asks rdma_rxe for a CQ it refuses)."""
+    if subprocess.run(["fi_info", "-p", "verbs;ofi_rxm", "-t", "FI_EP_RDM"], capture_output=True).returncode != 0:
+        print("SKIP: fi_info lists no verbs;ofi_rxm endpoint here")
+        sys.exit(77)
+    env = {k: v for k, v in os.environ.items() if k != "FI_UNIVERSE_SIZE"}
+    ofi = ["--transport", "ofi", "--provider", "verbs;ofi_rxm", "--allow-variant-tsc", "-q"]
+    for bench, extra in (("pingpong", ["-n", "2000"]), ("flood", ["--sizes", "16,4096", "--messages", "500"])):
+        out = os.path.join(TMP, f"ofi-{bench}.json")
+        p = subprocess.run([BIN, "local", "--bench", bench, "--runs", "1", "--json", out] + extra + ofi,
+                           capture_output=True, text=True, timeout=600, env=env)
+        assert p.returncode == 0, p.stdout + p.stderr
+        doc = load(out)
+        m = doc["meta"]["ofi"]
+        assert m["provider"] == "verbs;ofi_rxm" and m["domain"] == DEV, m
+        assert m["universe_size"] == {"value": "2", "from": "the job's ranks (FI_UNIVERSE_SIZE unset)"}, m
+        assert doc["status"] == "complete", doc["status"]
+        print(bench, {k: v.get("value_ns") for k, v in doc["parameters"].items() if isinstance(v, dict)})
+
+
 def test_verify():
     out = os.path.join(TMP, "verify.json")
     run(["local", "--bench", "verify", "--json", out] + BASE)
