@@ -12,10 +12,12 @@ namespace logpb {
 
 namespace {
 
-std::string seconds(double s) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.1f", s);
-  return b;
+// What a stuck call means, for the message and the results file alike.
+std::string stuck_message(const std::string& library, const std::string& what, double seconds) {
+  char s[32];
+  std::snprintf(s, sizeof s, "%.1f", seconds);
+  return "peer lost: a peer of this job is gone and " + library + " " + what + " for " + s +
+         " s (a library can spin forever on state its dead peer held); results are as last checkpointed";
 }
 
 // The default end: as a lost peer ends on every transport (exit 3, the results kept), from this thread,
@@ -35,9 +37,7 @@ void CallGuard::watch(Config c) {
   stop();
   if (!c.fire) c.fire = end_run;
   cfg_ = std::move(c);
-  arm_fault_record("peer lost: a peer of this job is gone and " + cfg_.library + " did not return from a call for " +
-                   seconds(cfg_.stuck_s) +
-                   " s (a library can spin forever on state its dead peer held); results are as last checkpointed");
+  arm_fault_record(stuck_message(cfg_.library, "did not return from a call", cfg_.stuck_s));
   thread_ = std::jthread([this](std::stop_token st) { run(st); });
 }
 
@@ -66,9 +66,8 @@ void CallGuard::run(std::stop_token st) {
     }
     const double stuck = std::chrono::duration<double>(now - since).count();
     if (stuck < cfg_.stuck_s || !cfg_.peers_alive || cfg_.peers_alive()) continue;
-    cfg_.fire("peer lost: a peer of this job is gone and " + cfg_.library + " has not returned from " +
-              call_.load(std::memory_order_relaxed) + " for " + seconds(stuck) +
-              " s (a library can spin forever on state its dead peer held); results are as last checkpointed");
+    cfg_.fire(stuck_message(cfg_.library, std::string("has not returned from ") + call_.load(std::memory_order_relaxed),
+                            stuck));
     return;
   }
 }

@@ -330,13 +330,11 @@ void Connection::make_transport(const TransportOptions& opt, bool multi_recv, bo
 // fi_enable fails with EINVAL (fi_pingpong too). The job knows how many ranks it has: unless the user set
 // FI_UNIVERSE_SIZE, it is the job's size. Set before the first fi_getinfo, when the providers read it.
 void Connection::set_universe_size() {
-  if (const char* given = std::getenv("FI_UNIVERSE_SIZE")) {
-    provider_["universe_size"] = {{"value", given}, {"from", "FI_UNIVERSE_SIZE, set by the user"}};
-    return;
-  }
-  const std::string n = std::to_string(std::max(size_, 2));
-  ::setenv("FI_UNIVERSE_SIZE", n.c_str(), 0);
-  provider_["universe_size"] = {{"value", n}, {"from", "the job's ranks (FI_UNIVERSE_SIZE unset)"}};
+  static const bool given = std::getenv("FI_UNIVERSE_SIZE") != nullptr;  // by the user, before any of ours
+  if (!given) ::setenv("FI_UNIVERSE_SIZE", std::to_string(std::max(size_, 2)).c_str(), 0);
+  provider_["universe_size"] = {
+      {"value", std::getenv("FI_UNIVERSE_SIZE")},
+      {"from", given ? "FI_UNIVERSE_SIZE, set by the user" : "the job's ranks (FI_UNIVERSE_SIZE unset)"}};
 }
 
 void Connection::record_provider(const TransportOptions& opt, std::size_t cq_size, bool multi_recv, bool rma) {

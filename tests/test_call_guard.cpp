@@ -100,12 +100,11 @@ TEST_CASE("call guard: the default end exits 3 and leaves the last checkpoint wi
   const pid_t pid = ::fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {  // the child: a run whose provider call never returns after its peer died
-    CallGuard g;
-    CallGuard::Config c;
-    c.stuck_s = 0.2;
-    c.check_s = 0.02;
-    c.library = "the test's library";
+    Probe p;
+    CallGuard::Config c = config(p);
     c.peers_alive = [] { return false; };
+    c.fire = {};  // the default end
+    CallGuard g;
     g.watch(std::move(c));
     nlohmann::json doc = {{"status", "running"}, {"runs", {1, 2}}};
     write_json_atomic(path, doc);
