@@ -60,7 +60,7 @@ int g_rank = 0;  // only rank 0 speaks: both ranks parse the same arguments
                  "mpi_bare_pingpong: %s\n"
                  "usage (2 ranks under mpirun): mpi_bare_pingpong [--size BYTES>=0] [--iters N>0] [--warmup N>=0]\n"
                  "       [--send send|isend] [--cpus A,B] [--json FILE]\n"
-                 "       [--shape bare|transport] [--ring N>0] [--recv-bytes B] [--pool N>0]\n",
+                 "       [--shape bare|transport] [--ring N>1] [--recv-bytes B] [--pool N>0]\n",
                  why);
   MPI_Finalize();
   std::exit(2);
@@ -104,7 +104,10 @@ Args parse(int argc, char** argv) {
       if (std::strcmp(v, "bare") && std::strcmp(v, "transport")) usage("--shape must be bare or transport");
       a.transport_shape = !std::strcmp(v, "transport");
     } else if (o == "--ring") {
-      a.ring = number("--ring", v, 1);
+      // One slot cannot work lazily: the slot handed up is the head again, and MPI_Test on its null request
+      // reads complete at once, so every other receive would return without a message (the transport's
+      // --mpi-ring starts at 2 for the same reason).
+      a.ring = number("--ring", v, 2);
       if (a.ring > 65536) usage("--ring is at most 65536");
     } else if (o == "--recv-bytes") {
       a.recv_bytes = number("--recv-bytes", v, 0);

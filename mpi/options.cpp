@@ -19,7 +19,8 @@ SendMode parse_send_mode(const std::string& s) {
   if (s == "send") return SendMode::send;
   if (s == "isend") return SendMode::isend;
   if (s == "ssend") return SendMode::ssend;
-  throw UsageError("--mpi-send must be send, isend or ssend, not '" + s + "'");
+  if (s == "auto") return SendMode::auto_;
+  throw UsageError("--mpi-send must be auto, send, isend or ssend, not '" + s + "'");
 }
 const char* to_string(SendMode m) {
   switch (m) {
@@ -27,6 +28,8 @@ const char* to_string(SendMode m) {
       return "send";
     case SendMode::ssend:
       return "ssend";
+    case SendMode::auto_:
+      return "auto";
     default:
       return "isend";
   }
@@ -43,10 +46,11 @@ po::options_description describe(CliOptions& o) {
   mpi.add_options()("mpi-bulk", po::value(&o.mpi_bulk)->default_value(o.mpi_bulk),
                     "bulk store/get: send (two-sided messages) | put (MPI_Put/MPI_Get in a passive-target epoch)")(
       "mpi-send", po::value(&o.mpi_send)->default_value(o.mpi_send),
-      "the call that sends an AM's message: send (MPI_Send) | isend (MPI_Isend, a pool in flight) | ssend (MPI_Ssend), "
-      "as Kielmann et al.'s LogP/MPI")("mpi-recv", po::value(&o.mpi_recv)->default_value(o.mpi_recv),
-                                       "how it is received: irecv (a ring of pre-posted MPI_Irecv) | recv (MPI_Improbe "
-                                       "+ MPI_Mrecv, nothing posted ahead)")(
+      "the call that sends an AM's message: auto (MPI_Send up to 256 bytes, MPI_Isend beyond) | send (MPI_Send) | "
+      "isend (MPI_Isend, a pool in flight) | ssend (MPI_Ssend), the last three as Kielmann et al.'s LogP/MPI")(
+      "mpi-recv", po::value(&o.mpi_recv)->default_value(o.mpi_recv),
+      "how it is received: irecv (a ring of pre-posted MPI_Irecv) | recv (MPI_Improbe "
+      "+ MPI_Mrecv, nothing posted ahead)")(
       "mpi-inline", po::value(&o.mpi_inline)->default_value(o.mpi_inline),
       "bytes of payload sent in the frame's own message (one MPI message per AM); larger payloads are a message of "
       "their own")("mpi-ring", po::value(&o.mpi_ring)->default_value(o.mpi_ring),

@@ -14,8 +14,11 @@ namespace logpb::mpi {
 enum class BulkMode { send, put };
 BulkMode parse_bulk_mode(const std::string& s);  // UsageError for anything but send|put
 const char* to_string(BulkMode m);
-enum class SendMode { send, isend, ssend };
-SendMode parse_send_mode(const std::string& s);  // UsageError for anything but send|isend|ssend
+// auto: MPI_Send for a message of at most kSurelyEager bytes, MPI_Isend from the pool beyond: what a
+// request/reply program over MPI sends with (a blocking send where it cannot block, a nonblocking one where
+// it could). send, isend and ssend are LogP/MPI's modes, every message by that call.
+enum class SendMode { send, isend, ssend, auto_ };
+SendMode parse_send_mode(const std::string& s);  // UsageError for anything but auto|send|isend|ssend
 const char* to_string(SendMode m);
 enum class RecvMode { recv, irecv };
 RecvMode parse_recv_mode(const std::string& s);  // UsageError for anything but recv|irecv
@@ -29,7 +32,7 @@ struct TransportOptions {
   // while frames that are already in are found by the next poll at no progress cost.
   int burst = 1;
   BulkMode bulk = BulkMode::send;
-  SendMode send = SendMode::isend;
+  SendMode send = SendMode::auto_;
   RecvMode recv = RecvMode::irecv;
   std::uint32_t inline_bytes = 4096;  // a payload up to this travels in its frame's message
   std::uint32_t segment_bytes = 1 << 20;
@@ -42,10 +45,10 @@ struct TransportOptions {
 
 // The options as the command line names them; validate() reads them into mpi_options.
 struct CliOptions {
-  std::string mpi_bulk = "send";                       // send (two-sided) | put (one-sided): mpi/transport.hpp
-  std::string mpi_send = "isend", mpi_recv = "irecv";  // LogP/MPI's send and receive modes
-  int mpi_inline = 4096;                               // payload bytes sent inside the frame's message
-  std::string mpi_settings = "on";                     // read the library's settings through MPI_T into meta.mpi
+  std::string mpi_bulk = "send";                      // send (two-sided) | put (one-sided): mpi/transport.hpp
+  std::string mpi_send = "auto", mpi_recv = "irecv";  // auto, or LogP/MPI's send modes; its receive modes
+  int mpi_inline = 4096;                              // payload bytes sent inside the frame's message
+  std::string mpi_settings = "on";                    // read the library's settings through MPI_T into meta.mpi
   int mpi_ring = 256, mpi_pool = 64;
   TransportOptions mpi_options;  // the above, checked; the segment and yielding are the job's
 };

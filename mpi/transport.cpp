@@ -287,12 +287,15 @@ bool Transport::try_get(const am::Frame& f, std::uint32_t remote_off, std::uint3
 
 nlohmann::json Transport::describe() const {
   const Counters& c = counters_;
-  const bool blocking = send_ != SendMode::isend;
+  const bool blocking = send_ == SendMode::send || send_ == SendMode::ssend;
   const std::string small_send_then_isend = "MPI_Send up to " + std::to_string(kSurelyEager) +
                                             " bytes (eager everywhere); larger: MPI_Isend, then MPI_Test until "
                                             "complete, stashing arrivals";
+  const std::string small_send_else_pool =
+      "MPI_Send up to " + std::to_string(kSurelyEager) + " bytes (eager everywhere); larger: MPI_Isend from the pool";
   const char* send_call =
-      send_ == SendMode::isend ? "MPI_Isend"
+      send_ == SendMode::auto_   ? small_send_else_pool.c_str()
+      : send_ == SendMode::isend ? "MPI_Isend"
       : recv_ == RecvMode::irecv
           ? (send_ == SendMode::send ? "MPI_Send" : "MPI_Ssend")
           : (send_ == SendMode::send ? small_send_then_isend.c_str()
@@ -322,10 +325,14 @@ nlohmann::json Transport::describe() const {
           {"tx_pool", tx_n_},
           {"burst", burst_},
           {"send_pool_reaping", blocking ? "none needed: a blocking send is complete when it returns"
-                                         : "MPI_Testsome over the pool when it is full or local completion is asked"},
+                                         : "MPI_Testsome over the pool's MPI_Isends when it is full or local "
+                                           "completion is asked"},
           {"local_completion",
            blocking ? std::string("the send call has returned (") + send_call + ")"
-                    : "an MPI_Isend that MPI_Test/MPI_Testsome reports complete (its buffer may be reused)"},
+           : send_ == SendMode::auto_
+               ? std::string("an MPI_Send that has returned, or an MPI_Isend that MPI_Test/MPI_Testsome reports "
+                             "complete (its buffer may be reused)")
+               : std::string("an MPI_Isend that MPI_Test/MPI_Testsome reports complete (its buffer may be reused)")},
           {"segment_bytes", segment_bytes_},
           {"counters",
            {{"tx", c.tx},

@@ -223,7 +223,7 @@ def test_no_launcher():
     print("no launcher: refused with exit 2")
 
 
-MODES = [(snd, rcv) for rcv in ("irecv", "recv") for snd in ("isend", "send", "ssend")]
+MODES = [(snd, rcv) for rcv in ("irecv", "recv") for snd in ("auto", "isend", "send", "ssend")]
 
 
 def test_modes():
