@@ -53,9 +53,10 @@ po::options_description describe(CliOptions& o) {
       "+ MPI_Mrecv, nothing posted ahead)")(
       "mpi-inline", po::value(&o.mpi_inline)->default_value(o.mpi_inline),
       "bytes of payload sent in the frame's own message (one MPI message per AM); larger payloads are a message of "
-      "their own")("mpi-ring", po::value(&o.mpi_ring)->default_value(o.mpi_ring),
-                   "pre-posted MPI_Irecv (irecv), or messages taken in during a blocking send (recv)")(
-      "mpi-pool", po::value(&o.mpi_pool)->default_value(o.mpi_pool), "MPI_Isend in flight at most (power of two)")(
+      "their own")("mpi-ring", po::value(&o.mpi_ring)->default_value(o.mpi_ring, "8 (irecv), 256 (recv)"),
+                   "pre-posted MPI_Irecv (irecv; more arrivals wait in MPI's unexpected queue), or messages taken in "
+                   "during a blocking send (recv)")("mpi-pool", po::value(&o.mpi_pool)->default_value(o.mpi_pool),
+                                                    "MPI_Isend in flight at most (power of two)")(
       "mpi-settings", po::value(&o.mpi_settings)->default_value(o.mpi_settings),
       "on: record the library's settings (eager limits, pml, btl) read through MPI_T in meta.mpi | off: skip it (MPI_T "
       "opens every MCA component, which can take 200 ms; meta.startup_ms.mpi_t_settings)");
@@ -89,6 +90,8 @@ void validate(CliOptions& o, const po::variables_map& vm, const std::string& tra
     throw UsageError("--mpi-settings must be on or off, not '" + o.mpi_settings + "'");
   t.read_settings = o.mpi_settings == "on";
   cli::check_range("mpi-inline", o.mpi_inline, 0, 1 << 20);
+  if (o.mpi_ring == 0 && (!vm.count("mpi-ring") || vm["mpi-ring"].defaulted()))
+    o.mpi_ring = t.recv == RecvMode::irecv ? 8 : 256;
   cli::check_range("mpi-ring", o.mpi_ring, 2, 65536);
   cli::check_range("mpi-pool", o.mpi_pool, 2, 65536);
   if (o.mpi_pool & (o.mpi_pool - 1)) throw UsageError("--mpi-pool must be a power of two");

@@ -49,7 +49,12 @@ struct CliOptions {
   std::string mpi_send = "auto", mpi_recv = "irecv";  // auto, or LogP/MPI's send modes; its receive modes
   int mpi_inline = 4096;                              // payload bytes sent inside the frame's message
   std::string mpi_settings = "on";                    // read the library's settings through MPI_T into meta.mpi
-  int mpi_ring = 256, mpi_pool = 64;
+  // 0: by the receive mode. irecv posts 8: a message lands in a receive posted 8 messages earlier, still in
+  // cache, and a burst beyond them waits in MPI's own unexpected queue, as it does for an MPI program that
+  // receives one message at a time (LogP/MPI's gap loop). 256 took a 1 KiB o_r from 195-240 ns to 295-320
+  // (LogP/MPI 132-139) and a Kielmann RTT(0) from 346-356 to 371-401. recv stashes up to 256 messages
+  // during a blocking send: a full stash could leave two crossing synchronous sends waiting for each other.
+  int mpi_ring = 0, mpi_pool = 64;
   TransportOptions mpi_options;  // the above, checked; the segment and yielding are the job's
 };
 
