@@ -51,9 +51,11 @@ struct CliOptions {
   std::string mpi_settings = "on";                    // read the library's settings through MPI_T into meta.mpi
   // 0: by the receive mode. irecv posts 8: a message lands in a receive posted 8 messages earlier, still in
   // cache, and a burst beyond them waits in MPI's own unexpected queue, as it does for an MPI program that
-  // receives one message at a time (LogP/MPI's gap loop). 256 took a 1 KiB o_r from 195-240 ns to 295-320
-  // (LogP/MPI 132-139) and a Kielmann RTT(0) from 346-356 to 371-401. recv stashes up to 256 messages
-  // during a blocking send: a full stash could leave two crossing synchronous sends waiting for each other.
+  // receives one message at a time (LogP/MPI's gap loop). In one session (scripts/vs-logp-mpi, send:irecv), a
+  // 1 KiB o_r was 195-240 ns with 4 and 295-320 with 256 (LogP/MPI 132-139), RTT(0) 346-356 and 371-401.
+  // The price: a flood's messages beyond the ring arrive unexpected (o_r 96 -> 115 ns, g 92 -> 110 at 64 B). recv
+  // stashes up to 256 messages during a blocking send: a full stash could leave two crossing synchronous sends waiting
+  // for each other.
   int mpi_ring = 0, mpi_pool = 64;
   TransportOptions mpi_options;  // the above, checked; the segment and yielding are the job's
 };

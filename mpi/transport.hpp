@@ -26,7 +26,8 @@
 //    MPI_Send itself.
 //  - auto (the default): MPI_Send for a message of at most kSurelyEager bytes, which cannot block, and
 //    MPI_Isend from the pool beyond. A small AM's round trip then pays what an MPI ping-pong pays; an
-//    MPI_Isend costs a pool slot and its reaping (scripts/mpi-vs-bare: 1.32 -> 1.21 of the bare loop's RTT).
+//    MPI_Isend costs a pool slot and its reaping (scripts/mpi-vs-bare, one session: 1.28-1.33 of the bare loop's RTT
+//    with isend, 1.18 with auto).
 //  A payload beyond inline_bytes goes by MPI_Isend in every mode: its receive is posted only once its
 //  frame is seen, so a blocking send of it could wait for a peer that is itself blocked.
 //
@@ -75,10 +76,10 @@ struct Counters {
 inline constexpr int kTagAm = 0x4c50;
 inline constexpr int kTagStore = kTagAm + 1;
 inline constexpr int kTagGet = kTagAm + 2;
-// Under --mpi-recv recv a message up to this size is sent with MPI_Send itself: every MPI library sends
-// so small a message eagerly (complete once copied out, whether or not a receive is posted), so two ranks
-// each inside one cannot wait for each other. Open MPI's MPI_Isend + MPI_Test instead runs a progress
-// cycle before the request reads complete (o_s(0) 250-350 ns against MPI_Send's 30 ns, vader, slow VM).
+// Under --mpi-send auto, and send with --mpi-recv recv, a message up to this size is sent with MPI_Send itself: every
+// MPI library sends so small a message eagerly (complete once copied out, whether or not a receive is posted), so two
+// ranks each inside one cannot wait for each other. Open MPI's MPI_Isend + MPI_Test instead runs a progress cycle
+// before the request reads complete (o_s(0) 250-350 ns against MPI_Send's 30 ns, vader, slow VM).
 inline constexpr int kSurelyEager = 256;
 // A frame whose seq (owned by the transport) is this is a get request to serve, never delivered.
 inline constexpr std::uint32_t kGetRequest = 0xffffffffu;
