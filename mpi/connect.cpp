@@ -175,6 +175,7 @@ nlohmann::json Connection::describe() const {
   nlohmann::json j = library_;
   j["bulk"] = to_string(opt_.bulk);
   j["mpi_send"] = to_string(opt_.send);
+  j["send_by_mpi_send_max_bytes"] = kSurelyEager;  // auto: MPI_Send up to this, MPI_Isend beyond
   j["mpi_recv"] = to_string(opt_.recv);
   j["inline_bytes"] = opt_.inline_bytes;
   j["rx_ring"] = opt_.rx_ring;

@@ -329,10 +329,8 @@ nlohmann::json Transport::describe() const {
                                            "completion is asked"},
           {"local_completion",
            blocking ? std::string("the send call has returned (") + send_call + ")"
-           : send_ == SendMode::auto_
-               ? std::string("an MPI_Send that has returned, or an MPI_Isend that MPI_Test/MPI_Testsome reports "
-                             "complete (its buffer may be reused)")
-               : std::string("an MPI_Isend that MPI_Test/MPI_Testsome reports complete (its buffer may be reused)")},
+                    : std::string(send_ == SendMode::auto_ ? "an MPI_Send that has returned, or " : "") +
+                          "an MPI_Isend that MPI_Test/MPI_Testsome reports complete (its buffer may be reused)"},
           {"segment_bytes", segment_bytes_},
           {"counters",
            {{"tx", c.tx},
