@@ -23,8 +23,9 @@ po::options_description describe(CliOptions& o) {
                                                             po::value(&o.dup_rate)->default_value(o.dup_rate),
                                                             "inject duplicates: receive this fraction of frames twice")(
       "reorder-rate", po::value(&o.reorder_rate)->default_value(o.reorder_rate),
-      "inject reordering: hold this fraction of received frames back until the next one has passed")(
-      "no-huge", po::bool_switch(&o.no_huge), "run the EAL without hugepages (slower; says so in meta)")(
+      "inject reordering: hold this fraction of received frames back until the next one has passed (at most "
+      "20 us, then delivered late)")("no-huge", po::bool_switch(&o.no_huge),
+                                     "run the EAL without hugepages (slower; says so in meta)")(
       "reflector", po::bool_switch(&o.reflector),
       "local: the peer is a reflector such as testpmd macswap, not logpbench")(
       "link-timeout", po::value(&o.link_timeout_s)->default_value(o.link_timeout_s), "seconds to wait for the link")(

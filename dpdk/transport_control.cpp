@@ -43,6 +43,7 @@ Transport::Transport(std::vector<Port*> ports, const std::vector<PeerAddress>& p
   dup_threshold_ = static_cast<std::uint64_t>(std::ldexp(opt.dup_rate, 64));
   reorder_threshold_ = static_cast<std::uint64_t>(std::ldexp(opt.reorder_rate, 64));
   inject_ = dup_threshold_ || reorder_threshold_;
+  hold_cycles_ = static_cast<std::uint64_t>(static_cast<double>(rte_get_tsc_hz()) * kReorderHoldUs * 1e-6);
   if (opt.tx_burst < 1 || opt.tx_burst > kMaxTxBurst)
     throw UsageError("--tx-burst must be in 1.." + std::to_string(kMaxTxBurst));
   tx_burst_ = static_cast<std::uint16_t>(opt.tx_burst);
@@ -207,6 +208,7 @@ nlohmann::json Transport::describe() const {
   j["drop_rate"] = drop_rate_;
   j["dup_rate"] = dup_rate_;
   j["reorder_rate"] = reorder_rate_;
+  j["reorder_hold_us"] = kReorderHoldUs;  // a held frame that no other overtakes is delivered late after this
   j["reflector"] = reflector_;
   j["idle"] = yield_when_idle_ ? "sched_yield after an empty poll (more ranks than cores)" : "busy poll";
   j["chunk_bytes"] = chunk_bytes_;
