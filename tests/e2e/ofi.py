@@ -101,6 +101,16 @@ def test_errors():
                 "--ofi-completion must be", codes=(2,))
     expect_fail(["local", "--transport", "ofi", "--provider", "shm", "--ep", "msg", "--bench", "pingpong", "-q"],
                 "offers no FI_EP_MSG", codes=(2,))
+    # libfabric is opened by the ofi transport's first call (ofi/fabric_loader.cpp), not linked: linked, its
+    # PSM providers' libinfinipath cost every logpbench process 0.1-0.2 s at load, whatever the transport.
+    # A process that never uses ofi never maps it; the runs above used it through the loader.
+    deps = subprocess.run(["ldd", BIN], capture_output=True, text=True, check=True).stdout
+    assert "libfabric" not in deps and "infinipath" not in deps, deps
+    p = subprocess.run(["strace", "-f", "-e", "trace=openat", BIN, "local", "--transport", "shm", "--bench",
+                        "pingpong", "-n", "100", "--warmup", "10", "--runs", "1", "-q", "--json",
+                        os.path.join(TMP, "no-ofi.json")], capture_output=True, text=True)  # strace: scripts/setup
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert "libfabric" not in p.stderr, [l for l in p.stderr.splitlines() if "libfabric" in l]
 
 
 def children(pid, deadline_s=15):
