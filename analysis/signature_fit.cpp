@@ -298,12 +298,19 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
     fit.g_ni = Param::hidden(buf, fit.g.value, fit.g.ci95);
   } else if (replier_bound) {
     fit.bottleneck = kBottleneckReplier;
-    char buf[320];
+    // The requester's own o_s + o_r where both were measured; where one was not (L's or o_r's fit failed),
+    // the sentence says so rather than print a NaN.
+    char spends[96];
+    if (std::isfinite(own))
+      std::snprintf(spends, sizeof spends, "the requester spends %.1f ns per pair, so it waits", own);
+    else
+      std::snprintf(spends, sizeof spends, "the requester's own o_s + o_r was not measured; it waits");
+    char buf[384];
     std::snprintf(buf, sizeof buf,
                   "hidden: the replier's own service time, %.1f ns per request (its o_r + handler + o_s, "
-                  "as it timed it), is the steady state; the requester spends %.1f ns per pair, so it waits for the "
+                  "as it timed it), is the steady state; %s for the "
                   "replier (Culler et al. 3.5). The NI's gap is at most the steady-state cost",
-                  fit.replier.value, own);
+                  fit.replier.value, spends);
     fit.g_ni = Param::hidden(buf, fit.g.value, fit.g.ci95);
   } else if (processor) {
     fit.bottleneck = kBottleneckProcessor;

@@ -202,6 +202,17 @@ TEST_CASE("a replier whose turnaround is the steady state is named, and its g is
   CHECK(fast.bottleneck == kBottleneckNI);
 }
 
+TEST_CASE("a replier-bound steady state without the requester's o_r says so in words, not as a NaN") {
+  // Only the Delta = 0 curve: o_r has no rise to be read from, so o_s + o_r is unknown. The hidden g_ni's
+  // reason once printed "the requester spends nan ns per pair" (raw shm, scripts/raw-vs-mpi).
+  const std::vector<Curve> cs{synth(300, 500, 2800, 7600, 32, 0)};
+  const SignatureFit f = fit_signature(cs, rtt_of(7600), 1.2, 32, rtt_of(2800, 50));
+  REQUIRE_FALSE(f.o_r.valid);
+  REQUIRE(f.bottleneck == kBottleneckReplier);
+  CHECK_THAT(f.g_ni.note, Catch::Contains("o_s + o_r was not measured"));
+  CHECK_THAT(f.g_ni.note, !Catch::Contains("nan"));
+}
+
 TEST_CASE("an Idle below zero beyond its interval is no value, in any regime") {
   // The Delta = 0 curve settles at g = 1000 ns while the Delta curves read o_r = 1500 off their rise: o_s +
   // o_r = 1800 exceeds the steady state, which LogP does not allow (a receive that costs more when the
