@@ -1,5 +1,7 @@
 #include "dpdk/options.hpp"
 
+#include <string>
+
 #include "common/errors.hpp"
 #include "common/options.hpp"
 
@@ -8,6 +10,9 @@ namespace po = boost::program_options;
 namespace logpb::dpdk {
 
 po::options_description describe(CliOptions& o) {
+  const std::string reorder_help =
+      "inject reordering: hold this fraction of received frames back until the next one has passed (at most " +
+      std::to_string(static_cast<int>(kReorderHoldUs)) + " us, then delivered late)";
   po::options_description dpdk("DPDK transport");
   dpdk.add_options()("eal", po::value(&o.eal),
                      "EAL arguments, passed through (e.g. \"--vdev=net_af_xdp0,iface=veth0 -l 1\")")(
@@ -22,10 +27,8 @@ po::options_description describe(CliOptions& o) {
       "inject loss: drop this fraction of received frames")("dup-rate",
                                                             po::value(&o.dup_rate)->default_value(o.dup_rate),
                                                             "inject duplicates: receive this fraction of frames twice")(
-      "reorder-rate", po::value(&o.reorder_rate)->default_value(o.reorder_rate),
-      "inject reordering: hold this fraction of received frames back until the next one has passed (at most "
-      "20 us, then delivered late)")("no-huge", po::bool_switch(&o.no_huge),
-                                     "run the EAL without hugepages (slower; says so in meta)")(
+      "reorder-rate", po::value(&o.reorder_rate)->default_value(o.reorder_rate), reorder_help.c_str())(
+      "no-huge", po::bool_switch(&o.no_huge), "run the EAL without hugepages (slower; says so in meta)")(
       "reflector", po::bool_switch(&o.reflector),
       "local: the peer is a reflector such as testpmd macswap, not logpbench")(
       "link-timeout", po::value(&o.link_timeout_s)->default_value(o.link_timeout_s), "seconds to wait for the link")(

@@ -10,6 +10,10 @@
 
 namespace logpb::dpdk {
 
+// --reorder-rate: a held frame that no later frame overtakes within this long is delivered late
+// (dpdk/transport.cpp, inject_faults); --help and meta.transport.reorder_hold_us give it.
+inline constexpr double kReorderHoldUs = 20;
+
 // The options as the command line names them (the job agrees on mtu across its ranks; the reflector
 // makes a local job of one rank). dpdk/setup.hpp turns them into connect()'s options.
 struct CliOptions {

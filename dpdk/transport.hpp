@@ -41,6 +41,7 @@
 
 #include "common/frame.hpp"
 #include "common/transport.hpp"
+#include "dpdk/options.hpp"
 #include "dpdk/port.hpp"
 #include "dpdk/wire.hpp"
 
@@ -483,11 +484,10 @@ class Transport {
   double drop_rate_, dup_rate_, reorder_rate_;
   // Cold: only the injection, the stash (after a gap) and the rx-mbuf reuse touch these.
   std::uint64_t dup_threshold_ = 0, reorder_threshold_ = 0;
-  rte_mbuf* held_ = nullptr;   // reorder injection: the frame that the next received one overtakes
-  std::uint64_t held_at_ = 0;  // when it was held (TSC); released alone after hold_cycles_
-  std::uint64_t hold_cycles_ = 0;
-  static constexpr double kReorderHoldUs = 20;
-  rte_mbuf* spare_ = nullptr;  // a received mbuf kept for the next send (release, frame_mbuf)
+  rte_mbuf* held_ = nullptr;       // reorder injection: the frame that the next received one overtakes
+  std::uint64_t held_at_ = 0;      // when it was held (TSC); released alone after hold_cycles_
+  std::uint64_t hold_cycles_ = 0;  // kReorderHoldUs (dpdk/options.hpp) in TSC cycles
+  rte_mbuf* spare_ = nullptr;      // a received mbuf kept for the next send (release, frame_mbuf)
   // Frames that came ahead of their stream (a gap before them), held until the missing ones arrive, so
   // that reordered frames reach the AM layer in order. Flushed (the gap then counted as lost) when an
   // rx burst comes back empty or the stash is full.

@@ -24,6 +24,19 @@ namespace {
 
 constexpr const char* kLibrary = "libfabric.so.1";
 
+// The library opened must speak the API the headers describe: same major, minor at least the headers'.
+void check_version(void* h) {
+  const auto version = reinterpret_cast<decltype(&fi_version)>(dlsym(h, "fi_version"));
+  if (!version) throw logpb::UsageError(std::string("ofi: ") + kLibrary + " has no fi_version");
+  const std::uint32_t runtime = version();
+  constexpr std::uint32_t built = FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION);
+  if (FI_MAJOR(runtime) != FI_MAJOR(built) || FI_MINOR(runtime) < FI_MINOR(built))
+    throw logpb::UsageError("ofi: " + std::string(kLibrary) + " is libfabric " + std::to_string(FI_MAJOR(runtime)) +
+                            "." + std::to_string(FI_MINOR(runtime)) + ", built against " +
+                            std::to_string(FI_MAJOR(built)) + "." + std::to_string(FI_MINOR(built)));
+}
+
+// Opened, and its version checked, once.
 void* library() {
   static void* const handle = [] {
     void* h = dlopen(kLibrary, RTLD_NOW | RTLD_LOCAL);
@@ -32,6 +45,7 @@ void* library() {
       throw logpb::UsageError(std::string("ofi: cannot open ") + kLibrary +
                               " (Debian's libfabric1): " + (why ? why : "no reason given"));
     }
+    check_version(h);
     return h;
   }();
   return handle;
@@ -42,25 +56,6 @@ F bind(const char* name) {
   void* sym = dlsym(library(), name);
   if (!sym) throw logpb::UsageError(std::string("ofi: ") + kLibrary + " has no " + name);
   return reinterpret_cast<F>(sym);
-}
-
-// The library opened must speak the API the headers describe: same major, minor at least the headers'.
-void check_version(std::uint32_t runtime) {
-  constexpr std::uint32_t built = FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION);
-  if (FI_MAJOR(runtime) != FI_MAJOR(built) || FI_MINOR(runtime) < FI_MINOR(built))
-    throw logpb::UsageError("ofi: " + std::string(kLibrary) + " is libfabric " + std::to_string(FI_MAJOR(runtime)) +
-                            "." + std::to_string(FI_MINOR(runtime)) + ", built against " +
-                            std::to_string(FI_MAJOR(built)) + "." + std::to_string(FI_MINOR(built)));
-}
-
-template <class F>
-F bind_checked(const char* name) {
-  static const bool checked = [] {
-    check_version(bind<decltype(&fi_version)>("fi_version")());
-    return true;
-  }();
-  static_cast<void>(checked);
-  return bind<F>(name);
 }
 
 }  // namespace
@@ -74,32 +69,32 @@ uint32_t fi_version(void) {
 
 int fi_getinfo(uint32_t version, const char* node, const char* service, uint64_t flags, const struct fi_info* hints,
                struct fi_info** info) {
-  static const auto f = bind_checked<decltype(&fi_getinfo)>("fi_getinfo");
+  static const auto f = bind<decltype(&fi_getinfo)>("fi_getinfo");
   return f(version, node, service, flags, hints, info);
 }
 
 void fi_freeinfo(struct fi_info* info) {
-  static const auto f = bind_checked<decltype(&fi_freeinfo)>("fi_freeinfo");
+  static const auto f = bind<decltype(&fi_freeinfo)>("fi_freeinfo");
   f(info);
 }
 
 struct fi_info* fi_dupinfo(const struct fi_info* info) {
-  static const auto f = bind_checked<decltype(&fi_dupinfo)>("fi_dupinfo");
+  static const auto f = bind<decltype(&fi_dupinfo)>("fi_dupinfo");
   return f(info);
 }
 
 int fi_fabric(struct fi_fabric_attr* attr, struct fid_fabric** fabric, void* context) {
-  static const auto f = bind_checked<decltype(&fi_fabric)>("fi_fabric");
+  static const auto f = bind<decltype(&fi_fabric)>("fi_fabric");
   return f(attr, fabric, context);
 }
 
 const char* fi_strerror(int errnum) {
-  static const auto f = bind_checked<decltype(&fi_strerror)>("fi_strerror");
+  static const auto f = bind<decltype(&fi_strerror)>("fi_strerror");
   return f(errnum);
 }
 
 char* fi_tostr_r(char* buf, size_t len, const void* data, enum fi_type datatype) {
-  static const auto f = bind_checked<decltype(&fi_tostr_r)>("fi_tostr_r");
+  static const auto f = bind<decltype(&fi_tostr_r)>("fi_tostr_r");
   return f(buf, len, data, datatype);
 }
 

@@ -91,4 +91,6 @@ def probe(prog, out, tag, iters=20000):
 
 
 def steady(medians):
+    """The medians of bare runs around a measurement agree within STATE_TOLERANCE (scripts/raw-vs-mpi's pairs
+    too): the machine stayed in one speed state."""
     return max(medians) <= STATE_TOLERANCE * min(medians)
