@@ -47,7 +47,7 @@ struct Args {
   long warmup = -1;  // -1: iters / 10 + 100, as shm_bare_pingpong
   bool isend = false;
   bool transport_shape = false;
-  long ring = 256, recv_bytes = 4160, pool = 64;  // the transport's defaults: --mpi-ring, 64 + --mpi-inline
+  long ring = 8, recv_bytes = 4096, pool = 64;  // the transport's irecv defaults: --mpi-ring, 64 + --mpi-inline
   int cpu[2] = {0, 1};
   std::string json;
 };

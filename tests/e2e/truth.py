@@ -26,29 +26,59 @@ o_r + b n, gap g, per-byte gap G, latency L, window W:
 """
 import json
 import os
+import subprocess
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from lpbtest import load, run  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="logpb-truth-")
 REL, ABS_NS = 0.05, 100.0
+# The machine's own floor: half the bare cache-line ping-pong between the two cores (bench/shm_bare_pingpong),
+# probed before and after a machine's runs, the larger kept. An emulated overhead is padded from the
+# operation's entry, so the real cost of pulling a frame's line across cores is inside the pad only while
+# shorter than it; a VM in its slow state (bare round trip 430-550 ns, against 70-140 in its fast one, the
+# same 2-core AMD EPYC) adds the rest to every stage, and connectx's 150 + 200 ns signature read 483-499 for
+# 350. A value is then held to max(5%, max(100 ns, this floor) + the timer reads below): a figure can be no
+# finer than the machine it runs on, and a fast machine gets no more room than 100 ns and its timer's reads.
+FLOOR = {"ns": 0.0}
+
+
+def abs_ns():
+    return max(ABS_NS, FLOOR["ns"]) + TIMER_READS * TIMER["ns"]
+
+
+def probe_floor_ns():
+    """Half the bare cache-line ping-pong's median round trip, in ns (0 where the probe is not built)."""
+    probe = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(sys.argv[1]))), "bench",
+                         "shm_bare_pingpong")
+    if not os.access(probe, os.X_OK):
+        return 0.0
+    p = subprocess.run([probe, "20000", "0", "1"], capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        return 0.0
+    return json.loads(p.stdout)["rtt"]["median_ns"] / 2
 # A hidden parameter's bound is the steady-state time, which the emulator pads to the stage's time plus its
 # overshoot (a few %): 20% is room for that on a loaded machine, while a bound taken from a slower stage
 # (o_s + o_r where a flood's stage is one overhead, a round trip where the signature's is o_s + o_r) misses.
 # As for values, a stage of a few hundred ns gets 100 ns instead: the AM layer's own per-message work (the
 # cross-core frame included) rides on the emulated overheads, ~25 ns a side here (connectx: 350 -> 430).
 STAGE_SLACK = 1.2
-# Bell's overlap test (the flood's o_s and o_r rows, overlap's o_s(n) and o_r(n)) stamps every message's
-# computation (two timer reads) and, on the emulated NI, reads the timer once more to poll the send's local
-# completion or the arrival, and once on leaving each padded overhead (the spin's last read): about four
-# timer reads per message fall outside both the computation it subtracts and the emulated pad, so its
-# non-compute time carries them on top of the AM layer's own cost. Measured here (AMD EPYC VM, timer 20 ns):
-# o_s = 2000 read 2085-2112 with or without jitter, o_s 500-8000 read +60-110 ns. Those rows get
-# OVERLAP_TIMER_READS x the run's own measured timer cost (meta.tsc.timer_cost_ns) on top of the tolerance,
-# so a machine with a slow timer is not failed for its timer, and one with a fast timer gets no more room.
-OVERLAP_TIMER_READS = 4
+# The emulated NI reads the timer where a real one does not: on entering a send (its pad starts there), on
+# leaving each padded overhead (the spin's last read), and to poll a local completion or an arrival; Bell's
+# overlap loop and Doerfler's stamp each message's computation besides. About four timer reads per message
+# fall outside the pads, on top of the AM layer's own cost. On the AMD EPYC VM (timer 20 ns): the overlap's
+# o_s = 2000 read 2085-2112 with or without jitter (cloud failed CI twice at 2101-2102), o_s 500-8000 read
+# +60-110 ns, availability's receive overhead 2043-2104 for 2000, fast_ni's flood 1101-1103 for 1000. Every
+# value gets TIMER_READS x the largest timer cost its runs measured (meta.tsc.timer_cost_ns) on top of the
+# tolerance, so a machine with a slow timer is not failed for its timer, and one with a fast timer gets less.
+TIMER_READS = 4
+TIMER = {"ns": 0.0}
+# A figure the method reports with a 95% interval wider than the tolerance (Kielmann's L under jitter) is
+# held to that interval, at most this share of the truth.
+JITTER_CI_CAP = 0.10
 
 # Parameters in ns; a, b: per-byte o_s and o_r (ns/B); G: per-byte gap (ns/B); W: window (capacity).
 M = {
@@ -146,18 +176,18 @@ class Row:
         self.machine, self.method, self.param = machine, method, param
         self.expect, self.got, self.bound, self.kind, self.note = expect, got, bound, kind, note
         self.stage = stage
-        self.extra_ns = extra_ns  # the method's own instrument cost, measured in the run (OVERLAP_TIMER_READS)
+        self.extra_ns = extra_ns  # room beyond the tolerance, measured in the run (Kielmann's L under jitter)
         if kind == "hidden" and stage is None:
             raise ValueError(f"hidden row {method} {param} needs the time of the stage that hides it")
 
     def ok(self):
         if self.kind == "value":
             return self.got is not None and \
-                abs(self.got - self.expect) <= max(REL * abs(self.expect), ABS_NS) + self.extra_ns
+                abs(self.got - self.expect) <= max(REL * abs(self.expect), abs_ns()) + self.extra_ns
         if self.kind == "hidden":  # value null, with a bound >= the truth (within tolerance) and near the stage
             return self.got is None and self.bound is not None and \
-                self.bound >= self.expect - max(REL * abs(self.expect), ABS_NS) and \
-                self.bound <= max(STAGE_SLACK * self.stage, self.stage + ABS_NS)
+                self.bound >= self.expect - max(REL * abs(self.expect), abs_ns()) and \
+                self.bound <= max(STAGE_SLACK * self.stage, self.stage + abs_ns())
         if self.kind == "equals":
             return self.got == self.expect
         raise ValueError(self.kind)
@@ -178,11 +208,6 @@ def value(p):
     return None if p is None else p.get("value_ns")
 
 
-def overlap_timer_ns(doc):
-    """What the overlap loop's own timer reads add to each message (OVERLAP_TIMER_READS), from the run's
-    measured timer cost; 0 where the run did not record it."""
-    cost = doc.get("meta", {}).get("tsc", {}).get("timer_cost_ns")
-    return OVERLAP_TIMER_READS * cost if isinstance(cost, (int, float)) and cost > 0 else 0.0
 
 
 def bound(p):
@@ -194,6 +219,9 @@ def logpbench(machine, bench, extra, timeout=900):
     run(["local", "--bench", bench, "--emulate", spec(machine), "--json", out, "-q"] + extra, timeout=timeout)
     doc = load(out)
     assert doc["status"] == "complete", (machine, bench, doc.get("status"), doc.get("error"))
+    cost = doc.get("meta", {}).get("tsc", {}).get("timer_cost_ns")
+    if isinstance(cost, (int, float)) and cost > 0:
+        TIMER["ns"] = max(TIMER["ns"], cost)
     return doc
 
 
@@ -245,14 +273,18 @@ def rows_for(machine, truth_of=None):
 
     sizes = "8,4096,32768" if "G" in t else "8"
     common = ["--messages", "2000", "--bell-runs", "3", "--runs", "1"]
-    d = logpbench(machine, "flood", ["--sizes", sizes] + common)
+    # Under jitter q = 8 is too shallow: sends go in halves of q, and four gaps of g + Exp(J g / L) can drain
+    # faster than four sends refill them, so the NI idles. The flood's doubling stops once a doubling gains
+    # under 3%, and each gains less (cloud: q 8 -> 16 gave 2503 -> 2462 ns, q 16 -> 32 stopped there): its
+    # time per message read 2495-2578 for 2400 at q = 8, 2424-2430 at q = 32. Bell's q, set as a user would.
+    deep = ["--queue-depth", "32"] if M[machine].get("jitter") else []
+    d = logpbench(machine, "flood", ["--sizes", sizes] + common + deep)
     p = d["parameters"]
     seen = flood_gap(t)
     ni = gap_mean(t) > 1.05 * max(o_s(t, 8), o_r(t, 8))
     gap_rows(name, "flood", t, p, seen, ni, rows, stage=max(o_s(t, 8), o_r(t, 8), measured(p, "o_s", "o_r", max)))
-    timer = overlap_timer_ns(d)
-    rows.append(Row(name, "flood", "o_s (overlap)", o_s(t, 8), value(p.get("o_s")), extra_ns=timer))
-    rows.append(Row(name, "flood", "o_r (overlap)", o_r(t, 8), value(p.get("o_r")), extra_ns=timer))
+    rows.append(Row(name, "flood", "o_s (overlap)", o_s(t, 8), value(p.get("o_s"))))
+    rows.append(Row(name, "flood", "o_r (overlap)", o_r(t, 8), value(p.get("o_r"))))
     rows.append(Row(name, "flood", "rtt (EEL, 8 B)", rtt(t, 8), value(p["rtt"])))
     if "G" in t:
         Gseen = max(t["G"], t["a"], t["b"])
@@ -260,11 +292,10 @@ def rows_for(machine, truth_of=None):
 
     if "G" in t:
         d = logpbench(machine, "overlap", ["--sizes", "8,4096,32768"] + common)
-        timer = overlap_timer_ns(d)
         for e in d["per_size"]:
             n = e["bytes"]
-            rows.append(Row(name, "overlap", f"o_s({n})", o_s(t, n), value(e["o_s"]), extra_ns=timer))
-            rows.append(Row(name, "overlap", f"o_r({n})", o_r(t, n), value(e["o_r"]), extra_ns=timer))
+            rows.append(Row(name, "overlap", f"o_s({n})", o_s(t, n), value(e["o_s"])))
+            rows.append(Row(name, "overlap", f"o_r({n})", o_r(t, n), value(e["o_r"])))
 
     # Under jitter, one Kielmann run is too few for its L by Table 1 (RTT(1) - RTT(0)/2 - o_s - o_r): each
     # RTT is the median of at most 60 round trips (the paper's cap), and with an exponential tail of mean J
@@ -277,7 +308,14 @@ def rows_for(machine, truth_of=None):
     rows.append(Row(name, "kielmann", "o_s(1)", o_s(t, 1), value(p["o_s"])))
     rows.append(Row(name, "kielmann", "o_r(1)", o_r(t, 1), value(p["o_r"])))
     rows.append(Row(name, "kielmann", "rtt", rtt(t), value(p["rtt"])))
-    rows.append(Row(name, "kielmann", "L (Table 1)", latency(t), value(p["L"])))
+    # Under jitter the paper's caps leave L by Table 1 uncertain beyond the 5%, and the method says so: its
+    # 95% interval over the 5 runs was 950-1260 ns for 17517 (six seeds here; their run means 17840-19070,
+    # single runs 16690-24110). The row is then held to that interval, which itself must be within 10% of
+    # L, so a method cannot pass by claiming ignorance.
+    ci = (p["L"] or {}).get("ci95_ns") if M[machine].get("jitter") else None
+    own = min(ci, JITTER_CI_CAP * latency(t)) if isinstance(ci, (int, float)) and ci > 0 else 0.0
+    rows.append(Row(name, "kielmann", "L (Table 1)", latency(t), value(p["L"]),
+                    extra_ns=max(0.0, own - max(REL * latency(t), abs_ns()))))
     ni = gap_mean(t) > 1.05 * max(t["os"], t["orr"])
     gap_rows(name, "kielmann", t, p, flood_gap(t, 0), ni, rows, stage=max(t["os"], t["orr"], measured(p, "o_s", "o_r", max)))
     if "G" not in t:
@@ -305,8 +343,36 @@ def table(rows):
     return "\n".join(out)
 
 
-def check_machine(machine):
+# A machine whose smaller overhead is under twice the floor cannot be emulated faithfully: the real cross-core
+# transfer no longer fits inside its pads, and the signature's per-pair excess then reads as an NI gap (connectx
+# in the slow state: bottleneck "network interface" for "processor", 2 runs of 4). Such a machine waits for the
+# fast state, probing every 2 s for at most FAST_STATE_WAIT_S, and is judged with the floor if it never comes.
+FAST_STATE_WAIT_S = 60
+
+
+def rows_on_floor(machine):
+    """The machine's rows, with the floor probed before and after its runs (FLOOR)."""
+    t = M[machine]
+    limit = min(t["os"], t["orr"]) / 2
+    start = time.monotonic()
+    before = probe_floor_ns()
+    while before > limit and time.monotonic() - start < FAST_STATE_WAIT_S:
+        time.sleep(2)
+        before = probe_floor_ns()
+    waited = time.monotonic() - start
+    if waited > 1:
+        print(f"{machine}: waited {waited:.0f} s for the machine's fast state (floor {before:.0f} ns, this machine "
+              f"needs at most {limit:.0f})" + ("" if before <= limit else ": it did not come, judged on the floor"))
     rows = rows_for(machine)
+    after = probe_floor_ns()
+    FLOOR["ns"] = max(before, after)
+    print(f"{machine}: floor (half the bare cache-line ping-pong) {before:.0f} ns before the runs, {after:.0f} ns "
+          f"after; values are held to max({REL:.0%}, {abs_ns():.0f} ns)")
+    return rows
+
+
+def check_machine(machine):
+    rows = rows_on_floor(machine)
     print(table(rows))
     # Negative control: the same runs' figures judged against another machine must miss somewhere.
     other = NEGATIVE[machine]
@@ -317,7 +383,7 @@ def check_machine(machine):
             continue
         # Re-judge each recovered number against the other machine's expected value for the same row.
         alt = expected_for(r, t_other)
-        if alt is not None and abs(r.got - alt) > max(REL * abs(alt), ABS_NS) + r.extra_ns:
+        if alt is not None and abs(r.got - alt) > max(REL * abs(alt), abs_ns()) + r.extra_ns:
             miss += 1
     print(f"negative control: {miss} of the figures miss {other}'s truth")
     assert miss > 0, f"{machine}'s figures also pass as {other}: the check cannot tell machines apart"
@@ -351,8 +417,11 @@ def main():
     which = sys.argv[3]
     if which == "all":
         rows = []
+        floor = 0.0
         for m in M:
-            rows += rows_for(m)
+            rows += rows_on_floor(m)
+            floor = max(floor, FLOOR["ns"])
+        FLOOR["ns"] = floor
         print(table(rows))
         bad = [r for r in rows if not r.ok()]
         print(f"\n{len(rows) - len(bad)} passed, {len(bad)} failed")
