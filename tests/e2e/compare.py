@@ -86,7 +86,8 @@ def row(doc, quantity, pair=0):
 
 def residuals(c, q):
     """Each run's figure q less its emulated part: the path no pad covers. Each is >= 0 within its interval
-    (less than 0 is a pad that undershoots or is lost) and below RESIDUAL_MAX[q]; L's is held by its size."""
+    (less than 0 is a pad that undershoots or is lost) and below RESIDUAL_MAX[q] within it; L's is held by
+    its size."""
     out = []
     for name, emulated in EMULATED[q].items():
         r = row(c, q)[name]
@@ -94,7 +95,10 @@ def residuals(c, q):
         if q == "L":
             assert abs(res) <= RESIDUAL_MAX[q], (q, name, r, emulated, res)
         else:
-            assert -r["ci95"] <= res <= RESIDUAL_MAX[q], (q, name, r, emulated, res)
+            # Within its interval on both sides: a sanitized run once read the Paragon's o_r at 3969 +- 1421
+            # ns for 2200 (a residual of 1769 the run itself could not pin down); a pad applied twice reads
+            # 2200 more with the interval of an ordinary run, and still fails.
+            assert -r["ci95"] <= res <= RESIDUAL_MAX[q] + r["ci95"], (q, name, r, emulated, res)
         out.append(abs(res) if q == "L" else max(res, 0.0))
     return out
 
