@@ -172,18 +172,22 @@ def flood_gap(t, n=8):
 class Row:
     """One judged figure. A hidden row also carries `stage`: the truth's time of the stage that hides it."""
     def __init__(self, machine, method, param, expect, got, bound=None, kind="value", note="", stage=None,
-                 extra_ns=0.0):
+                 own_ci_ns=0.0):
         self.machine, self.method, self.param = machine, method, param
         self.expect, self.got, self.bound, self.kind, self.note = expect, got, bound, kind, note
         self.stage = stage
-        self.extra_ns = extra_ns  # room beyond the tolerance, measured in the run (Kielmann's L under jitter)
+        self.own_ci_ns = own_ci_ns  # the method's own interval, where it may widen the tolerance (JITTER_CI_CAP)
         if kind == "hidden" and stage is None:
             raise ValueError(f"hidden row {method} {param} needs the time of the stage that hides it")
 
+    def tolerance(self, expect=None):
+        """How far a value may sit from `expect` (this row's truth by default)."""
+        e = self.expect if expect is None else expect
+        return max(REL * abs(e), abs_ns(), self.own_ci_ns)
+
     def ok(self):
         if self.kind == "value":
-            return self.got is not None and \
-                abs(self.got - self.expect) <= max(REL * abs(self.expect), abs_ns()) + self.extra_ns
+            return self.got is not None and abs(self.got - self.expect) <= self.tolerance()
         if self.kind == "hidden":  # value null, with a bound >= the truth (within tolerance) and near the stage
             return self.got is None and self.bound is not None and \
                 self.bound >= self.expect - max(REL * abs(self.expect), abs_ns()) and \
@@ -206,8 +210,6 @@ class Row:
 
 def value(p):
     return None if p is None else p.get("value_ns")
-
-
 
 
 def bound(p):
@@ -314,8 +316,7 @@ def rows_for(machine, truth_of=None):
     # L, so a method cannot pass by claiming ignorance.
     ci = (p["L"] or {}).get("ci95_ns") if M[machine].get("jitter") else None
     own = min(ci, JITTER_CI_CAP * latency(t)) if isinstance(ci, (int, float)) and ci > 0 else 0.0
-    rows.append(Row(name, "kielmann", "L (Table 1)", latency(t), value(p["L"]),
-                    extra_ns=max(0.0, own - max(REL * latency(t), abs_ns()))))
+    rows.append(Row(name, "kielmann", "L (Table 1)", latency(t), value(p["L"]), own_ci_ns=own))
     ni = gap_mean(t) > 1.05 * max(t["os"], t["orr"])
     gap_rows(name, "kielmann", t, p, flood_gap(t, 0), ni, rows, stage=max(t["os"], t["orr"], measured(p, "o_s", "o_r", max)))
     if "G" not in t:
@@ -383,7 +384,7 @@ def check_machine(machine):
             continue
         # Re-judge each recovered number against the other machine's expected value for the same row.
         alt = expected_for(r, t_other)
-        if alt is not None and abs(r.got - alt) > max(REL * abs(alt), abs_ns()) + r.extra_ns:
+        if alt is not None and abs(r.got - alt) > r.tolerance(alt):
             miss += 1
     print(f"negative control: {miss} of the figures miss {other}'s truth")
     assert miss > 0, f"{machine}'s figures also pass as {other}: the check cannot tell machines apart"
