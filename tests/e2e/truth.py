@@ -177,6 +177,7 @@ class Row:
         self.expect, self.got, self.bound, self.kind, self.note = expect, got, bound, kind, note
         self.stage = stage
         self.own_ci_ns = own_ci_ns  # the method's own interval, where it may widen the tolerance (JITTER_CI_CAP)
+        self.unjudged = ""  # why this row is shown but not judged (a classification on a machine too slow for it)
         if kind == "hidden" and stage is None:
             raise ValueError(f"hidden row {method} {param} needs the time of the stage that hides it")
 
@@ -186,6 +187,8 @@ class Row:
         return max(REL * abs(e), abs_ns(), self.own_ci_ns)
 
     def ok(self):
+        if self.unjudged:
+            return True
         if self.kind == "value":
             return self.got is not None and abs(self.got - self.expect) <= self.tolerance()
         if self.kind == "hidden":  # value null, with a bound >= the truth (within tolerance) and near the stage
@@ -303,15 +306,16 @@ def rows_for(machine, truth_of=None):
     # RTT is the median of at most 60 round trips (the paper's cap), and with an exponential tail of mean J
     # per latency that median scatters by about 1.6 J / sqrt(60). On the cloud machine six single runs gave
     # L 16.8-18.4 us for 17.5 (the run's own interval said +-2.0 us), two of six beyond the 5%; the mean of
-    # 5 runs (combine_runs) brings the scatter to about a third of the tolerance, in 1.5 s.
-    kruns = "5" if M[machine].get("jitter") else "1"
+    # 5 runs (combine_runs) brings the scatter to about a third of the tolerance, in 1.5 s; one run of 24110 in
+    # 30 (six seeds) took its 5-run mean to 19070, so 9 runs, in about 2.7 s.
+    kruns = "9" if M[machine].get("jitter") else "1"
     d = logpbench(machine, "kielmann", ["--sizes", "4096", "--runs", kruns])
     p = d["parameters"]
     rows.append(Row(name, "kielmann", "o_s(1)", o_s(t, 1), value(p["o_s"])))
     rows.append(Row(name, "kielmann", "o_r(1)", o_r(t, 1), value(p["o_r"])))
     rows.append(Row(name, "kielmann", "rtt", rtt(t), value(p["rtt"])))
     # Under jitter the paper's caps leave L by Table 1 uncertain beyond the 5%, and the method says so: its
-    # 95% interval over the 5 runs was 950-1260 ns for 17517 (six seeds here; their run means 17840-19070,
+    # 95% interval over 5 runs was 950-1260 ns for 17517 (six seeds here; their run means 17840-19070,
     # single runs 16690-24110). The row is then held to that interval, which itself must be within 10% of
     # L, so a method cannot pass by claiming ignorance.
     ci = (p["L"] or {}).get("ci95_ns") if M[machine].get("jitter") else None
@@ -340,21 +344,28 @@ def table(rows):
     line = lambda c: "  ".join(x.ljust(n) for x, n in zip(c, w))  # noqa: E731
     out = [line(head) + "  verdict", line(["-" * n for n in w]) + "  -------"]
     for r in rows:
-        out.append(line((r.machine, r.method, r.param, *r.cells())) + ("  ok" if r.ok() else "  MISS"))
+        verdict = "  not judged: " + r.unjudged if r.unjudged else ("  ok" if r.ok() else "  MISS")
+        out.append(line((r.machine, r.method, r.param, *r.cells())) + verdict)
     return "\n".join(out)
 
 
-# A machine whose smaller overhead is under twice the floor cannot be emulated faithfully: the real cross-core
+# A machine whose smaller overhead is under CLASSIFY_SHARE floors cannot be emulated faithfully: the real cross-core
 # transfer no longer fits inside its pads, and the signature's per-pair excess then reads as an NI gap (connectx
 # in the slow state: bottleneck "network interface" for "processor", 2 runs of 4). Such a machine waits for the
-# fast state, probing every 2 s for at most FAST_STATE_WAIT_S, and is judged with the floor if it never comes.
-FAST_STATE_WAIT_S = 60
+# fast state, probing every 2 s for at most FAST_STATE_WAIT_S. If it never comes, its values are judged with
+# the floor, and its classifications (which stage limits, whether the NI's gap is hidden), which turn on a 5%
+# margin the machine's own transfer exceeds, are shown but not judged, and the output says so.
+FAST_STATE_WAIT_S = 30
+# The floor a machine's classifications need: at most its smaller overhead / CLASSIFY_SHARE, or ABS_NS. In the
+# slow state (floor 220-270 ns) fast_ni's flood (overheads 1000/800) called its NI the limit 1 run of 3,
+# capacity's signature (500/500) likewise, connectx (150/200) 2 of 4; in the fast state (floor 50-65) all held.
+CLASSIFY_SHARE = 4
 
 
 def rows_on_floor(machine):
     """The machine's rows, with the floor probed before and after its runs (FLOOR)."""
     t = M[machine]
-    limit = min(t["os"], t["orr"]) / 2
+    limit = max(ABS_NS, min(t["os"], t["orr"]) / CLASSIFY_SHARE)
     start = time.monotonic()
     before = probe_floor_ns()
     while before > limit and time.monotonic() - start < FAST_STATE_WAIT_S:
@@ -363,8 +374,12 @@ def rows_on_floor(machine):
     waited = time.monotonic() - start
     if waited > 1:
         print(f"{machine}: waited {waited:.0f} s for the machine's fast state (floor {before:.0f} ns, this machine "
-              f"needs at most {limit:.0f})" + ("" if before <= limit else ": it did not come, judged on the floor"))
+              f"needs at most {limit:.0f})" + ("" if before <= limit else ": it did not come; values are judged on the floor, classifications not judged"))
     rows = rows_for(machine)
+    if before > limit:
+        for r in rows:
+            if r.kind in ("equals", "hidden"):
+                r.unjudged = f"floor {before:.0f} ns > {limit:.0f}"
     after = probe_floor_ns()
     FLOOR["ns"] = max(before, after)
     print(f"{machine}: floor (half the bare cache-line ping-pong) {before:.0f} ns before the runs, {after:.0f} ns "
