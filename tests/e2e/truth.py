@@ -43,11 +43,11 @@ REL, ABS_NS = 0.05, 100.0
 # same 2-core AMD EPYC) adds the rest to every stage, and connectx's 150 + 200 ns signature read 483-499 for
 # 350. A value is then held to max(5%, max(100 ns, this floor) + the timer reads below): a figure can be no
 # finer than the machine it runs on, and a fast machine gets no more room than 100 ns and its timer's reads.
-FLOOR = {"ns": 0.0}
+# Each row keeps its own machine's floor (Row.floor_ns).
 
 
-def abs_ns():
-    return max(ABS_NS, FLOOR["ns"]) + TIMER_READS * TIMER["ns"]
+def abs_ns(floor_ns):
+    return max(ABS_NS, floor_ns) + TIMER_READS * TIMER["ns"]
 
 
 def probe_floor_ns():
@@ -178,13 +178,14 @@ class Row:
         self.stage = stage
         self.own_ci_ns = own_ci_ns  # the method's own interval, where it may widen the tolerance (JITTER_CI_CAP)
         self.unjudged = ""  # why this row is shown but not judged (a classification on a machine too slow for it)
+        self.floor_ns = 0.0  # its machine's floor, probed around the runs (rows_on_floor)
         if kind == "hidden" and stage is None:
             raise ValueError(f"hidden row {method} {param} needs the time of the stage that hides it")
 
     def tolerance(self, expect=None):
         """How far a value may sit from `expect` (this row's truth by default)."""
         e = self.expect if expect is None else expect
-        return max(REL * abs(e), abs_ns(), self.own_ci_ns)
+        return max(REL * abs(e), abs_ns(self.floor_ns), self.own_ci_ns)
 
     def ok(self):
         if self.unjudged:
@@ -193,8 +194,8 @@ class Row:
             return self.got is not None and abs(self.got - self.expect) <= self.tolerance()
         if self.kind == "hidden":  # value null, with a bound >= the truth (within tolerance) and near the stage
             return self.got is None and self.bound is not None and \
-                self.bound >= self.expect - max(REL * abs(self.expect), abs_ns()) and \
-                self.bound <= max(STAGE_SLACK * self.stage, self.stage + abs_ns())
+                self.bound >= self.expect - self.tolerance() and \
+                self.bound <= max(STAGE_SLACK * self.stage, self.stage + abs_ns(self.floor_ns))
         if self.kind == "equals":
             return self.got == self.expect
         raise ValueError(self.kind)
@@ -363,7 +364,7 @@ CLASSIFY_SHARE = 4
 
 
 def rows_on_floor(machine):
-    """The machine's rows, with the floor probed before and after its runs (FLOOR)."""
+    """The machine's rows, each with the floor probed before and after its runs (the larger)."""
     t = M[machine]
     limit = max(ABS_NS, min(t["os"], t["orr"]) / CLASSIFY_SHARE)
     start = time.monotonic()
@@ -374,16 +375,18 @@ def rows_on_floor(machine):
     waited = time.monotonic() - start
     if waited > 1:
         print(f"{machine}: waited {waited:.0f} s for the machine's fast state (floor {before:.0f} ns, this machine "
-              f"needs at most {limit:.0f})" + ("" if before <= limit else ": it did not come; values are judged on the floor, classifications not judged"))
+              f"needs at most {limit:.0f})" +
+              ("" if before <= limit else ": it did not come; values are judged on the floor, classifications not"))
     rows = rows_for(machine)
     if before > limit:
         for r in rows:
             if r.kind in ("equals", "hidden"):
                 r.unjudged = f"floor {before:.0f} ns > {limit:.0f}"
     after = probe_floor_ns()
-    FLOOR["ns"] = max(before, after)
+    for r in rows:
+        r.floor_ns = max(before, after)
     print(f"{machine}: floor (half the bare cache-line ping-pong) {before:.0f} ns before the runs, {after:.0f} ns "
-          f"after; values are held to max({REL:.0%}, {abs_ns():.0f} ns)")
+          f"after; values are held to max({REL:.0%}, {abs_ns(max(before, after)):.0f} ns)")
     return rows
 
 
@@ -433,11 +436,8 @@ def main():
     which = sys.argv[3]
     if which == "all":
         rows = []
-        floor = 0.0
         for m in M:
             rows += rows_on_floor(m)
-            floor = max(floor, FLOOR["ns"])
-        FLOOR["ns"] = floor
         print(table(rows))
         bad = [r for r in rows if not r.ok()]
         print(f"\n{len(rows) - len(bad)} passed, {len(bad)} failed")
