@@ -12,7 +12,8 @@
 // as LogP/MPI's RTT (MPI_Send, then MPI_Recv) contains one receive.
 //
 // --shape transport makes the same MPI calls as logpbench's MPI transport in its default irecv mode
-// (mpi/transport.hpp), with no AM layer on top: a ring of --ring receives from MPI_ANY_SOURCE, each of
+// (mpi/transport.hpp), with no AM layer on top: a ring of --ring receives from MPI_ANY_SOURCE (or, with
+// --source peer, from the other rank, as the transport posts them in a job of two ranks), each of
 // --recv-bytes, polled by MPI_Test on the head slot alone and re-posted by the next poll that finds nothing;
 // sends by MPI_Isend from a pool of --pool requests, reaped by one MPI_Testsome when it is full (or by
 // MPI_Send with --send send). Between the two shapes lies what the transport's way of using MPI costs;
@@ -20,7 +21,7 @@
 //
 // usage (under mpirun, 2 ranks):
 //   mpi_bare_pingpong [--size BYTES] [--iters N] [--warmup N] [--send send|isend] [--cpus A,B] [--json FILE]
-//                     [--shape bare|transport] [--ring N] [--recv-bytes B] [--pool N]
+//                     [--shape bare|transport] [--ring N] [--recv-bytes B] [--pool N] [--source any|peer]
 // prints one line to stderr for a reader and one JSON object on stdout (and in FILE), from rank 0.
 #include <mpi.h>
 
@@ -48,6 +49,7 @@ struct Args {
   bool isend = false;
   bool transport_shape = false;
   long ring = 8, recv_bytes = 4096, pool = 64;  // the transport's irecv defaults: --mpi-ring, 64 + --mpi-inline
+  bool any_source = true;                       // the shape's receives: MPI_ANY_SOURCE, or the peer (--source)
   int cpu[2] = {0, 1};
   std::string json;
 };
@@ -60,7 +62,7 @@ int g_rank = 0;  // only rank 0 speaks: both ranks parse the same arguments
                  "mpi_bare_pingpong: %s\n"
                  "usage (2 ranks under mpirun): mpi_bare_pingpong [--size BYTES>=0] [--iters N>0] [--warmup N>=0]\n"
                  "       [--send send|isend] [--cpus A,B] [--json FILE]\n"
-                 "       [--shape bare|transport] [--ring N>1] [--recv-bytes B] [--pool N>0]\n",
+                 "       [--shape bare|transport] [--ring N>1] [--recv-bytes B] [--pool N>0] [--source any|peer]\n",
                  why);
   MPI_Finalize();
   std::exit(2);
@@ -115,6 +117,9 @@ Args parse(int argc, char** argv) {
     } else if (o == "--pool") {
       a.pool = number("--pool", v, 1);
       if (a.pool > 65536) usage("--pool is at most 65536");
+    } else if (o == "--source") {
+      if (std::strcmp(v, "any") && std::strcmp(v, "peer")) usage("--source must be any or peer");
+      a.any_source = !std::strcmp(v, "any");
     } else {
       usage(("unknown option " + o).c_str());
     }
@@ -228,8 +233,8 @@ class TransportShape {
 
  private:
   void post(long i) {
-    MPI_Irecv(rbuf_.data() + i * a_.recv_bytes, static_cast<int>(a_.recv_bytes), MPI_BYTE, MPI_ANY_SOURCE, 0,
-              MPI_COMM_WORLD, &rx_[static_cast<std::size_t>(i)]);
+    MPI_Irecv(rbuf_.data() + i * a_.recv_bytes, static_cast<int>(a_.recv_bytes), MPI_BYTE,
+              a_.any_source ? MPI_ANY_SOURCE : peer_, 0, MPI_COMM_WORLD, &rx_[static_cast<std::size_t>(i)]);
   }
   void repost() {
     if (pending_ < 0) return;
@@ -323,8 +328,9 @@ int main(int argc, char** argv) {
                         {"iterations", a.iters},
                         {"warmup", a.warmup},
                         {"send", a.isend ? "isend" : "send"},
-                        {"recv", a.transport_shape ? "a ring of MPI_Irecv from MPI_ANY_SOURCE, MPI_Test on its head"
-                                                   : "irecv pre-posted"},
+                        {"recv", !a.transport_shape ? "irecv pre-posted"
+                                 : a.any_source     ? "a ring of MPI_Irecv from MPI_ANY_SOURCE, MPI_Test on its head"
+                                                    : "a ring of MPI_Irecv from the peer, MPI_Test on its head"},
                         {"shape", a.transport_shape ? "transport" : "bare"},
                         {"cpus", {a.cpu[0], a.cpu[1]}},
                         {"tsc_hz", clock->hz()},
@@ -338,6 +344,7 @@ int main(int argc, char** argv) {
       j["ring"] = a.ring;
       j["recv_bytes"] = a.recv_bytes;
       j["pool"] = a.pool;
+      j["source"] = a.any_source ? "any" : "peer";
     }
     const char* how = a.transport_shape
                           ? (a.isend ? "the transport's shape, MPI_Isend pool" : "the transport's shape, MPI_Send")

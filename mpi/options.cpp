@@ -40,6 +40,12 @@ RecvMode parse_recv_mode(const std::string& s) {
   throw UsageError("--mpi-recv must be recv or irecv, not '" + s + "'");
 }
 const char* to_string(RecvMode m) { return m == RecvMode::recv ? "recv" : "irecv"; }
+SourceMode parse_source_mode(const std::string& s) {
+  if (s == "auto") return SourceMode::auto_;
+  if (s == "any") return SourceMode::any;
+  throw UsageError("--mpi-source must be auto or any, not '" + s + "'");
+}
+const char* to_string(SourceMode m) { return m == SourceMode::any ? "any" : "auto"; }
 
 po::options_description describe(CliOptions& o) {
   po::options_description mpi("MPI transport (run under mpirun or srun)");
@@ -51,6 +57,9 @@ po::options_description describe(CliOptions& o) {
       "mpi-recv", po::value(&o.mpi_recv)->default_value(o.mpi_recv),
       "how it is received: irecv (a ring of pre-posted MPI_Irecv) | recv (MPI_Improbe "
       "+ MPI_Mrecv, nothing posted ahead)")(
+      "mpi-source", po::value(&o.mpi_source)->default_value(o.mpi_source),
+      "whom a receive or probe names: auto (the other rank in a job of two ranks, MPI_ANY_SOURCE in a larger one) | "
+      "any (MPI_ANY_SOURCE always)")(
       "mpi-inline", po::value(&o.mpi_inline)->default_value(o.mpi_inline),
       "bytes of payload sent in the frame's own message (one MPI message per AM); larger payloads are a message of "
       "their own")("mpi-ring", po::value(&o.mpi_ring)->default_value(o.mpi_ring, "8 (irecv), 256 (recv)"),
@@ -66,8 +75,9 @@ po::options_description describe(CliOptions& o) {
 void validate(CliOptions& o, const po::variables_map& vm, const std::string& transport, bool mode_given,
               const std::string& mode) {
   if (transport != "mpi") {
-    cli::refuse_given(vm, {"mpi-bulk", "mpi-send", "mpi-recv", "mpi-inline", "mpi-ring", "mpi-pool", "mpi-settings"},
-                      "mpi");
+    cli::refuse_given(
+        vm, {"mpi-bulk", "mpi-send", "mpi-recv", "mpi-source", "mpi-inline", "mpi-ring", "mpi-pool", "mpi-settings"},
+        "mpi");
     return;
   }
   // Without a launcher there is no job to join (an MPI singleton would measure nothing), so say so before
@@ -86,6 +96,7 @@ void validate(CliOptions& o, const po::variables_map& vm, const std::string& tra
   t.bulk = parse_bulk_mode(o.mpi_bulk);
   t.send = parse_send_mode(o.mpi_send);
   t.recv = parse_recv_mode(o.mpi_recv);
+  t.source = parse_source_mode(o.mpi_source);
   if (o.mpi_settings != "on" && o.mpi_settings != "off")
     throw UsageError("--mpi-settings must be on or off, not '" + o.mpi_settings + "'");
   t.read_settings = o.mpi_settings == "on";

@@ -21,6 +21,14 @@ enum class SendMode { send, isend, ssend, auto_ };
 SendMode parse_send_mode(const std::string& s);  // UsageError for anything but auto|send|isend|ssend
 const char* to_string(SendMode m);
 enum class RecvMode { recv, irecv };
+// Whom a receive names. auto: the other rank in a job of two (every message comes from it), MPI_ANY_SOURCE
+// in a larger one; any: MPI_ANY_SOURCE always. Open MPI matches an arrival against the posted receives of
+// its source and the wildcard ones both, and the wildcard queue costs a round trip more (vader, 2-core AMD
+// VM, slow state, the transport-shaped bare loop, 64 B: ANY_SOURCE 992-1042 ns, the peer 972-1012, the
+// bare loop 962-1002).
+enum class SourceMode { auto_, any };
+SourceMode parse_source_mode(const std::string& s);  // UsageError for anything but auto|any
+const char* to_string(SourceMode m);
 RecvMode parse_recv_mode(const std::string& s);  // UsageError for anything but recv|irecv
 const char* to_string(RecvMode m);
 
@@ -34,6 +42,7 @@ struct TransportOptions {
   BulkMode bulk = BulkMode::send;
   SendMode send = SendMode::auto_;
   RecvMode recv = RecvMode::irecv;
+  SourceMode source = SourceMode::auto_;
   // A payload up to this travels in its frame's message. 4096 less the 64-byte frame: the message then fits
   // a 4 KiB eager limit (Open MPI's vader), so a 4 KiB payload goes eagerly beside a frame of its own
   // instead of pushing one 4160-byte message into the rendezvous protocol (scripts/vs-logp-mpi, vader, one
@@ -51,6 +60,7 @@ struct TransportOptions {
 struct CliOptions {
   std::string mpi_bulk = "send";                      // send (two-sided) | put (one-sided): mpi/transport.hpp
   std::string mpi_send = "auto", mpi_recv = "irecv";  // auto, or LogP/MPI's send modes; its receive modes
+  std::string mpi_source = "auto";                    // auto (the peer in a job of two ranks) | any
   int mpi_inline = 4096 - 64;                         // payload bytes sent inside the frame's message
   std::string mpi_settings = "on";                    // read the library's settings through MPI_T into meta.mpi
   // 0: by the receive mode. irecv posts 8: a message lands in a receive posted 8 messages earlier, still in

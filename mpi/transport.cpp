@@ -47,6 +47,7 @@ Transport::Transport(MPI_Comm comm, MPI_Win win, std::byte* segment, const Trans
   if (bulk_ == BulkMode::put && win_ == MPI_WIN_NULL) throw std::logic_error("MPI put bulk without a window");
   check_setup(MPI_Comm_rank(comm_, &rank_), "MPI_Comm_rank");
   check_setup(MPI_Comm_size(comm_, &size_), "MPI_Comm_size");
+  if (opt.source == SourceMode::auto_ && size_ == 2) from_ = 1 - rank_;  // the AM layer sends to no rank itself
   // Put mode moves every payload by RMA: its messages are frames alone.
   const std::size_t msg = sizeof(am::Frame) + (bulk_ == BulkMode::send ? inline_ : 0);
   const std::size_t lines = (msg + sizeof(Line) - 1) / sizeof(Line);
@@ -67,8 +68,8 @@ Transport::Transport(MPI_Comm comm, MPI_Win win, std::byte* segment, const Trans
   }
   rx_reqs_.assign(static_cast<std::size_t>(rx_n_), MPI_REQUEST_NULL);
   for (int i = 0; i < rx_n_; ++i)
-    check_setup(MPI_Irecv(rx_buf(static_cast<std::size_t>(i)), static_cast<int>(rx_stride_), MPI_BYTE, MPI_ANY_SOURCE,
-                          kTagAm, comm_, &rx_reqs_[static_cast<std::size_t>(i)]),
+    check_setup(MPI_Irecv(rx_buf(static_cast<std::size_t>(i)), static_cast<int>(rx_stride_), MPI_BYTE, from_, kTagAm,
+                          comm_, &rx_reqs_[static_cast<std::size_t>(i)]),
                 "MPI_Irecv (pre-posting the receive ring)");
 }
 
@@ -112,7 +113,7 @@ bool Transport::stash_one() {
   int flag = 0;
   MPI_Message msg;
   MPI_Status st;
-  check(MPI_Improbe(MPI_ANY_SOURCE, kTagAm, comm_, &flag, &msg, &st), "MPI_Improbe");
+  check(MPI_Improbe(from_, kTagAm, comm_, &flag, &msg, &st), "MPI_Improbe");
   if (!flag) return false;
   const std::size_t i = stash_tail_ % cap;
   check(MPI_Mrecv(rx_buf(i), static_cast<int>(rx_stride_), MPI_BYTE, &msg, &st), "MPI_Mrecv");
@@ -300,51 +301,53 @@ nlohmann::json Transport::describe() const {
           ? (send_ == SendMode::send ? "MPI_Send" : "MPI_Ssend")
           : (send_ == SendMode::send ? small_send_then_isend.c_str()
                                      : "MPI_Issend, then MPI_Test until complete, stashing arrivals");
-  return {{"kind", "mpi"},
-          {"rank", rank_},
-          {"size", size_},
-          {"mpi_send", to_string(send_)},
-          {"mpi_recv", to_string(recv_)},
-          {"inline_bytes", bulk_ == BulkMode::send ? inline_ : 0},
-          {"message", bulk_ == BulkMode::send
-                          ? "one MPI message per AM: the 64-byte frame with a payload of up to inline_bytes behind it; "
-                            "a larger payload is a message of its own (by MPI_Isend), sent before its frame and "
-                            "received straight into the segment"
-                          : "one MPI message per AM frame; payloads by RMA"},
-          {"send_call", send_call},
-          {"receive",
-           recv_ == RecvMode::irecv
-               ? "a ring of pre-posted MPI_Irecv (MPI_ANY_SOURCE); MPI_Test on its head, which fills in posting order"
-               : "MPI_Improbe, then MPI_Mrecv of the message it found (nothing posted ahead)"},
-          {"bulk", to_string(bulk_)},
-          {"bulk_how",
-           bulk_ == BulkMode::put
-               ? "MPI_Put/MPI_Get + MPI_Win_flush in one passive-target epoch (MPI_Win_lock_all), then the AM frame"
-               : "two-sided: inline in the frame's message up to inline_bytes, beyond that a message of its own"},
-          {"rx_ring", rx_n_},
-          {"tx_pool", tx_n_},
-          {"burst", burst_},
-          {"send_pool_reaping", blocking ? "none needed: a blocking send is complete when it returns"
-                                         : "MPI_Testsome over the pool's MPI_Isends when it is full or local "
-                                           "completion is asked"},
-          {"local_completion",
-           blocking ? std::string("the send call has returned (") + send_call + ")"
-                    : std::string(send_ == SendMode::auto_ ? "an MPI_Send that has returned, or " : "") +
-                          "an MPI_Isend that MPI_Test/MPI_Testsome reports complete (its buffer may be reused)"},
-          {"segment_bytes", segment_bytes_},
-          {"counters",
-           {{"tx", c.tx},
-            {"tx_pool_full", c.tx_pool_full},
-            {"rx", c.rx},
-            {"delivered", c.delivered},
-            {"bulk_stores", c.bulk_stores},
-            {"inline_stores", c.inline_stores},
-            {"bulk_gets", c.bulk_gets},
-            {"gets_served", c.gets_served},
-            {"stashed", c.stashed},
-            {"bad_bulk", c.bad_bulk},
-            {"short_or_forged", c.short_messages},
-            {"tracked", c.tracked}}}};
+  return {
+      {"kind", "mpi"},
+      {"rank", rank_},
+      {"size", size_},
+      {"mpi_send", to_string(send_)},
+      {"mpi_recv", to_string(recv_)},
+      {"receive_from", receive_from()},
+      {"inline_bytes", bulk_ == BulkMode::send ? inline_ : 0},
+      {"message", bulk_ == BulkMode::send
+                      ? "one MPI message per AM: the 64-byte frame with a payload of up to inline_bytes behind it; "
+                        "a larger payload is a message of its own (by MPI_Isend), sent before its frame and "
+                        "received straight into the segment"
+                      : "one MPI message per AM frame; payloads by RMA"},
+      {"send_call", send_call},
+      {"receive",
+       recv_ == RecvMode::irecv
+           ? "a ring of pre-posted MPI_Irecv (from receive_from); MPI_Test on its head, which fills in posting order"
+           : "MPI_Improbe (of receive_from), then MPI_Mrecv of the message it found (nothing posted ahead)"},
+      {"bulk", to_string(bulk_)},
+      {"bulk_how",
+       bulk_ == BulkMode::put
+           ? "MPI_Put/MPI_Get + MPI_Win_flush in one passive-target epoch (MPI_Win_lock_all), then the AM frame"
+           : "two-sided: inline in the frame's message up to inline_bytes, beyond that a message of its own"},
+      {"rx_ring", rx_n_},
+      {"tx_pool", tx_n_},
+      {"burst", burst_},
+      {"send_pool_reaping", blocking ? "none needed: a blocking send is complete when it returns"
+                                     : "MPI_Testsome over the pool's MPI_Isends when it is full or local "
+                                       "completion is asked"},
+      {"local_completion",
+       blocking ? std::string("the send call has returned (") + send_call + ")"
+                : std::string(send_ == SendMode::auto_ ? "an MPI_Send that has returned, or " : "") +
+                      "an MPI_Isend that MPI_Test/MPI_Testsome reports complete (its buffer may be reused)"},
+      {"segment_bytes", segment_bytes_},
+      {"counters",
+       {{"tx", c.tx},
+        {"tx_pool_full", c.tx_pool_full},
+        {"rx", c.rx},
+        {"delivered", c.delivered},
+        {"bulk_stores", c.bulk_stores},
+        {"inline_stores", c.inline_stores},
+        {"bulk_gets", c.bulk_gets},
+        {"gets_served", c.gets_served},
+        {"stashed", c.stashed},
+        {"bad_bulk", c.bad_bulk},
+        {"short_or_forged", c.short_messages},
+        {"tracked", c.tracked}}}};
 }
 
 }  // namespace logpb::mpi

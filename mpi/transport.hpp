@@ -8,7 +8,8 @@
 // kTagStore, sent before the frame and received straight into the segment once the frame names where.
 //
 // Receives (--mpi-recv), as Kielmann et al.'s LogP/MPI (section 3) offers them:
-//  - irecv: a ring of pre-posted MPI_Irecv (MPI_ANY_SOURCE, kTagAm, 64 + inline_bytes each). MPI matches a
+//  - irecv: a ring of pre-posted MPI_Irecv (from_: the peer in a job of two ranks, else MPI_ANY_SOURCE;
+//    --mpi-source), kTagAm, 64 + inline_bytes each). MPI matches a
 //    message to the earliest posted receive that fits, so the ring fills in posting order: poll() tests
 //    only the head slot (MPI_Test), delivers it, and re-posts it at the tail when next idle. MPI_Testsome over
 //    the whole ring would scan every request on each empty poll (mpi/poll_cost.cpp measures the two).
@@ -153,6 +154,9 @@ class Transport {
   bool peer_alive() const { return peer_alive_(); }
   std::span<std::byte> segment() { return {segment_, segment_bytes_}; }
   nlohmann::json describe() const;
+  std::string receive_from() const {
+    return from_ == MPI_ANY_SOURCE ? "MPI_ANY_SOURCE" : "rank " + std::to_string(from_) + ", the only peer";
+  }
   const Counters& counters() const { return counters_; }
 
  private:
@@ -225,7 +229,7 @@ class Transport {
     if (repost_ < 0) return;
     const std::size_t i = static_cast<std::size_t>(repost_);
     repost_ = -1;
-    check(MPI_Irecv(rx_buf(i), static_cast<int>(rx_stride_), MPI_BYTE, MPI_ANY_SOURCE, kTagAm, comm_, &rx_reqs_[i]),
+    check(MPI_Irecv(rx_buf(i), static_cast<int>(rx_stride_), MPI_BYTE, from_, kTagAm, comm_, &rx_reqs_[i]),
           "MPI_Irecv (re-post)");
   }
   // One message MPI_Improbe finds, received into the stash's tail (recv mode); false when there is none
@@ -278,6 +282,7 @@ class Transport {
   int burst_;
   bool yield_when_idle_;
   int rank_ = 0, size_ = 0;
+  int from_ = MPI_ANY_SOURCE;  // whom the ring's receives and the probes name (SourceMode)
 
   // Receive buffers of rx_stride_ bytes (a frame and inline_ bytes, in whole cache lines): the ring
   // (irecv) or the stash (recv).

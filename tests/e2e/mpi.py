@@ -133,6 +133,7 @@ def test_k_to_one():
     for e in doc["per_k"]:
         assert e["g"]["value_ns"] > 0 and e["ratio"]["value"] > 0, e
     assert len(doc["meta"]["ranks"]) == 4
+    assert doc["meta"]["mpi"]["receive_from"] == "MPI_ANY_SOURCE", doc["meta"]["mpi"]  # more than one peer
     print("k-to-one over MPI:", [(e["k"], round(e["g"]["value_ns"])) for e in doc["per_k"]])
 
 
@@ -217,6 +218,7 @@ def test_no_launcher():
                          (["--transport", "mpi", "--mpi-pool", "48"], "power of two"),
                          (["--transport", "mpi", "--mpi-send", "bsend"], "--mpi-send must be"),
                          (["--transport", "mpi", "--mpi-recv", "probe"], "--mpi-recv must be"),
+                         (["--transport", "mpi", "--mpi-source", "peer"], "--mpi-source must be"),
                          (["--transport", "mpi", "--mpi-inline", "-1"], "mpi-inline")):
         p = subprocess.run([BIN] + args, capture_output=True, text=True, timeout=30, env=env_fake)
         assert p.returncode == 2 and needle in p.stderr, (args, p.returncode, p.stderr)
@@ -239,6 +241,7 @@ def test_modes():
         t = doc["meta"]["transport"]
         assert (t["mpi_send"], t["mpi_recv"], t["inline_bytes"]) == (snd, rcv, 1024), t
         assert doc["meta"]["mpi"]["mpi_send"] == snd and doc["meta"]["mpi"]["mpi_recv"] == rcv, doc["meta"]["mpi"]
+        assert doc["meta"]["mpi"]["receive_from"].startswith("rank "), doc["meta"]["mpi"]  # two ranks: the peer
         c = t["counters"]
         assert c["inline_stores"] > 0 and c["bulk_stores"] > c["inline_stores"], c  # both paths taken
         assert c["bad_bulk"] == 0 and c["short_or_forged"] == 0, c
@@ -249,6 +252,14 @@ def test_modes():
         stashed = doc["meta"]["transport"]["counters"]["stashed"]
         report.append(f"{snd}/{rcv}: verify byte-exact ({c['inline_stores']} of {c['bulk_stores']} stores inline), "
                       f"signature W=8 and flood complete, {stashed} messages stashed during blocking sends")
+    # Receives from MPI_ANY_SOURCE, as a job of more ranks posts them, carry the same bytes in both receive modes.
+    for rcv in ("irecv", "recv"):
+        doc = run_method("verify", extra=["--mpi-source", "any", "--mpi-recv", rcv, "--mpi-inline", "1024"])
+        exact = [c for c in doc["checks"] if "byte-exact" in c["name"]]
+        assert exact and all(c["ok"] for c in exact), ("any", rcv, doc["checks"])
+        m = doc["meta"]["mpi"]
+        assert (m["mpi_source"], m["receive_from"]) == ("any", "MPI_ANY_SOURCE"), m
+        report.append(f"--mpi-source any/{rcv}: verify byte-exact")
     print("\n".join(report))
 
 
@@ -288,7 +299,8 @@ def test_bare_pingpong(bare):
     only: its figures belong to scripts/mpi-vs-bare."""
     for args in (["--iters", "2000"], ["--iters", "2000", "--send", "isend", "--size", "0"],
                  ["--iters", "2000", "--shape", "transport", "--send", "isend", "--ring", "8", "--pool", "4"],
-                 ["--iters", "2000", "--shape", "transport", "--send", "send", "--recv-bytes", "128"]):
+                 ["--iters", "2000", "--shape", "transport", "--send", "send", "--recv-bytes", "128",
+                  "--source", "peer"]):
         out = os.path.join(TMP, "bare.json")
         cmd = [LAB, "--no-lock", "-np", "2", "--timeout", "120", "--", bare] + args + ["--json", out]
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=150)
@@ -305,6 +317,7 @@ def test_bare_pingpong(bare):
     for np, args, needle in ((2, ["--size", "-1"], "--size wants an integer"),
                              (2, ["--send", "ssend"], "--send must be"),
                              (2, ["--shape", "ring"], "--shape must be"),
+                             (2, ["--source", "self"], "--source must be"),
                              (2, ["--shape", "transport", "--size", "256", "--recv-bytes", "128"], "must hold"),
                              (2, ["--ring", "0"], "--ring wants an integer"),
                              (1, [], "exactly 2 ranks")):
