@@ -22,10 +22,10 @@ SendMode parse_send_mode(const std::string& s);  // UsageError for anything but 
 const char* to_string(SendMode m);
 enum class RecvMode { recv, irecv };
 // Whom a receive names. auto: the other rank in a job of two (every message comes from it), MPI_ANY_SOURCE
-// in a larger one; any: MPI_ANY_SOURCE always. Open MPI matches an arrival against the posted receives of
-// its source and the wildcard ones both, and the wildcard queue costs a round trip more (vader, 2-core AMD
-// VM, slow state, the transport-shaped bare loop, 64 B: ANY_SOURCE 992-1042 ns, the peer 972-1012, the
-// bare loop 962-1002).
+// in a larger one; any: MPI_ANY_SOURCE always. A two-rank MPI program names its peer, and Open MPI (ob1)
+// matches an arrival against its source's posted receives and the wildcard ones both. What the wildcard
+// costs is within this VM's noise (the transport-shaped bare loop, vader, 64 B, slow state, three runs
+// each in two sessions: ANY_SOURCE 992-1042 and 971-991 ns, the peer 972-1012 and 951-1011).
 enum class SourceMode { auto_, any };
 SourceMode parse_source_mode(const std::string& s);  // UsageError for anything but auto|any
 const char* to_string(SourceMode m);
