@@ -13,6 +13,7 @@ void run_mpi(Job& job) {
   mpi::TransportOptions t = job.o.mpi_options;
   t.segment_bytes = job.o.segment_bytes;
   t.yield_when_idle = job.oversubscribed;
+  t.session = job.session;
   mpi::Connection conn(job.ranks, t);
   if (job.leader()) {
     job.doc.j["meta"]["mpi"] = conn.describe();

@@ -182,6 +182,7 @@ nlohmann::json Connection::describe() const {
   j["send_by_mpi_send_max_bytes"] = kSurelyEager;  // auto: MPI_Send up to this, MPI_Isend beyond
   j["mpi_recv"] = to_string(opt_.recv);
   j["mpi_source"] = to_string(opt_.source);
+  j["mpi_frame"] = to_string(opt_.frame);
   j["receive_from"] = transport_->receive_from();
   j["inline_bytes"] = opt_.inline_bytes;
   j["rx_ring"] = opt_.rx_ring;

@@ -46,6 +46,12 @@ SourceMode parse_source_mode(const std::string& s) {
   throw UsageError("--mpi-source must be auto or any, not '" + s + "'");
 }
 const char* to_string(SourceMode m) { return m == SourceMode::any ? "any" : "auto"; }
+FrameMode parse_frame_mode(const std::string& s) {
+  if (s == "compact") return FrameMode::compact;
+  if (s == "full") return FrameMode::full;
+  throw UsageError("--mpi-frame must be compact or full, not '" + s + "'");
+}
+const char* to_string(FrameMode m) { return m == FrameMode::full ? "full" : "compact"; }
 
 po::options_description describe(CliOptions& o) {
   po::options_description mpi("MPI transport (run under mpirun or srun)");
@@ -60,6 +66,9 @@ po::options_description describe(CliOptions& o) {
       "mpi-source", po::value(&o.mpi_source)->default_value(o.mpi_source),
       "whom a receive or probe names: auto (the other rank in a job of two ranks, MPI_ANY_SOURCE in a larger one) | "
       "any (MPI_ANY_SOURCE always)")(
+      "mpi-frame", po::value(&o.mpi_frame)->default_value(o.mpi_frame),
+      "a small AM without payload on the wire: compact (an 8-byte header and its nonzero argument words; MPI's "
+      "envelope names the rest) | full (the 64-byte frame, as on every other transport)")(
       "mpi-inline", po::value(&o.mpi_inline)->default_value(o.mpi_inline),
       "bytes of payload sent in the frame's own message (one MPI message per AM); larger payloads are a message of "
       "their own")("mpi-ring", po::value(&o.mpi_ring)->default_value(o.mpi_ring, "8 (irecv), 256 (recv)"),
@@ -75,9 +84,10 @@ po::options_description describe(CliOptions& o) {
 void validate(CliOptions& o, const po::variables_map& vm, const std::string& transport, bool mode_given,
               const std::string& mode) {
   if (transport != "mpi") {
-    cli::refuse_given(
-        vm, {"mpi-bulk", "mpi-send", "mpi-recv", "mpi-source", "mpi-inline", "mpi-ring", "mpi-pool", "mpi-settings"},
-        "mpi");
+    cli::refuse_given(vm,
+                      {"mpi-bulk", "mpi-send", "mpi-recv", "mpi-source", "mpi-frame", "mpi-inline", "mpi-ring",
+                       "mpi-pool", "mpi-settings"},
+                      "mpi");
     return;
   }
   // Without a launcher there is no job to join (an MPI singleton would measure nothing), so say so before
@@ -97,6 +107,7 @@ void validate(CliOptions& o, const po::variables_map& vm, const std::string& tra
   t.send = parse_send_mode(o.mpi_send);
   t.recv = parse_recv_mode(o.mpi_recv);
   t.source = parse_source_mode(o.mpi_source);
+  t.frame = parse_frame_mode(o.mpi_frame);
   if (o.mpi_settings != "on" && o.mpi_settings != "off")
     throw UsageError("--mpi-settings must be on or off, not '" + o.mpi_settings + "'");
   t.read_settings = o.mpi_settings == "on";

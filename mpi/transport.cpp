@@ -38,6 +38,8 @@ Transport::Transport(MPI_Comm comm, MPI_Win win, std::byte* segment, const Trans
       segment_(segment),
       segment_bytes_(opt.segment_bytes),
       inline_(std::min(opt.inline_bytes, opt.segment_bytes)),
+      compact_(opt.frame == FrameMode::compact),
+      session_(opt.session),
       peer_alive_(std::move(peer_alive)),
       burst_(opt.burst),
       yield_when_idle_(opt.yield_when_idle) {
@@ -133,9 +135,33 @@ bool Transport::reap_all() {
   return !tx_full();
 }
 
+bool Transport::expand(std::byte* msg, int source, int bytes) {
+  Compact c;
+  if (bytes < compact_bytes(0) || bytes > static_cast<int>(sizeof c) || bytes % 8) return false;
+  std::memcpy(&c, msg, static_cast<std::size_t>(bytes));
+  const int nargs = c.kind_nargs >> 4;
+  const unsigned kind = c.kind_nargs & 0xfu;
+  if (compact_bytes(nargs) != bytes || kind < 1 || kind > static_cast<unsigned>(am::Kind::credit)) return false;
+  am::Frame f{};
+  f.magic = am::kMagic;
+  f.version = am::kVersion;
+  f.kind = static_cast<am::Kind>(kind);
+  f.session = session_;
+  f.src = static_cast<std::uint16_t>(source);
+  f.dst = static_cast<std::uint16_t>(rank_);
+  f.handler = c.handler;
+  f.flags = c.flags;
+  f.token = c.token;
+  for (int k = 0; k < nargs; ++k) f.args[k] = c.args[k];
+  std::memcpy(msg, &f, sizeof f);
+  ++counters_.compact_received;
+  return true;
+}
+
 bool Transport::accept(std::byte* msg, int source, int bytes) {
   const am::Frame& f = *reinterpret_cast<const am::Frame*>(msg);
   const int frame = static_cast<int>(sizeof(am::Frame));
+  if (bytes < frame && expand(msg, source, bytes)) return true;
   // Only this job's ranks can send here; a message shorter than a frame, or whose frame lies about its
   // source, is dropped before the AM layer's own validation (which checks everything else).
   if (bytes < frame || f.src != source) [[unlikely]] {
@@ -309,10 +335,13 @@ nlohmann::json Transport::describe() const {
       {"mpi_recv", to_string(recv_)},
       {"receive_from", receive_from()},
       {"inline_bytes", bulk_ == BulkMode::send ? inline_ : 0},
+      {"frame", compact_ ? "compact" : "full"},
+      {"small_am_bytes", compact_ ? "8 + 8 per argument word up to the last nonzero one" : "64"},
       {"message", bulk_ == BulkMode::send
                       ? "one MPI message per AM: the 64-byte frame with a payload of up to inline_bytes behind it; "
                         "a larger payload is a message of its own (by MPI_Isend), sent before its frame and "
-                        "received straight into the segment"
+                        "received straight into the segment; under frame compact, an AM without payload is an "
+                        "8-byte header and its argument words up to the last nonzero one"
                       : "one MPI message per AM frame; payloads by RMA"},
       {"send_call", send_call},
       {"receive",
@@ -342,6 +371,8 @@ nlohmann::json Transport::describe() const {
         {"delivered", c.delivered},
         {"bulk_stores", c.bulk_stores},
         {"inline_stores", c.inline_stores},
+        {"compact_sent", c.compact_sent},
+        {"compact_received", c.compact_received},
         {"bulk_gets", c.bulk_gets},
         {"gets_served", c.gets_served},
         {"stashed", c.stashed},

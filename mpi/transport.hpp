@@ -6,6 +6,10 @@
 // An AM is one MPI message on tag kTagAm: its 64-byte frame, and a bulk payload of up to inline_bytes
 // right behind it (a store's data, a reply's data). Larger payloads travel as a message of their own on
 // kTagStore, sent before the frame and received straight into the segment once the frame names where.
+// A small AM without payload goes compact by default (--mpi-frame, FrameMode): an 8-byte header and its
+// argument words up to the last nonzero one, 8-40 bytes; the receiver tells the two forms by size (a full
+// frame is 64 bytes or more) and fills in what MPI's envelope and the job say (source, destination,
+// session) before the AM layer sees a full frame.
 //
 // Receives (--mpi-recv), as Kielmann et al.'s LogP/MPI (section 3) offers them:
 //  - irecv: a ring of pre-posted MPI_Irecv (from_: the peer in a job of two ranks, else MPI_ANY_SOURCE;
@@ -68,7 +72,7 @@ namespace logpb::mpi {
 
 struct Counters {
   std::uint64_t tx = 0, tx_pool_full = 0, rx = 0, delivered = 0, bulk_stores = 0, bulk_gets = 0;
-  std::uint64_t inline_stores = 0, stashed = 0;
+  std::uint64_t inline_stores = 0, stashed = 0, compact_sent = 0, compact_received = 0;
   std::uint64_t gets_served = 0, bad_bulk = 0, short_messages = 0;
   std::uint64_t tracked = 0;
 };
@@ -84,6 +88,18 @@ inline constexpr int kTagGet = kTagAm + 2;
 inline constexpr int kSurelyEager = 256;
 // A frame whose seq (owned by the transport) is this is a get request to serve, never delivered.
 inline constexpr std::uint32_t kGetRequest = 0xffffffffu;
+
+// A small AM without payload as --mpi-frame compact sends it (see the top).
+struct Compact {
+  std::uint8_t kind_nargs;  // am::Kind in the low nibble, the argument words that follow in the high one
+  std::uint8_t handler;
+  std::uint16_t flags;
+  std::uint32_t token;
+  std::uint64_t args[4];  // the first nargs sent
+};
+inline constexpr int compact_bytes(int nargs) { return 8 + 8 * nargs; }
+static_assert(offsetof(Compact, args) == 8 && compact_bytes(4) < static_cast<int>(sizeof(am::Frame)),
+              "a compact AM is shorter than a frame, so the size tells the two apart");
 
 class Transport {
  public:
@@ -180,7 +196,8 @@ class Transport {
   // Sends `bytes` at buf from pool slot i as part of operation ops_ + 1, by `mode`; the frame of an
   // operation is its last send (ends_op), so ops_ counts operations. A send that belongs to no operation
   // of ours (the data answering a peer's get) is counted with the last one: tx_completed() then waits for
-  // it too, which only ever says less than is true. A blocking send leaves the slot retired.
+  // it too, which only ever says less than is true. A blocking send leaves the slot retired (and free, when
+  // nothing older is in flight).
   void post(std::uint64_t i, const void* buf, int bytes, int dst, int tag, bool ends_op, SendMode mode) {
     tx_op_[i] = ends_op ? ops_ + 1 : (ops_ ? ops_ : 1);
     MPI_Request& r = tx_reqs_[i];
@@ -203,8 +220,10 @@ class Transport {
         check(MPI_Issend(buf, bytes, MPI_BYTE, dst, tag, comm_, &r), "MPI_Issend");
       wait_stashing(r, dst);
     }
-    if (r == MPI_REQUEST_NULL && tx_head_ == tx_tail_) ++tx_head_;  // nothing older in flight: retired now
-    ++tx_tail_;
+    // Retired at once with nothing older in flight: the slot is free again, and the next message is written
+    // into it while it is still in cache, as an MPI program reuses its send buffer once MPI_Send returns.
+    // Moving on to the next slot would touch a line of another 4 KiB slot for every message.
+    if (r != MPI_REQUEST_NULL || tx_head_ != tx_tail_) ++tx_tail_;
     if (ends_op) ++ops_;
   }
   // The AM message of an operation from the pool's next slot: a copy of f with the next seq (the AM layer
@@ -212,11 +231,27 @@ class Transport {
   // behind it, sent as the operation's last message.
   void send_frame(const am::Frame& f, int bytes) {
     const std::uint64_t i = tx_tail_ & tx_mask_;
+    if (compact_ && bytes == static_cast<int>(sizeof(am::Frame)) && f.bulk_len == 0) {
+      int nargs = 4;
+      while (nargs > 0 && f.args[nargs - 1] == 0) --nargs;
+      Compact& c = *reinterpret_cast<Compact*>(tx_buf(i));
+      c.kind_nargs = static_cast<std::uint8_t>(static_cast<unsigned>(f.kind) | (static_cast<unsigned>(nargs) << 4));
+      c.handler = f.handler;
+      c.flags = f.flags;
+      c.token = f.token;
+      for (int k = 0; k < nargs; ++k) c.args[k] = f.args[k];
+      ++counters_.compact_sent;
+      post(i, &c, compact_bytes(nargs), f.dst, kTagAm, true, send_);
+      return;
+    }
     am::Frame& out = tx_frame(i);
     std::memcpy(&out, &f, sizeof f);
     out.seq = tx_seq_++;
     post(i, &out, bytes, f.dst, kTagAm, true, send_);
   }
+  // A compact AM of `bytes` from `source`, rewritten in place as the full frame the AM layer reads (the
+  // receive buffer holds a frame at least); false when it is malformed.
+  bool expand(std::byte* msg, int source, int bytes);
   // One MPI_Testsome over the whole pool, then retires completed slots from the head in order. True when
   // a slot is free.
   bool reap_all();
@@ -278,6 +313,8 @@ class Transport {
   std::byte* segment_;
   std::uint32_t segment_bytes_;
   std::uint32_t inline_;
+  bool compact_;
+  std::uint32_t session_;
   std::function<bool()> peer_alive_;
   int burst_;
   bool yield_when_idle_;

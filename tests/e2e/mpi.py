@@ -219,6 +219,7 @@ def test_no_launcher():
                          (["--transport", "mpi", "--mpi-send", "bsend"], "--mpi-send must be"),
                          (["--transport", "mpi", "--mpi-recv", "probe"], "--mpi-recv must be"),
                          (["--transport", "mpi", "--mpi-source", "peer"], "--mpi-source must be"),
+                         (["--transport", "mpi", "--mpi-frame", "short"], "--mpi-frame must be"),
                          (["--transport", "mpi", "--mpi-inline", "-1"], "mpi-inline")):
         p = subprocess.run([BIN] + args, capture_output=True, text=True, timeout=30, env=env_fake)
         assert p.returncode == 2 and needle in p.stderr, (args, p.returncode, p.stderr)
@@ -249,7 +250,10 @@ def test_modes():
         assert doc["status"] == "complete", doc.get("error")
         # A flood's credit frames come back while the sender is still sending: the sends cross.
         doc = run_method("flood", extra=mode)
-        stashed = doc["meta"]["transport"]["counters"]["stashed"]
+        fc = doc["meta"]["transport"]["counters"]
+        stashed = fc["stashed"]
+        # Its one-way AMs and credit frames carry no payload: compact on the wire (the default) both ways.
+        assert fc["compact_sent"] > 0 and fc["compact_received"] > 0 and fc["short_or_forged"] == 0, fc
         report.append(f"{snd}/{rcv}: verify byte-exact ({c['inline_stores']} of {c['bulk_stores']} stores inline), "
                       f"signature W=8 and flood complete, {stashed} messages stashed during blocking sends")
     # Receives from MPI_ANY_SOURCE, as a job of more ranks posts them, carry the same bytes in both receive modes.
@@ -260,6 +264,14 @@ def test_modes():
         m = doc["meta"]["mpi"]
         assert (m["mpi_source"], m["receive_from"]) == ("any", "MPI_ANY_SOURCE"), m
         report.append(f"--mpi-source any/{rcv}: verify byte-exact")
+    # The whole frame on the wire, as every other transport sends it: the same AMs, nothing compacted.
+    for bench in ("verify", "flood"):
+        doc = run_method(bench, extra=["--mpi-frame", "full"])
+        assert doc["status"] == "complete", doc.get("error")
+        c = doc["meta"]["transport"]["counters"]
+        assert c["compact_sent"] == 0 and c["compact_received"] == 0 and c["short_or_forged"] == 0, c
+        assert doc["meta"]["mpi"]["mpi_frame"] == "full" and doc["meta"]["transport"]["frame"] == "full", doc["meta"]
+        report.append(f"--mpi-frame full: {bench} complete, nothing compacted")
     print("\n".join(report))
 
 
