@@ -35,9 +35,10 @@ const char* to_string(RecvMode m);
 // How a small AM without payload travels. compact: only what MPI's envelope and the job do not already
 // say: an 8-byte header (kind, handler, flags, token) and the argument words up to the last nonzero one,
 // 8 to 40 bytes; magic, version, session, source and destination are MPI's communicator and source, and
-// are filled in on arrival. full: the 64-byte frame, as every other transport sends it. Over vader a
-// message of 16-64 B costs a round trip 135 ns more than one of 8 B, and 220 more than an empty one
-// (the bare loop, slow state: 0 B 715 ns, 8 B 800, 16-64 B 935).
+// are filled in on arrival. full: the 64-byte frame, as every other transport sends it. Over vader, in
+// the 2-core AMD VM's slow state, a message of 16-64 B costs a round trip 135 ns more than one of 8 B
+// (the bare loop: 0 B 715 ns, 8 B 800, 16-64 B 935), and logpbench's ping-pong read 842 ns compact and
+// 1002 full; in its fast state the two read alike (321-351 and 331-341 ns, three runs each).
 enum class FrameMode { compact, full };
 FrameMode parse_frame_mode(const std::string& s);  // UsageError for anything but compact|full
 const char* to_string(FrameMode m);
