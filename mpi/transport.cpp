@@ -138,7 +138,9 @@ bool Transport::reap_all() {
 bool Transport::expand(std::byte* msg, int source, int bytes) {
   Compact c;
   if (bytes < compact_bytes(0) || bytes > static_cast<int>(sizeof c) || bytes % 8) return false;
-  std::memcpy(&c, msg, static_cast<std::size_t>(bytes));
+  // All of Compact, whatever was sent: the buffer holds a frame at least, and only the argument words sent
+  // are read. A copy of fixed size is a few moves; one of `bytes` is a call into the C library.
+  std::memcpy(&c, msg, sizeof c);
   const int nargs = c.kind_nargs >> 4;
   const unsigned kind = c.kind_nargs & 0xfu;
   if (compact_bytes(nargs) != bytes || kind < 1 || kind > static_cast<unsigned>(am::Kind::credit)) return false;

@@ -42,6 +42,7 @@ class Connection {
   void find_provider(const TransportOptions& opt);
   std::size_t open_domain(const TransportOptions& opt);
   bool choose_multi_recv(const TransportOptions& opt);
+  void name_shm_region();
   void open_endpoint(const TransportOptions& opt, bool multi_recv);
   void* register_segment(const TransportOptions& opt, bool rma);
   void make_transport(const TransportOptions& opt, bool multi_recv, bool rma, void* segment_desc);
