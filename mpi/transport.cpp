@@ -337,7 +337,7 @@ nlohmann::json Transport::describe() const {
       {"mpi_recv", to_string(recv_)},
       {"receive_from", receive_from()},
       {"inline_bytes", bulk_ == BulkMode::send ? inline_ : 0},
-      {"frame", compact_ ? "compact" : "full"},
+      {"frame", to_string(compact_ ? FrameMode::compact : FrameMode::full)},
       {"small_am_bytes", compact_ ? "8 + 8 per argument word up to the last nonzero one" : "64"},
       {"message", bulk_ == BulkMode::send
                       ? "one MPI message per AM: the 64-byte frame with a payload of up to inline_bytes behind it; "
