@@ -77,7 +77,12 @@ STAGE_SLACK = 1.2
 TIMER_READS = 4
 TIMER = {"ns": 0.0}
 # A figure the method reports with a 95% interval wider than the tolerance (Kielmann's L under jitter) is
-# held to that interval, at most this share of the truth.
+# held to that interval (at most this share of the truth) plus the machine's own allowance, abs_ns: the
+# interval is the sampling error around what this machine's L is, and that L carries the machine's one-way
+# transfer as every value does. On the VM's slow state (floor 275 ns) the cloud's RTT(m) medians read
+# 43207-44155 for an emulated 43035, and L by Table 1 (9 runs; four repeats) 17546-18194 for 17517: a bias
+# of about the floor, under a 9-run interval of 800-920. Held to the interval alone, it failed a CI run
+# (18479, +962, at stop 33).
 JITTER_CI_CAP = 0.10
 
 # Parameters in ns; a, b: per-byte o_s and o_r (ns/B); G: per-byte gap (ns/B); W: window (capacity).
@@ -185,7 +190,8 @@ class Row:
     def tolerance(self, expect=None):
         """How far a value may sit from `expect` (this row's truth by default)."""
         e = self.expect if expect is None else expect
-        return max(REL * abs(e), abs_ns(self.floor_ns), self.own_ci_ns)
+        allowance = abs_ns(self.floor_ns)
+        return max(REL * abs(e), allowance, self.own_ci_ns + allowance if self.own_ci_ns > 0 else 0.0)
 
     def ok(self):
         if self.unjudged:
