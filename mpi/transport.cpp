@@ -338,7 +338,15 @@ nlohmann::json Transport::describe() const {
       {"receive_from", receive_from()},
       {"inline_bytes", bulk_ == BulkMode::send ? inline_ : 0},
       {"frame", to_string(compact_ ? FrameMode::compact : FrameMode::full)},
-      {"small_am_bytes", compact_ ? "8 + 8 per argument word up to the last nonzero one" : "64"},
+      // What a small AM without payload put on the wire: a number, for scripts that set a bare message
+      // beside it (scripts/mpi-vs-bare), so that no script guesses it from the options.
+      {"small_am_bytes", !compact_ ? nlohmann::json(sizeof(am::Frame))
+                         : c.compact_sent ? nlohmann::json(static_cast<double>(c.compact_bytes_sent) /
+                                                           static_cast<double>(c.compact_sent))
+                                          : nlohmann::json(nullptr)},
+      {"small_am_rule", compact_ ? "the mean over this rank's compact sends (compact_bytes_sent / compact_sent; "
+                                   "8 + 8 per argument word up to the last nonzero one, null when none)"
+                                 : "the 64-byte frame"},
       {"message", bulk_ == BulkMode::send
                       ? "one MPI message per AM: the 64-byte frame with a payload of up to inline_bytes behind it; "
                         "a larger payload is a message of its own (by MPI_Isend), sent before its frame and "
@@ -375,6 +383,7 @@ nlohmann::json Transport::describe() const {
         {"inline_stores", c.inline_stores},
         {"compact_sent", c.compact_sent},
         {"compact_received", c.compact_received},
+        {"compact_bytes_sent", c.compact_bytes_sent},
         {"bulk_gets", c.bulk_gets},
         {"gets_served", c.gets_served},
         {"stashed", c.stashed},

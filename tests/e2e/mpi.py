@@ -254,6 +254,10 @@ def test_modes():
         stashed = fc["stashed"]
         # Its one-way AMs and credit frames carry no payload: compact on the wire (the default) both ways.
         assert fc["compact_sent"] > 0 and fc["compact_received"] > 0 and fc["short_or_forged"] == 0, fc
+        # What they put on the wire is recorded as a number (scripts/mpi-vs-bare sets its bare message by it).
+        small = doc["meta"]["transport"]["small_am_bytes"]
+        assert isinstance(small, (int, float)) and 8 <= small <= 40, small
+        assert abs(small - fc["compact_bytes_sent"] / fc["compact_sent"]) < 1e-9, (small, fc)
         report.append(f"{snd}/{rcv}: verify byte-exact ({c['inline_stores']} of {c['bulk_stores']} stores inline), "
                       f"signature W=8 and flood complete, {stashed} messages stashed during blocking sends")
     # Receives from MPI_ANY_SOURCE, as a job of more ranks posts them, carry the same bytes in both receive modes.
@@ -271,6 +275,7 @@ def test_modes():
         c = doc["meta"]["transport"]["counters"]
         assert c["compact_sent"] == 0 and c["compact_received"] == 0 and c["short_or_forged"] == 0, c
         assert doc["meta"]["mpi"]["mpi_frame"] == "full" and doc["meta"]["transport"]["frame"] == "full", doc["meta"]
+        assert doc["meta"]["transport"]["small_am_bytes"] == 64, doc["meta"]["transport"]
         report.append(f"--mpi-frame full: {bench} complete, nothing compacted")
     print("\n".join(report))
 
