@@ -61,8 +61,8 @@ po::options_description describe(CliOptions& o) {
       "the call that sends an AM's message: auto (MPI_Send up to 256 bytes, MPI_Isend beyond) | send (MPI_Send) | "
       "isend (MPI_Isend, a pool in flight) | ssend (MPI_Ssend), the last three as Kielmann et al.'s LogP/MPI")(
       "mpi-recv", po::value(&o.mpi_recv)->default_value(o.mpi_recv),
-      "how it is received: irecv (a ring of pre-posted MPI_Irecv) | recv (MPI_Improbe "
-      "+ MPI_Mrecv, nothing posted ahead)")(
+      "how it is received: irecv (a ring of pre-posted MPI_Irecv) | recv (nothing posted ahead: "
+      "one receive posted when the program waits, as MPI_Recv posts it)")(
       "mpi-source", po::value(&o.mpi_source)->default_value(o.mpi_source),
       "whom a receive or probe names: auto (the other rank in a job of two ranks, MPI_ANY_SOURCE in a larger one) | "
       "any (MPI_ANY_SOURCE always)")(

@@ -83,6 +83,10 @@ Transport::~Transport() {
       MPI_Cancel(&r);
       MPI_Request_free(&r);
     }
+  if (wait_req_ != MPI_REQUEST_NULL) {
+    MPI_Cancel(&wait_req_);
+    MPI_Request_free(&wait_req_);
+  }
   for (auto& r : tx_reqs_)
     if (r != MPI_REQUEST_NULL) MPI_Request_free(&r);
   for (auto& l : local_)
@@ -100,7 +104,7 @@ void Transport::wait_stashing(MPI_Request& r, int dst) {
     int flag = 0;
     check(MPI_Test(&r, &flag, MPI_STATUS_IGNORE), "MPI_Test (blocking send)");
     if (flag) return;
-    if (stash_one()) ++counters_.stashed;
+    if (stash_one(false)) ++counters_.stashed;
     if ((spins & 0xffff) == 0xffff) {
       throw_if_interrupted();
       if (!peer_alive_())
@@ -109,16 +113,24 @@ void Transport::wait_stashing(MPI_Request& r, int dst) {
   }
 }
 
-bool Transport::stash_one() {
+bool Transport::stash_one(bool may_post) {
   const std::size_t cap = static_cast<std::size_t>(rx_n_);
   if (stash_tail_ - stash_head_ >= cap) return false;
-  int flag = 0;
-  MPI_Message msg;
-  MPI_Status st;
-  check(MPI_Improbe(from_, kTagAm, comm_, &flag, &msg, &st), "MPI_Improbe");
-  if (!flag) return false;
   const std::size_t i = stash_tail_ % cap;
-  check(MPI_Mrecv(rx_buf(i), static_cast<int>(rx_stride_), MPI_BYTE, &msg, &st), "MPI_Mrecv");
+  int flag = 0;
+  MPI_Status st;
+  if (wait_req_ == MPI_REQUEST_NULL && may_post)
+    check(MPI_Irecv(rx_buf(i), static_cast<int>(rx_stride_), MPI_BYTE, from_, kTagAm, comm_, &wait_req_),
+          "MPI_Irecv (recv mode)");
+  if (wait_req_ != MPI_REQUEST_NULL) {
+    check(MPI_Test(&wait_req_, &flag, &st), "MPI_Test (recv mode)");
+    if (!flag) return false;
+  } else {
+    MPI_Message msg;
+    check(MPI_Improbe(from_, kTagAm, comm_, &flag, &msg, &st), "MPI_Improbe");
+    if (!flag) return false;
+    check(MPI_Mrecv(rx_buf(i), static_cast<int>(rx_stride_), MPI_BYTE, &msg, &st), "MPI_Mrecv");
+  }
   stash_[i].source = st.MPI_SOURCE;
   MPI_Get_count(&st, MPI_BYTE, &stash_[i].bytes);
   ++stash_tail_;
@@ -357,7 +369,9 @@ nlohmann::json Transport::describe() const {
       {"receive",
        recv_ == RecvMode::irecv
            ? "a ring of pre-posted MPI_Irecv (from receive_from); MPI_Test on its head, which fills in posting order"
-           : "MPI_Improbe (of receive_from), then MPI_Mrecv of the message it found (nothing posted ahead)"},
+           : "nothing posted ahead: a poll that finds nothing posts one MPI_Irecv (of receive_from) and tests it until "
+             "it completes, as MPI_Recv (MPI_Irecv + MPI_Wait) does; after a poll has handed a message up, and while "
+             "a blocking send waits, MPI_Improbe + MPI_Mrecv take what is there and post nothing"},
       {"bulk", to_string(bulk_)},
       {"bulk_how",
        bulk_ == BulkMode::put

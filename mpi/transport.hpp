@@ -17,8 +17,14 @@
 //    message to the earliest posted receive that fits, so the ring fills in posting order: poll() tests
 //    only the head slot (MPI_Test), delivers it, and re-posts it at the tail when next idle. MPI_Testsome over
 //    the whole ring would scan every request on each empty poll (mpi/poll_cost.cpp measures the two).
-//  - recv: nothing pre-posted; poll() asks MPI_Improbe for a message and receives it with MPI_Mrecv (a
-//    message that arrived before its receive, as MPI_Recv after the paper's wait Delta finds it).
+//  - recv: nothing pre-posted. A poll that finds nothing stashed posts one MPI_Irecv (from_, kTagAm) and tests
+//    it, and later polls test it until it completes: the receive is posted when the program first waits for
+//    a message, as MPI_Recv posts it (MPI_Recv is MPI_Irecv + MPI_Wait). A message already there (the paper's
+//    wait Delta) is matched by that post, as MPI_Recv matches it. After a poll has handed something up, it
+//    looks for more with MPI_Improbe + MPI_Mrecv instead, which posts nothing, so no receive is posted before
+//    the program waits again; a blocking send's wait (below) does the same. Polling by MPI_Improbe alone cost
+//    110-150 ns more a round trip than MPI_Recv (vader, slow state: a bare loop 902 vs 792 ns, logpbench
+//    1022-1062 vs irecv's 872-892).
 // Sends (--mpi-send) of the message that carries the frame:
 //  - isend: MPI_Isend from a bounded pool of slots, each with its own copy of the message (the AM layer
 //    patches its frames in place). The pool is a FIFO: slots retire in order as their sends complete, so
@@ -123,7 +129,7 @@ class Transport {
   std::size_t max_bulk() const { return segment_bytes_; }
 
   // Up to `burst` frames: from the head of the receive ring (irecv; only the head is tested, the ring
-  // fills in posting order), or as MPI_Improbe finds them after those a blocking send stashed (recv).
+  // fills in posting order), or as the stash takes them in after those a blocking send stashed (recv).
   template <class Sink>
   int poll(Sink&& sink) {
     int n = 0;
@@ -268,16 +274,18 @@ class Transport {
     check(MPI_Irecv(rx_buf(i), static_cast<int>(rx_stride_), MPI_BYTE, from_, kTagAm, comm_, &rx_reqs_[i]),
           "MPI_Irecv (re-post)");
   }
-  // One message MPI_Improbe finds, received into the stash's tail (recv mode); false when there is none
-  // or the stash is full.
-  bool stash_one();
-  // recv mode: the stashed messages first, then what MPI_Improbe finds, each through the stash. A slot is
+  // One message received into the stash's tail (recv mode); false when there is none (yet) or the stash is
+  // full. The receive posted by an earlier call is tested first: while it is posted, MPI matches the next
+  // message to it. Else, with may_post, one MPI_Irecv is posted into the tail and tested (MPI_Recv's way);
+  // without, MPI_Improbe + MPI_Mrecv take a message that is there and post nothing.
+  bool stash_one(bool may_post);
+  // recv mode: the stashed messages first, then what stash_one takes in, each through the stash. A slot is
   // freed only after its frame's handler has run: the handler's reply may stash more meanwhile.
   template <class Sink>
   int poll_probe(Sink& sink, int already) {
     int n = 0;
     while (already + n < burst_) {
-      if (stash_head_ == stash_tail_ && !stash_one()) break;
+      if (stash_head_ == stash_tail_ && !stash_one(already + n == 0)) break;
       const std::size_t i = stash_head_ % static_cast<std::size_t>(rx_n_);
       std::byte* buf = rx_buf(i);
       ++counters_.rx;
@@ -331,6 +339,7 @@ class Transport {
   int repost_ = -1;  // the ring slot handed up last, not yet posted again (-1: none)
   std::vector<Stashed> stash_;
   std::size_t stash_head_ = 0, stash_tail_ = 0;
+  MPI_Request wait_req_ = MPI_REQUEST_NULL;  // recv mode: the receive posted into the stash's tail, if any
 
   std::size_t tx_lines_ = 0;
   std::vector<Line> tx_store_;        // the pool's messages, tx_lines_ cache lines each

@@ -124,17 +124,20 @@ def test_bulk_put():
 
 
 def test_k_to_one():
-    """A job-level method over MPI: 4 ranks of k-to-one (2 cores: functional, labelled unfit)."""
-    out = os.path.join(TMP, "k2one.json")
-    mpirun(4, ["--bench", "k-to-one", "--round-seconds", "0.2", "-q"], out, timeout=180)
-    doc = load(out)
-    assert doc["status"] == "complete", doc.get("error")
-    assert [e["k"] for e in doc["per_k"]] == [1, 2, 3], doc["per_k"]
-    for e in doc["per_k"]:
-        assert e["g"]["value_ns"] > 0 and e["ratio"]["value"] > 0, e
-    assert len(doc["meta"]["ranks"]) == 4
-    assert doc["meta"]["mpi"]["receive_from"] == "MPI_ANY_SOURCE", doc["meta"]["mpi"]  # more than one peer
-    print("k-to-one over MPI:", [(e["k"], round(e["g"]["value_ns"])) for e in doc["per_k"]])
+    """A job-level method over MPI: 4 ranks of k-to-one (2 cores: functional, labelled unfit), in both receive
+    modes: recv's one receive, posted while waiting from MPI_ANY_SOURCE, takes in three senders' streams."""
+    for rcv in ("irecv", "recv"):
+        out = os.path.join(TMP, f"k2one-{rcv}.json")
+        mpirun(4, ["--bench", "k-to-one", "--round-seconds", "0.2", "-q", "--mpi-recv", rcv], out, timeout=180)
+        doc = load(out)
+        assert doc["status"] == "complete", (rcv, doc.get("error"))
+        assert [e["k"] for e in doc["per_k"]] == [1, 2, 3], doc["per_k"]
+        for e in doc["per_k"]:
+            assert e["g"]["value_ns"] > 0 and e["ratio"]["value"] > 0, e
+        assert len(doc["meta"]["ranks"]) == 4
+        assert doc["meta"]["mpi"]["receive_from"] == "MPI_ANY_SOURCE", doc["meta"]["mpi"]  # more than one peer
+        assert doc["meta"]["transport"]["counters"]["short_or_forged"] == 0, doc["meta"]["transport"]
+        print(f"k-to-one over MPI, --mpi-recv {rcv}:", [(e["k"], round(e["g"]["value_ns"])) for e in doc["per_k"]])
 
 
 def ranks_of(mpirun_pid):
