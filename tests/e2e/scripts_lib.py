@@ -120,5 +120,38 @@ def test_paths():
     print("scripts find scripts/lib from", d)
 
 
+def load_script(name):
+    """A script of scripts/ (no .py suffix) as a module, its main() not run."""
+    import importlib.machinery
+    import importlib.util
+    loader = importlib.machinery.SourceFileLoader(name.replace("-", "_"), os.path.join(SRC, "scripts", name))
+    mod = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
+    loader.exec_module(mod)
+    return mod
+
+
+def test_design_notes():
+    # vs-logp-mpi's reasons, for every mode, size and figure, from the keys a logpbench JSON over MPI has
+    # (a small AM of 8 B on the wire, of a mean of 12.5 B, or a run that does not say): each is a (key,
+    # text) pair, and the round trip at 0 B names the bytes the run recorded.
+    v = load_script("vs-logp-mpi")
+    for small, text in ((8.0, "8 B on the wire"), (12.5, "12.5 (mean) B on the wire"), (None, "64 B on the wire")):
+        doc = {"meta": {"am": {"frame_bytes": 64},
+                        "transport": {"inline_bytes": 4032, "rx_ring": 64, "small_am_bytes": small},
+                        "mpi": {"mpi_frame": "compact", "receive_from": "rank 1, the only peer"},
+                        "harness": {"send_ns": {"value_ns": 6.7}, "recv_ns": {"value_ns": 7.2}}}}
+        if small is None:
+            del doc["meta"]["transport"]["small_am_bytes"]
+        for send, recv in (("send", "recv"), ("isend", "irecv"), ("ssend", "recv"), ("send", "irecv")):
+            for m in (0, 8, 1024, 4096, 65536):
+                for figure in ("RTT", "o_s", "o_r", "g"):
+                    notes = v.design_notes(m, figure, send, recv, doc)
+                    assert all(isinstance(k, str) and isinstance(t, str) and t for k, t in notes), notes
+                    if m == 0 and figure == "RTT":
+                        am = dict(notes).get("am", "")
+                        assert text in am, (small, am)
+    print("vs-logp-mpi: design notes for 4 modes x 5 sizes x 4 figures, the wire bytes from the JSON")
+
+
 if __name__ == "__main__":
     main(globals(), *sys.argv[3:])
