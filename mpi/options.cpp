@@ -1,5 +1,6 @@
 #include "mpi/options.hpp"
 
+#include "common/choices.hpp"
 #include "common/errors.hpp"
 #include "common/options.hpp"
 #include "common/ranks.hpp"
@@ -8,50 +9,26 @@ namespace po = boost::program_options;
 
 namespace logpb::mpi {
 
-BulkMode parse_bulk_mode(const std::string& s) {
-  if (s == "send") return BulkMode::send;
-  if (s == "put") return BulkMode::put;
-  throw UsageError("--mpi-bulk must be send or put, not '" + s + "'");
-}
-const char* to_string(BulkMode m) { return m == BulkMode::put ? "put" : "send"; }
+namespace {
+// The words of each option, in the order its error names them.
+constexpr Choice<BulkMode> kBulk[] = {{BulkMode::send, "send"}, {BulkMode::put, "put"}};
+constexpr Choice<SendMode> kSend[] = {
+    {SendMode::auto_, "auto"}, {SendMode::send, "send"}, {SendMode::isend, "isend"}, {SendMode::ssend, "ssend"}};
+constexpr Choice<RecvMode> kRecv[] = {{RecvMode::recv, "recv"}, {RecvMode::irecv, "irecv"}};
+constexpr Choice<SourceMode> kSource[] = {{SourceMode::auto_, "auto"}, {SourceMode::any, "any"}};
+constexpr Choice<FrameMode> kFrame[] = {{FrameMode::compact, "compact"}, {FrameMode::full, "full"}};
+}  // namespace
 
-SendMode parse_send_mode(const std::string& s) {
-  if (s == "send") return SendMode::send;
-  if (s == "isend") return SendMode::isend;
-  if (s == "ssend") return SendMode::ssend;
-  if (s == "auto") return SendMode::auto_;
-  throw UsageError("--mpi-send must be auto, send, isend or ssend, not '" + s + "'");
-}
-const char* to_string(SendMode m) {
-  switch (m) {
-    case SendMode::send:
-      return "send";
-    case SendMode::ssend:
-      return "ssend";
-    case SendMode::auto_:
-      return "auto";
-    default:
-      return "isend";
-  }
-}
-RecvMode parse_recv_mode(const std::string& s) {
-  if (s == "recv") return RecvMode::recv;
-  if (s == "irecv") return RecvMode::irecv;
-  throw UsageError("--mpi-recv must be recv or irecv, not '" + s + "'");
-}
-const char* to_string(RecvMode m) { return m == RecvMode::recv ? "recv" : "irecv"; }
-SourceMode parse_source_mode(const std::string& s) {
-  if (s == "auto") return SourceMode::auto_;
-  if (s == "any") return SourceMode::any;
-  throw UsageError("--mpi-source must be auto or any, not '" + s + "'");
-}
-const char* to_string(SourceMode m) { return m == SourceMode::any ? "any" : "auto"; }
-FrameMode parse_frame_mode(const std::string& s) {
-  if (s == "compact") return FrameMode::compact;
-  if (s == "full") return FrameMode::full;
-  throw UsageError("--mpi-frame must be compact or full, not '" + s + "'");
-}
-const char* to_string(FrameMode m) { return m == FrameMode::full ? "full" : "compact"; }
+BulkMode parse_bulk_mode(const std::string& s) { return parse_choice(s, kBulk, "--mpi-bulk"); }
+const char* to_string(BulkMode m) { return choice_name(m, kBulk); }
+SendMode parse_send_mode(const std::string& s) { return parse_choice(s, kSend, "--mpi-send"); }
+const char* to_string(SendMode m) { return choice_name(m, kSend); }
+RecvMode parse_recv_mode(const std::string& s) { return parse_choice(s, kRecv, "--mpi-recv"); }
+const char* to_string(RecvMode m) { return choice_name(m, kRecv); }
+SourceMode parse_source_mode(const std::string& s) { return parse_choice(s, kSource, "--mpi-source"); }
+const char* to_string(SourceMode m) { return choice_name(m, kSource); }
+FrameMode parse_frame_mode(const std::string& s) { return parse_choice(s, kFrame, "--mpi-frame"); }
+const char* to_string(FrameMode m) { return choice_name(m, kFrame); }
 
 po::options_description describe(CliOptions& o) {
   po::options_description mpi("MPI transport (run under mpirun or srun)");

@@ -1,5 +1,6 @@
 #include "ofi/options.hpp"
 
+#include "common/choices.hpp"
 #include "common/errors.hpp"
 #include "common/options.hpp"
 
@@ -7,40 +8,23 @@ namespace po = boost::program_options;
 
 namespace logpb::ofi {
 
+namespace {
+constexpr Choice<EpType> kEp[] = {{EpType::rdm, "rdm"}, {EpType::msg, "msg"}};
+constexpr Choice<RecvMode> kRecv[] = {{RecvMode::automatic, "auto"}, {RecvMode::multi, "multi"}, {RecvMode::ring, "ring"}};
+constexpr Choice<Completion> kCompletion[] = {
+    {Completion::inject, "inject"}, {Completion::transmit, "transmit"}, {Completion::delivery, "delivery"}};
+}  // namespace
+
 EpType parse_ep_type(const std::string& s) {
-  if (s == "rdm") return EpType::rdm;
-  if (s == "msg") return EpType::msg;
-  throw UsageError(
-      "--ep must be rdm (reliable datagrams: one endpoint, every peer in its address vector) or msg "
-      "(one connected endpoint per peer), not '" +
-      s + "'");
+  return parse_choice(s, kEp, "--ep",
+                      "(rdm: reliable datagrams, one endpoint, every peer in its address vector; msg: one connected "
+                      "endpoint per peer)");
 }
-const char* to_string(EpType e) { return e == EpType::msg ? "msg" : "rdm"; }
-const char* to_string(RecvMode r) { return r == RecvMode::multi ? "multi" : r == RecvMode::ring ? "ring" : "auto"; }
-
-Completion parse_completion(const std::string& s) {
-  if (s == "inject") return Completion::inject;
-  if (s == "transmit") return Completion::transmit;
-  if (s == "delivery") return Completion::delivery;
-  throw UsageError("--ofi-completion must be inject, transmit or delivery, not '" + s + "'");
-}
-const char* to_string(Completion c) {
-  switch (c) {
-    case Completion::transmit:
-      return "transmit";
-    case Completion::delivery:
-      return "delivery";
-    default:
-      return "inject";
-  }
-}
-
-RecvMode parse_recv_mode(const std::string& s) {
-  if (s == "auto") return RecvMode::automatic;
-  if (s == "multi") return RecvMode::multi;
-  if (s == "ring") return RecvMode::ring;
-  throw UsageError("--ofi-recv must be auto, multi or ring, not '" + s + "'");
-}
+const char* to_string(EpType e) { return choice_name(e, kEp); }
+RecvMode parse_recv_mode(const std::string& s) { return parse_choice(s, kRecv, "--ofi-recv"); }
+const char* to_string(RecvMode r) { return choice_name(r, kRecv); }
+Completion parse_completion(const std::string& s) { return parse_choice(s, kCompletion, "--ofi-completion"); }
+const char* to_string(Completion c) { return choice_name(c, kCompletion); }
 
 po::options_description describe(CliOptions& o) {
   po::options_description ofi("libfabric transport (fabtests' -p)");
