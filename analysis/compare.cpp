@@ -433,8 +433,11 @@ std::string format_figure(const Figure& f, Unit u) {
 }
 
 std::string format_line(const Pair& p, const Row& r) {
+  // A difference within its own interval says only that the two runs agree: a reader is told so, rather than
+  // left to read "added -40 ± 50 ns" as a cost that is negative.
   return p.a + "-vs-" + p.b + " " + r.a.label + ": " + p.a + " " + format_figure(r.a.fig, r.a.unit) + ", " + p.b + " " +
-         format_figure(r.b.fig, r.b.unit) + ", added " + format_figure(r.added, r.a.unit);
+         format_figure(r.b.fig, r.b.unit) + ", added " + format_figure(r.added, r.a.unit) +
+         (r.added.valid && !r.resolved ? " (not resolved: the runs agree within it)" : "");
 }
 
 json figure_json(const Figure& f, Unit u) {

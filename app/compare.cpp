@@ -39,8 +39,9 @@ json load_result(const std::string& path) {
 
 const char* const kIntervals =
     "Intervals are 95% half-widths. A difference is other − baseline (\"added\"); the runs are independent, so\n"
-    "its half-width is the two runs' half-widths combined in quadrature, sqrt(a² + b²). A value a run could not\n"
-    "observe is shown as hidden or n/a with its bound and reason, never as a number; its difference is n/a.\n";
+    "its half-width is the two runs' half-widths combined in quadrature, sqrt(a² + b²); a difference within it\n"
+    "is marked \"not resolved\" (the runs agree). A value a run could not observe is shown as hidden or n/a\n"
+    "with its bound and reason, never as a number; its difference is n/a.\n";
 
 }  // namespace
 

@@ -192,6 +192,12 @@ def test_all():
     stdout = compare(raw, emu, heavy, "--names", "raw,paragon,heavy")
     assert any(l.startswith("raw-vs-heavy o_s: ") for l in lines_of(stdout)), stdout
 
+    # A run against itself: every difference is 0 and says the runs agree, not that a cost of 0 was resolved;
+    # against the Paragon, o_s's 1400 ns is resolved and says nothing more.
+    same = [l for l in lines_of(compare(raw, raw, "--names", "raw,again")) if " added n/a" not in l]
+    assert same and all(l.endswith("(not resolved: the runs agree within it)") for l in same), same
+    assert not os_line[0].endswith("(not resolved: the runs agree within it)"), os_line
+
     # A null parameter: shown with its reason, never a number; the difference n/a.
     doc = load(emu)
     doc["parameters"]["o_r"] = {"value_ns": None, "ci95_ns": None, "upper_bound_ns": 2500.0,
