@@ -28,8 +28,8 @@
 //    wait Delta) is matched by that post, as MPI_Recv matches it. After a poll has handed something up, it
 //    looks for more with MPI_Improbe + MPI_Mrecv instead, which posts nothing, so no receive is posted before
 //    the program waits again; a blocking send's wait (below) does the same. Polling by MPI_Improbe alone cost
-//    110-150 ns more a round trip than MPI_Recv (vader, slow state: a bare loop 902 vs 792 ns, logpbench
-//    1022-1062 vs irecv's 872-892).
+//    110-150 ns more a round trip than MPI_Recv (vader, slow state: a bare loop 902 vs 792 ns; logpbench's
+//    ping-pong 1012-1052 ns, against irecv's 862-892); posted so, it reads 902 (irecv 872-882).
 // Sends (--mpi-send) of the message that carries the frame:
 //  - isend: MPI_Isend from a bounded pool of slots, each with its own copy of the message (the AM layer
 //    patches its frames in place). The pool is a FIFO: slots retire in order as their sends complete, so
