@@ -5,8 +5,9 @@
 // (bench/mpi_bare_pingpong --shape transport) is the AM layer's own work on each side: TSC stamps around it
 // (a scratch build, vader, the VM's fast state, 10 ns steps, each figure with one 20 ns timer read in it)
 // read 20 ns from the request's start to its MPI_Send, 40 from the reply's MPI_Test to the end of the round
-// trip, and 40 from the request's MPI_Test to the reply's MPI_Send; the round trip was 321-351 ns against the
-// shaped loop's 271-291 (scripts/mpi-vs-bare).
+// trip, and 40 from the request's MPI_Test to the reply's MPI_Send. scripts/mpi-vs-bare in the fast state: the
+// round trip 321-351 ns against the shaped loop's 271-291 (one session), 311-391 against 250-321 (another,
+// whose bare loop was faster: 230-281 against 291-301).
 //
 // An AM is one MPI message on tag kTagAm: its 64-byte frame, and a bulk payload of up to inline_bytes
 // right behind it (a store's data, a reply's data). Larger payloads travel as a message of their own on
