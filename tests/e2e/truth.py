@@ -190,8 +190,7 @@ class Row:
     def tolerance(self, expect=None):
         """How far a value may sit from `expect` (this row's truth by default)."""
         e = self.expect if expect is None else expect
-        allowance = abs_ns(self.floor_ns)
-        return max(REL * abs(e), allowance, self.own_ci_ns + allowance if self.own_ci_ns > 0 else 0.0)
+        return max(REL * abs(e), abs_ns(self.floor_ns) + self.own_ci_ns)
 
     def ok(self):
         if self.unjudged:
