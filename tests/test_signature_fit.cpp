@@ -30,7 +30,10 @@ Curve synth(double os, double orr, double g, double rtt, int C, double d, double
     const double cost = T / M * (1 + (noise > 0 ? n(rng) : 0));
     c.M.push_back(M);
     c.cost_ns.push_back(cost);
-    c.ci95_ns.push_back(noise > 0 ? 1.96 * noise * cost / std::sqrt(50.0) : 0);
+    // The interval of the error put in: each point carries one draw of `noise` (relative), so its 95%
+    // interval is 1.96 noise cost. (It once claimed noise / sqrt(50), four times narrower than its own
+    // scatter, which a fit that requires each curve's steady state rightly refused.)
+    c.ci95_ns.push_back(noise > 0 ? 1.96 * noise * cost : 0);
   }
   return c;
 }
@@ -355,28 +358,52 @@ TEST_CASE("the send-only plateau stops at the window, and a synthetic plateau at
   CHECK(std::isnan(none.M_limit));
 }
 
+namespace {
+// A Delta curve in its steady state from M = 1, whose g' - Delta is `pair` with the 95% interval `ci`
+// (the per-point intervals scaled until steady_state_cost reports it).
+Curve flat_curve(double delta, double pair, double ci) {
+  // Start at 1% (above the fit's floor of 0.1% per point, so the interval scales with them).
+  Curve c = curve_of(delta, {1, 2, 3, 4, 6, 8, 12, 16}, std::vector<double>(8, pair + delta),
+                     std::vector<double>(8, 0.01 * (pair + delta)));
+  const double unit = steady_state_cost(c).cost.ci95;
+  for (auto& x : c.ci95_ns) x *= ci / unit;
+  return c;
+}
+}  // namespace
+
 TEST_CASE("o_s + o_r that moves with Delta fails by its slope (rxe), whatever the intervals' sum allows") {
-  // On rxe the per-Delta remainders read 3634, 2783, 707 and 586 ns over Delta = 14-114 us, and "o_r agrees
-  // across Deltas" passed: their intervals (1.6-2.8 us) summed covered the 3 us spread. The weighted line
-  // through them falls by ~3 us over the Deltas, resolved, and 12% of the figure.
-  const SignatureFit f = fit_signature(example_rxe(), param_of(k_rxe_rtt, 15), 1.2, 32);
+  // On rxe (docs/example/json/verbs-rxe-signature.json) the run read g' - Delta - o_s = 3634, 2783, 707 and
+  // 586 ns (+- 1831, 2811, 1571, 2076) at Delta = 14.3, 28.6, 57.1 and 114.3 us, and "o_r agrees across
+  // Deltas" passed: the widest interval on each side, summed, covered the 3 us spread. As o_s + o_r (o_s =
+  // 23629 ns) the weighted line through them falls 3.1 us over the Deltas: resolved, and 12% of the figure.
+  const double os = 23628.7;
+  const std::vector<double> deltas{14287.0, 28563.9, 57140.3, 114275.6}, rem{3633.8, 2783.1, 706.7, 585.6},
+      ci{1830.7, 2811.5, 1570.8, 2076.4};
+  std::vector<Curve> cs{example_rxe().front()};
+  for (std::size_t i = 0; i < deltas.size(); ++i) cs.push_back(flat_curve(deltas[i], os + rem[i], ci[i]));
+  const SignatureFit f = fit_signature(cs, param_of(k_rxe_rtt, 15), 1.2, 32);
   for (const auto& d : f.per_delta)
     INFO("Delta " << d.delta_ns << " used " << d.used << " o_s+o_r " << d.o_s_plus_o_r.value << " +- "
                   << d.o_s_plus_o_r.ci95);
+  for (const auto& c : f.checks) INFO(c.name << ": " << c.detail);
+  REQUIRE(f.per_delta.size() == 4);
+  for (const auto& d : f.per_delta) CHECK(d.o_s_plus_o_r.ci95 == Approx(ci[&d - &f.per_delta[0]]).epsilon(0.01));
   CHECK_FALSE(check_ok(f, "o_s + o_r does not move with Delta"));
   CHECK_FALSE(f.o_s_plus_o_r.valid);  // no single figure to print
   CHECK(std::isfinite(f.o_s_plus_o_r.raw));
   CHECK_THAT(f.o_s_plus_o_r.note, Catch::Contains("depends on Delta"));
   CHECK_FALSE(f.L.valid);
   // The same estimates flat in Delta, with the same intervals, pass: the test is the trend, not the spread.
-  auto cs = example_rxe();
-  const double flat_pair = 25000;
-  for (std::size_t i = 1; i < cs.size(); ++i)
-    for (std::size_t k = 0; k < cs[i].M.size(); ++k) cs[i].cost_ns[k] = flat_pair + cs[i].delta_ns;
-  const SignatureFit g = fit_signature(cs, param_of(k_rxe_rtt, 15), 1.2, 32);
+  std::vector<Curve> flat{example_rxe().front()};
+  for (std::size_t i = 0; i < deltas.size(); ++i) flat.push_back(flat_curve(deltas[i], os + 1500, ci[i]));
+  const SignatureFit g = fit_signature(flat, param_of(k_rxe_rtt, 15), 1.2, 32);
   CHECK(check_ok(g, "o_s + o_r does not move with Delta"));
   REQUIRE(g.o_s_plus_o_r.valid);
-  CHECK(g.o_s_plus_o_r.value == Approx(flat_pair).epsilon(1e-3));
+  CHECK(g.o_s_plus_o_r.value == Approx(os + 1500).epsilon(1e-3));
+  // And a slope the intervals cannot resolve passes too: the same trend with intervals four times wider.
+  std::vector<Curve> wide{example_rxe().front()};
+  for (std::size_t i = 0; i < deltas.size(); ++i) wide.push_back(flat_curve(deltas[i], os + rem[i], 4 * ci[i]));
+  CHECK(check_ok(fit_signature(wide, param_of(k_rxe_rtt, 15), 1.2, 32), "o_s + o_r does not move with Delta"));
 }
 
 TEST_CASE("a Delta curve still in its transition is not used, and is named") {
