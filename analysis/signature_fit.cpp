@@ -67,7 +67,7 @@ SendOnly send_only_cost(const Curve& c_all, double rtt_ns, int window, double to
   double est = INFINITY;
   for (std::size_t i = 0; i < std::min<std::size_t>(n, 4); ++i)
     if (c.cost_ns[i] > 0) est = std::min(est, c.cost_ns[i]);
-  double lim = limit_for(est);
+  double lim = limit_for(est), lim_os = est;  // the limit, and the send cost it was taken from
   for (int iter = 0; iter < 8; ++iter) {
     // The send-only plateau: the cheapest of the first few points below the limit, and every leading point
     // within tolerance of it: `tolerance` (a fraction) of the cheapest, or what its interval allows,
@@ -106,22 +106,25 @@ SendOnly send_only_cost(const Curve& c_all, double rtt_ns, int window, double to
     const double k = static_cast<double>(r.used_M.size());
     r.o_s.value = sum / k;
     r.o_s.ci95 = std::sqrt(var) / k;
+    // The plateau's mean puts its end lower: drop the points past it and read again. The limit never rises
+    // again (a plateau of fewer points may cost less, but its points were already judged past the end).
     const double next = limit_for(r.o_s.value);
-    if (!(next < lim) || !(r.used_M.back() >= next)) {
-      lim = std::min(lim, next);
-      break;
+    if (next < lim) {
+      lim = next;
+      lim_os = r.o_s.value;
     }
-    lim = next;  // the plateau's mean puts its end lower: drop the points past it and read again
+    if (!(r.used_M.back() >= lim)) break;
   }
   r.M_limit = std::isfinite(lim) ? lim : std::nan("");
   {
     char buf[200];
     if (!std::isfinite(lim))
       std::snprintf(buf, sizeof buf, "unbounded: neither the round trip nor the window is known");
+    else if (window > 0 && lim == window + 0.5)
+      std::snprintf(buf, sizeof buf, "M <= %d, the window (before the first reply is due)", window);
     else
-      std::snprintf(buf, sizeof buf, "M < %.3g (RTT / o_s = %.3g%s)", lim,
-                    std::isfinite(rtt_ns) && r.o_s.value > 0 ? rtt_ns / r.o_s.value : std::nan(""),
-                    window > 0 ? (", window " + std::to_string(window)).c_str() : "");
+      std::snprintf(buf, sizeof buf, "M < %.3g = RTT %.0f ns / a send of %.0f ns (the first reply is due)", lim,
+                    rtt_ns, lim_os);
     r.limit_detail = buf;
   }
   r.o_s.valid = r.o_s.value > 0;
@@ -153,6 +156,7 @@ Steady steady_state_cost(const Curve& c_all) {
     w.push_back(1 / (sd * sd));
     r.used_M.push_back(c.M[i]);
   }
+  r.last_cost = c.cost_ns.back();
   const LineFit f = fit_line(x, y, w);
   if (!f.ok) {
     r.cost = Param::invalid("the steady-state fit failed");
@@ -410,18 +414,24 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
     if (!st.reached)
       std::snprintf(buf, sizeof buf,
                     "the Delta = 0 curve did not reach its steady state up to M = %g (the issue time still bends: "
-                    "%s): its slope, %.1f ns, is a lower bound on g, since the cost per message still rises "
-                    "towards the steady state; a longer burst would show it (--bursts or --max-burst-time)",
-                    mmax, st.detail.c_str(), slope.value);
+                    "%s): g is at least its slope, %.1f ns, or its average cost at that M, %.1f ns, whichever is lower "
+                    "(a lower bound: the cost per message still rises towards the steady state); a longer burst "
+                    "would show it (--bursts or --max-burst-time)",
+                    mmax, st.detail.c_str(), slope.value, st.last_cost);
     else
       std::snprintf(buf, sizeof buf,
                     "the Delta = 0 slope, %.1f ns up to M = %g, is below the o_s + o_r = %.1f ns a pair costs on the "
                     "Delta curves (Idle < 0 beyond its interval), which LogP does not allow: the curve is still "
                     "filling its window (its cost still rising towards the steady state, which a longer burst would "
                     "show), or a pair costs less when nothing separates the requests (replies drained several to a "
-                    "poll). g is at least this slope: a lower bound, not a value",
-                    slope.value, mmax, fit.o_s_plus_o_r.value);
-    fit.g = Param::at_least(buf, slope.value);
+                    "poll). g is at least this slope or the average cost at that M, %.1f ns, whichever is lower: "
+                    "a lower bound, not a value",
+                    slope.value, mmax, fit.o_s_plus_o_r.value, st.last_cost);
+    // The bound: the lower of the slope and the average cost at the largest M. A curve rising towards its
+    // steady state averages below it, and its slope may not: a stall in the last points (a VM's, a loaded
+    // core's) steepens the slope past the truth, as one run capped at 120 us read 4890 ns for 4500.
+    const double floor = std::isfinite(st.last_cost) ? std::min(slope.value, st.last_cost) : slope.value;
+    fit.g = Param::at_least(buf, floor);
     fit.g.raw = slope.value;
   }
   if (fit.idle.valid && fit.idle.value < 0) {

@@ -45,6 +45,7 @@ SendOnly send_only_cost(const Curve& c, double rtt_ns = std::nan(""), int window
 struct Steady {
   Param cost;  // per-message steady-state cost (g for Delta = 0, g' otherwise)
   std::vector<double> used_M;
+  double last_cost = std::nan("");  // the average cost per message at the largest M used
   bool reached = false;  // the slope of T(M) is the same over both halves of the tail, within the data
   std::string detail;    // the two slopes, in words
 };
