@@ -65,7 +65,7 @@ nlohmann::json doerfler_summary(const std::vector<std::vector<methods::DoerflerS
         add_check(checks, "send completion comes after the send returns (" + std::to_string(v[i].bytes) + " B)", false,
                   side["availability_meaning"].get<std::string>());
         // It says what the availability means here; the overhead is still the send up to its completion.
-        checks.back()["about"] = {"availability"};
+        checks.back()["about"] = nlohmann::json::array({"availability"});
       }
       e[send ? "send" : "recv"] = side;
       e[send ? "o_s_completion" : "o_r"] = side["overhead"];
@@ -73,7 +73,8 @@ nlohmann::json doerfler_summary(const std::vector<std::vector<methods::DoerflerS
           checks,
           std::string("availability in [0,1] (") + (send ? "send" : "recv") + " " + std::to_string(v[i].bytes) + " B)",
           a.param.valid, a.param.note);
-      checks.back()["about"] = {"availability"};  // the share, not the overhead it is computed from
+      // The share, not the overhead it is computed from.
+      checks.back()["about"] = nlohmann::json::array({"availability"});
     }
     per.push_back(e);
   }

@@ -192,9 +192,9 @@ nlohmann::json kielmann_summary(const std::vector<methods::KielmannResult>& runs
     // converge says nothing of a receive timed after a wait.
     add_check(checks, "L_plogp >= 0", p["L_plogp"]["value_ns"].is_number(),
               "RTT(0) < 2 g(0): saturation and round trips disagree");
-    checks.back()["about"] = {"L_plogp", "L", "g0", "g"};
+    checks.back()["about"] = nlohmann::json::array({"L_plogp", "L", "g0", "g"});
     add_check(checks, "g(0) saturation converged", r.g0_converged, r.notes.empty() ? "" : r.notes.front());
-    checks.back()["about"] = {"g0", "g", "g_ni", "L", "L_plogp", "G"};
+    checks.back()["about"] = nlohmann::json::array({"g0", "g", "g_ni", "L", "L_plogp", "G"});
     std::vector<std::uint32_t> negative, slow_receive;
     for (const auto& k : r.sizes) {
       if (std::isfinite(k.g) && k.g < 0)
@@ -205,13 +205,13 @@ nlohmann::json kielmann_summary(const std::vector<methods::KielmannResult>& runs
     add_size_check(checks, "g(m) >= 0", negative, r.sizes.size(),
                    "g(m) = RTT(m) - RTT(0) + g(0) < 0 (RTT(0) was timed slower than RTT(m); g(m) is reported as an "
                    "upper bound only)");
-    checks.back()["about"] = {"g", "G"};
+    checks.back()["about"] = nlohmann::json::array({"g", "G"});
     // A relation between two figures, each measured in its own way: on today's NIs one receive of a message
     // that waited (a cache miss, a poll's fixed cost) costs more than a message of a stream. It qualifies LogP
     // here, not the receive's time.
     add_size_check(checks, "o_r <= g", slow_receive, r.sizes.size(),
                    "o_r(m) > g(m): unexpected messages cost more to receive than expected ones (Kielmann et al. 3.1)");
-    checks.back()["about"] = {"o_r <= g"};
+    checks.back()["about"] = nlohmann::json::array({"o_r <= g"});
   }
   return {{"parameters", p}, {"per_size", per}, {"checks", checks}};
 }

@@ -205,7 +205,7 @@ def test_default_run():
     out = os.path.join(TMP, "default.json")
     run(["--bench", "agree", "--json", out, "-q"])
     doc = load(out)
-    for k in ("o_s", "o_r", "g", "L", "rtt"):
+    for k in ("o_s", "o_r", "o_s_plus_o_r", "g", "L", "rtt"):
         assert "value_ns" in doc["parameters"][k] and "ci95_ns" in doc["parameters"][k]
         assert doc["parameters"][k]["source"], doc["parameters"][k]
     for k in ("host", "cpu", "tsc", "version", "flags", "transport"):
