@@ -32,7 +32,7 @@ def expect_fail(args, needle, codes=(1, 2, 3), timeout=120):
     return time.time() - t0
 
 
-def params_present(doc, keys=("o_s", "o_r", "g", "L", "rtt")):
+def params_present(doc, keys=("o_s", "o_s_plus_o_r", "g", "L", "rtt")):  # the signature's figures
     for k in keys:
         p = doc["parameters"][k]
         assert "value_ns" in p and "ci95_ns" in p, (k, p)

@@ -29,7 +29,7 @@ def test_memif_signature():
         assert doc["parameters"][k]["value_ns"] > 0, k
     c = doc["meta"]["transport"]["counters"]
     assert c["lost"] == 0 and c["malformed"] == 0 and c["foreign_session"] == 0, c
-    print("memif:", {k: doc["parameters"][k]["value_ns"] for k in ("o_s", "o_r", "g", "L", "rtt")})
+    print("memif:", {k: doc["parameters"][k]["value_ns"] for k in ("o_s", "o_s_plus_o_r", "g", "L", "rtt")})
 
 
 def test_memif_verify():
@@ -128,7 +128,7 @@ def test_afxdp_lab():
     assert doc["meta"]["transport"]["driver"] == "net_af_xdp", doc["meta"]["transport"]
     params_present(doc)
     assert doc["parameters"]["rtt"]["value_ns"] > 0
-    print("af_xdp:", {k: doc["parameters"][k]["value_ns"] for k in ("o_s", "o_r", "g", "L", "rtt")})
+    print("af_xdp:", {k: doc["parameters"][k]["value_ns"] for k in ("o_s", "o_s_plus_o_r", "g", "L", "rtt")})
     out = os.path.join(TMP, "xdpv.json")
     p = lab(["--bench", "verify", "--json", out, "-q"])
     assert p.returncode == 0, p.stdout + p.stderr

@@ -55,11 +55,11 @@ def test_signature():
     run(["local", "--runs", "1", "--max-burst", "64", "-n", "1000", "--warmup", "100", "--max-point-seconds", "0.5",
          "--json", out] + BASE)
     doc = load(out)
-    for k in ("o_s", "o_r", "g", "L", "rtt"):
+    for k in ("o_s", "o_s_plus_o_r", "g", "L", "rtt"):
         p = doc["parameters"][k]
         assert "value_ns" in p and (p["value_ns"] is not None or p.get("error")), (k, p)
     assert doc["parameters"]["o_s"]["value_ns"] > 0 and doc["parameters"]["g"]["value_ns"] > 0
-    print({k: doc["parameters"][k]["value_ns"] for k in ("o_s", "o_r", "g", "L", "rtt")})
+    print({k: doc["parameters"][k]["value_ns"] for k in ("o_s", "o_s_plus_o_r", "g", "L", "rtt")})
 
 
 def test_ofi_rxm():
