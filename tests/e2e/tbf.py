@@ -461,6 +461,9 @@ def main():
     except Skip as e:
         print(f"skipped: {e}")
         sys.exit(SKIP)
+    except Stop as e:
+        print(f"interrupted ({e}): the namespaces and their processes are removed")
+        sys.exit(130)
     print(f"wall time {time.time() - t0:.1f} s")
     assert ok, (f"a figure is more than {SLACK_FAST * 100:.0f}% faster or {SLACK_SLOW * 100:.0f}% slower than the rate "
                 f"tbf enforces (see the table above)")
