@@ -27,6 +27,7 @@ shares the cores. A higher rate (1 Gbit/s: 12 us a frame) would bring the CPU wi
 The sizes: 8 KiB .. 64 KiB (6 .. 44 frames); one frame's per-message cost (a few us) is under 1% of the
 smallest message's 660 us of wire time, and the range is wide enough that the slope is read over 8x in size.
 
+Like the other tests it does not take the CPU lock itself: run it under `flock /tmp/logpb-cpu.lock`.
 usage: tbf.py LOGPBENCH SOURCE_DIR ofi_tcp|dpdk_af_packet [--mbit R] [--expect-mbit X] [--repeat N]
   --expect-mbit X: check against X instead of the rate enforced (to see the test fail: a wrong truth).
   --repeat N: measure N times in one lab and print the spread (how the tolerance was chosen).
@@ -47,9 +48,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "lib"))
 from lpbtest import BIN, SRC, load  # noqa: E402
-from cpu_lock import hold_cpu_lock  # noqa: E402
 
 SKIP = 77
 ETH_HDR = 14  # Ethernet II header (RTE_ETHER_HDR_LEN, ETH_HLEN): in skb->len at a veth's egress; no FCS
@@ -442,7 +441,6 @@ def main():
     try:
         prerequisites(a.test)
         tmp = tempfile.mkdtemp(prefix="logpb-tbf-")
-        lock = hold_cpu_lock("tbf.py")  # noqa: F841 (held to the end)
         with Lab(a.mbit, a.mtu) as lab:
             enforced = lab.tbf(lab.a)["rate_Bps"]
             assert enforced == lab.tbf(lab.b)["rate_Bps"]
