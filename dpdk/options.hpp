@@ -13,6 +13,10 @@ namespace logpb::dpdk {
 // --reorder-rate: a held frame that no later frame overtakes within this long is delivered late
 // (dpdk/transport.cpp, inject_faults); --help and meta.transport.reorder_hold_us give it.
 inline constexpr double kReorderHoldUs = 20;
+// net_af_packet: the longest an idle poll goes without the empty sendto that sends frames the PMD left in
+// its ring (Transport::kick_stranded). One sendto per 20 us of idle polling; a 1514-byte frame is 12 us
+// at 1 Gbit/s, so a stranded frame waits about one or two frame times.
+inline constexpr double kKickUs = 20;
 
 // The options as the command line names them (the job agrees on mtu across its ranks; the reflector
 // makes a local job of one rank). dpdk/setup.hpp turns them into connect()'s options.

@@ -3,6 +3,9 @@
 // dpdk/transport_control.cpp.
 #include "dpdk/transport.hpp"
 
+#include <dirent.h>
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -27,6 +30,43 @@ std::uint16_t Transport::rx_round_robin() noexcept {
     if (got) return got;
   }
   return 0;
+}
+
+// DPDK 22.11's net_af_packet passes a tx burst to the kernel with one sendto(MSG_DONTWAIT). When the
+// socket's send buffer is full (a qdisc such as tbf still holds earlier frames), the kernel sends what fits
+// and leaves the rest in the PMD's ring marked for sending, while the PMD reports the whole burst sent
+// (EAGAIN is not an error to it); only a later sendto takes them out. A sender that then waits for its peer
+// (credits, a reply) sends nothing more, so they never leave: through tbf at 100 Mbit/s a flood stopped
+// after ~1,300 frames, "peer lost", with no drop counted anywhere (tests/e2e/tbf.py; strace showed the
+// EAGAINs). An empty tx burst would not help: 22.11.11's eth_af_packet_tx returns at once for 0 frames.
+// So an idle poll, at most every kKickUs, makes that sendto itself on the process's AF_PACKET sockets
+// (the PMD's, one per queue pair; the PMD offers no way to reach them), found once in /proc/self/fd.
+namespace {
+const std::vector<int>& packet_sockets() {
+  static const std::vector<int> fds = [] {
+    std::vector<int> v;
+    if (DIR* d = opendir("/proc/self/fd")) {
+      while (const dirent* e = readdir(d)) {
+        const int fd = std::atoi(e->d_name);
+        int domain = 0;
+        socklen_t len = sizeof domain;
+        if (fd > 2 && fd != dirfd(d) && getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len) == 0 &&
+            domain == AF_PACKET)
+          v.push_back(fd);
+      }
+      closedir(d);
+    }
+    return v;
+  }();
+  return fds;
+}
+}  // namespace
+
+void Transport::kick_stranded() noexcept {
+  const std::uint64_t now = rte_get_tsc_cycles();
+  if (now - last_kick_ < kick_gap_cycles_) return;
+  last_kick_ = now;
+  for (int fd : packet_sockets()) ::sendto(fd, nullptr, 0, MSG_DONTWAIT, nullptr, 0);
 }
 
 // Duplicates and reordering, injected on receive (as --drop-rate injects loss) to test that the receiver

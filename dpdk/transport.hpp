@@ -146,6 +146,8 @@ class Transport {
       if (inject_) [[unlikely]]
         rx_n_ = inject_faults(rx_n_);
       if (rx_n_ == 0) {
+        if (kick_gap_cycles_ != 0) [[unlikely]]
+          kick_stranded();
         if (stash_n_ == 0) [[likely]]
           return 0;
         const int d = flush_stash(sink);  // nothing more came: what the stash waits for is lost
@@ -335,6 +337,7 @@ class Transport {
   }
   bool flush_queue() noexcept;
   std::uint16_t rx_round_robin() noexcept;
+  void kick_stranded() noexcept;  // net_af_packet only: see transport.cpp
   std::uint16_t inject_faults(std::uint16_t n) noexcept;
   bool chance(std::uint64_t threshold) noexcept {  // xorshift64: cheap, and only run when faults are injected
     rng_ ^= rng_ << 13;
@@ -487,6 +490,7 @@ class Transport {
   rte_mbuf* held_ = nullptr;       // reorder injection: the frame that the next received one overtakes
   std::uint64_t held_at_ = 0;      // when it was held (TSC); released alone after hold_cycles_
   std::uint64_t hold_cycles_ = 0;  // kReorderHoldUs (dpdk/options.hpp) in TSC cycles
+  std::uint64_t kick_gap_cycles_ = 0, last_kick_ = 0;  // net_af_packet: kick_stranded() (0: another PMD)
   rte_mbuf* spare_ = nullptr;      // a received mbuf kept for the next send (release, frame_mbuf)
   // Frames that came ahead of their stream (a gap before them), held until the missing ones arrive, so
   // that reordered frames reach the AM layer in order. Flushed (the gap then counted as lost) when an

@@ -44,6 +44,9 @@ Transport::Transport(std::vector<Port*> ports, const std::vector<PeerAddress>& p
   reorder_threshold_ = static_cast<std::uint64_t>(std::ldexp(opt.reorder_rate, 64));
   inject_ = dup_threshold_ || reorder_threshold_;
   hold_cycles_ = static_cast<std::uint64_t>(static_cast<double>(rte_get_tsc_hz()) * kReorderHoldUs * 1e-6);
+  for (const Port* port : ports_)
+    if (port->describe().value("driver", std::string()) == "net_af_packet")
+      kick_gap_cycles_ = static_cast<std::uint64_t>(static_cast<double>(rte_get_tsc_hz()) * kKickUs * 1e-6);
   if (opt.tx_burst < 1 || opt.tx_burst > kMaxTxBurst)
     throw UsageError("--tx-burst must be in 1.." + std::to_string(kMaxTxBurst));
   tx_burst_ = static_cast<std::uint16_t>(opt.tx_burst);
@@ -168,7 +171,8 @@ nlohmann::json Transport::describe_local_completion() const {
       {"completed_in_tx_burst", c.completed_in_tx_burst},
       {"completed_later", c.completed - std::min(c.completed, c.completed_in_tx_burst)},
       {"reaping", cleanup_supported_ ? "rte_eth_tx_done_cleanup (or never needed)"
-                                     : "an empty rte_eth_tx_burst (the PMD has no tx_done_cleanup)"}};
+                                     : "an empty rte_eth_tx_burst (the PMD has no tx_done_cleanup)"},
+      {"idle_kick_us", kick_gap_cycles_ ? nlohmann::json(kKickUs) : nlohmann::json(nullptr)}};
   if (c.tracked == 0)
     j["meaning"] = "not exercised in this run";
   else if (c.completed_in_tx_burst == c.tracked)
