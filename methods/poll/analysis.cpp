@@ -54,38 +54,33 @@ Fit fit_poll(const std::vector<Sample>& samples, double resolution_ns, std::size
     f.per_frame = analysis::Param::invalid(why);
     return f;
   }
-  std::vector<double> x, y;
+  // Weighted least squares, each point weighted by its median's own variance (1.96 standard errors in
+  // its interval): under a VM's interruptions the medians of large batches scatter far more than those of
+  // small ones, and an unweighted line would follow the noisiest point.
+  std::vector<double> x, y, w;
   for (const auto& p : f.points) {
     x.push_back(p.frames);
     y.push_back(p.median_ns);
+    const double se = p.ci95_ns / 1.96;
+    w.push_back(1 / (se * se));
   }
-  const LineFit line = fit_line_ols(x, y);
+  const LineFit line = fit_line(x, y, w);
   if (!line.ok) {
     f.fixed = f.per_frame = analysis::Param::invalid("the line could not be fitted");
     return f;
   }
   f.dof = line.dof;
-  // What the points' own intervals make of the coefficients: b = sum c_i y_i and a = sum d_i y_i with
-  // c_i = (x_i - mean x) / Sxx and d_i = 1/n - mean x c_i; each half-width taken as 1.96 standard errors.
-  const double n = static_cast<double>(x.size());
-  double mx = 0;
-  for (double v : x) mx += v / n;
-  double sxx = 0;
-  for (double v : x) sxx += (v - mx) * (v - mx);
-  double var_b = 0, var_a = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const double c = (x[i] - mx) / sxx, d = 1 / n - mx * c;
-    const double se = f.points[i].ci95_ns / 1.96;
-    var_b += c * c * se * se;
-    var_a += d * d * se * se;
-  }
-  const double ci_b_points = 1.96 * std::sqrt(var_b), ci_a_points = 1.96 * std::sqrt(var_a);
+  // Each coefficient's half-width: the larger of what the points' own intervals give (the weighted fit's
+  // standard error, times 1.96) and the Student-t one from the scatter about the line (n - 2 dof), so
+  // neither a line through two points nor a perfect fit of noisy medians looks exact.
+  const double ci_b_points = 1.96 * line.slope_se, ci_a_points = 1.96 * line.intercept_se;
   const double ci_b_resid = line.dof >= 1 ? ci95_student(line.slope_se_resid, line.dof) : NAN;
   const double ci_a_resid = line.dof >= 1 ? ci95_student(line.intercept_se_resid, line.dof) : NAN;
   const double ci_b = std::isfinite(ci_b_resid) ? std::max(ci_b_points, ci_b_resid) : ci_b_points;
   const double ci_a = std::isfinite(ci_a_resid) ? std::max(ci_a_points, ci_a_resid) : ci_a_points;
   const std::string how = "least squares through the median time per frame count (" +
-                          std::to_string(f.points.size()) + " counts); interval the larger of Student-t on " +
+                          std::to_string(f.points.size()) +
+                          " counts, each weighted by its median's interval); interval the larger of Student-t on " +
                           std::to_string(line.dof) + " dof and the points' own intervals propagated";
   // A poll's fixed part cannot be negative: a line that says so is bent by something other than the frames.
   if (line.intercept + ci_a < 0)

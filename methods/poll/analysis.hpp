@@ -48,10 +48,10 @@ struct Fit {
   std::string linear_detail;
 };
 
-// Fits time = a + b x frames through the per-count medians (ordinary least squares). Each coefficient's
-// interval is the larger of the Student-t one from the scatter about the line (n - 2 degrees of freedom)
-// and the one the points' own intervals propagate through the fit, so neither a line through two points
-// nor a perfect fit of noisy medians looks exact. With one frame count only (a transport that hands up
+// Fits time = a + b x frames through the per-count medians (least squares, weighted by their intervals).
+// Each coefficient's interval is the larger of the Student-t one from the scatter about the line (n - 2
+// degrees of freedom) and the one the points' own intervals propagate through the fit, so neither a line
+// through two points nor a perfect fit of noisy medians looks exact. With one frame count only (a transport that hands up
 // one frame per poll) a and b cannot be parted: both are invalid with that reason, and one_frame holds
 // their sum. resolution_ns: the clock's step, the least a single poll's time can move by.
 Fit fit_poll(const std::vector<Sample>& samples, double resolution_ns, std::size_t min_samples = 8);

@@ -57,6 +57,15 @@ def text(v, ci=None):
     return f"{v:.0f}" if ci is None else f"{v:.0f}±{ci:.0f}"
 
 
+def columns():
+    return """columns (ns): empty = poll_empty; a = poll_fixed; b = poll_per_frame (frames that waited);
+b stream = o_r_backlog_measured - a/f (what a frame of a standing stream cost); f = frames per poll that
+found something, in a flood and in a stream that keeps a queue standing; 1 frame / 1 reply = one poll
+that handed up one waiting one-way frame / one waiting reply (Kielmann's path); K o_r pred = a + b;
+K o_r meas = kielmann's o_r; ov o_r pred = a/f + b at the standing f; ov o_r meas = overlap's o_r;
+ov o_r here = the standing stream's receive per message measured by poll; K-ov = a (1 - 1/f)."""
+
+
 def main():
     binary, outdir = sys.argv[1], sys.argv[2]
     os.makedirs(outdir, exist_ok=True)
@@ -65,9 +74,10 @@ def main():
         label, _, transport = spec.partition("=")
         docs = {name: bench(binary, outdir, label, transport, name) for name in BENCHES}
         rows.append((label, docs))
-    head = ["link", "empty", "a", "b", "f flood", "f queue", "K o_r pred", "K o_r meas", "ov o_r pred",
-            "ov o_r meas", "K-ov pred", "K-ov meas"]
-    print("\n" + " | ".join(head))
+    head = ["link", "empty", "a", "b", "b stream", "f flood", "f queue", "1 frame", "1 reply", "K o_r pred",
+            "K o_r meas", "ov o_r pred", "ov o_r meas", "ov o_r here", "K-ov pred", "K-ov meas"]
+    print("\n" + columns())
+    print(" | ".join(head))
     print(" | ".join("-" * len(h) for h in head))
     for label, d in rows:
         p = d["poll"]
@@ -80,8 +90,11 @@ def main():
         diff_meas = k_meas[0] - ov_meas[0] if k_meas[0] is not None and ov_meas[0] is not None else None
         f_fl = sec.get("frames_per_poll_stream", {}).get("mean")
         print(" | ".join([label, text(*fig(p, "poll_empty")), text(*a), text(*fig(p, "poll_per_frame")),
-                          f"{f_fl:.2f}" if f_fl else "n/a", f"{f_q:.2f}" if f_q else "n/a", text(*k_pred),
-                          text(*k_meas), text(*ov_pred), text(*ov_meas), text(diff_pred), text(diff_meas)]))
+                          text(*fig(p, "poll_per_frame_stream")), f"{f_fl:.2f}" if f_fl else "n/a",
+                          f"{f_q:.2f}" if f_q else "n/a", text(*fig(p, "poll_one_frame")),
+                          text(*fig(p, "poll_one_reply")), text(*k_pred), text(*k_meas), text(*ov_pred),
+                          text(*ov_meas), text(*fig(p, "o_r_backlog_measured")), text(diff_pred),
+                          text(diff_meas)]))
 
 
 if __name__ == "__main__":

@@ -5,7 +5,9 @@
 // 2. Polls that find k frames: the peer sends k one-way small AMs (kFloodMe); we wait, without polling,
 //    (4 + k) x RTT, by then they have surely arrived (its sends are each shorter than a round trip); then
 //    one poll is timed and what it handed up counted, and the rest drained outside the span. Counts are
-//    interleaved, so a change of the machine's speed during the run touches every count alike.
+//    interleaved, so a change of the machine's speed during the run touches every count alike. Once per
+//    round, Kielmann's own path too: a request sent without a poll before it, its reply left waiting,
+//    one poll timed (the one-way ask above polls once before it is sent, am::Endpoint::oneway).
 // 3. Streams: the peer floods us as Bell et al.'s overlap test has it flood (section 4.3: kFloodMe, each
 //    receive completed by the AM layer's own waiting loop), once with no computation between receives
 //    (a flood) and once with enough to keep a queue standing (past the overlap test's knee). The polls
@@ -62,12 +64,15 @@ struct PollRun {
   std::vector<double> empty_ns;           // per poll, of each span of empty polls
   std::uint64_t empty_spans_found = 0;    // spans in which a poll found something: not kept
   std::vector<analysis::poll::Sample> samples;
+  std::vector<double> reply_ns;  // one poll that handed up one waiting reply, asked by a request (Kielmann's path)
   std::uint64_t credit_excluded = 0;  // timed polls that also took in or sent a credit frame: not kept
   std::uint64_t short_polls = 0;      // timed polls that handed up fewer than min(k, batch) frames
+  std::uint64_t missed_polls = 0;     // polls after the wait that found nothing: waited again, not kept
   PollStreamRun flood, backlog;
 };
 
-inline constexpr int kStreamBlock = 64;  // longer than any batch an NI hands up per poll (DPDK's 32)
+inline constexpr int kStreamBlock = 64;
+inline constexpr int kPollAttempts = 20;  // waits before a timed poll finds nothing for good (then: lost)  // longer than any batch an NI hands up per poll (DPDK's 32)
 
 namespace detail {
 
@@ -198,10 +203,17 @@ PollRun poll_model(EP& ep, ClientState& st, const Clock& clock, const PollConfig
       const std::uint64_t base = st.arrivals;
       const am::Counters before = ep.counters();
       ep.oneway(kFloodMe, static_cast<std::uint64_t>(k), 0, 0);
-      delay.run(clock.cycles((cfg.wait_rtts + k) * r.rtt_ns));
-      const std::uint64_t t0 = tsc::now();
-      const int n = ep.poll();
-      const std::uint64_t t1 = tsc::now_end();
+      // A poll that finds nothing after the wait met a peer that had not sent yet (descheduled: on a
+      // shared machine a process may wait milliseconds for a core): it is no sample; wait again.
+      std::uint64_t t0 = 0, t1 = 0;
+      int n = 0;
+      for (int attempt = 0; attempt < kPollAttempts && n == 0; ++attempt) {
+        if (attempt) ++r.missed_polls;
+        delay.run(clock.cycles((cfg.wait_rtts + k) * r.rtt_ns));
+        t0 = tsc::now();
+        n = ep.poll();
+        t1 = tsc::now_end();
+      }
       if (!ep.wait_until([&] { return st.arrivals >= base + static_cast<std::uint64_t>(k); }) ||
           ep.loss_events() != losses)
         detail::lost("the one-way messages asked for");
@@ -212,8 +224,29 @@ PollRun poll_model(EP& ep, ClientState& st, const Clock& clock, const PollConfig
         ++r.credit_excluded;
         continue;
       }
+      if (n == 0) continue;  // nothing after kPollAttempts waits: the drain above took them in
       if (n < std::min(k, r.batch)) ++r.short_polls;
       r.samples.push_back({k, n, clock.ns(static_cast<double>(t1 - t0) - clock.timer_cost_cycles())});
+    }
+    // Kielmann's own path once per round: a request (no poll before it), its reply waits, one poll times
+    // its receive. A one-way ask polls once before it is sent (am::Endpoint::oneway), so the k-frame
+    // polls above follow a poll of the slot the first frame lands in; this one does not.
+    {
+      const std::uint64_t want = st.acks + 1;
+      const am::Counters before = ep.counters();
+      ask_for(ep, 0);
+      std::uint64_t t0 = 0, t1 = 0;
+      int n = 0;
+      for (int attempt = 0; attempt < kPollAttempts && n == 0; ++attempt) {
+        delay.run(clock.cycles((cfg.wait_rtts + 1) * r.rtt_ns));
+        t0 = tsc::now();
+        n = ep.poll();
+        t1 = tsc::now_end();
+      }
+      if (!ep.wait_until([&] { return st.acks == want; }) || ep.loss_events() != losses) detail::lost("a reply");
+      const am::Counters& after = ep.counters();
+      if (n == 1 && after.credit_frames == before.credit_frames && after.credit_frames_sent == before.credit_frames_sent)
+        r.reply_ns.push_back(clock.ns(static_cast<double>(t1 - t0) - clock.timer_cost_cycles()));
     }
     throw_if_interrupted();
   }

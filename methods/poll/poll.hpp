@@ -81,6 +81,8 @@ struct poll {
               {"timed", {{"asked", asked}, {"frames", frames}, {"ns", ns}}},
               {"credit_excluded", r.credit_excluded},
               {"short_polls", r.short_polls},
+              {"missed_polls", r.missed_polls},
+              {"reply_ns", r.reply_ns},
               {"flood", stream_json(r.flood)},
               {"backlog", stream_json(r.backlog)}}}};
   }
@@ -89,6 +91,8 @@ struct poll {
   struct Figures {
     analysis::poll::Fit fit;
     analysis::Param empty, single, flood_pred, backlog_pred, backlog_measured, empty_per_message;
+    analysis::Param backlog_per_frame;
+    analysis::Param one_reply;  // Kielmann's path: one waiting reply to a request that did not poll first  // what a frame of the standing stream cost: measured less a / f
     analysis::poll::Stream flood, backlog;
   };
   static Figures figures(const Run& r) {
@@ -97,6 +101,16 @@ struct poll {
     f.fit = P::fit_poll(r.samples, r.resolution_ns);
     f.empty = P::empty_poll(r.empty_ns, r.empty_block, r.resolution_ns);
     f.single = P::single_prediction(f.fit);
+    {
+      const Summary sm = summarize(r.reply_ns);
+      if (sm.n >= 8) {
+        f.one_reply.value = sm.median;
+        f.one_reply.ci95 = std::max(sm.ci95_median, r.resolution_ns);
+        f.one_reply.valid = true;
+      } else {
+        f.one_reply = analysis::Param::invalid("fewer than 8 timed polls of one reply");
+      }
+    }
     f.flood = P::stream_of(r.flood.per_count);
     f.backlog = P::stream_of(r.backlog.per_count);
     // Where a and b cannot be parted (one frame per poll), every poll is the one-frame poll: a / 1 + b.
@@ -113,6 +127,21 @@ struct poll {
     f.backlog_pred = predict(f.backlog);
     f.backlog_measured =
         P::stream_receive(r.backlog.block_period_ns, r.backlog.block_compute_ns, methods::kStreamBlock, r.resolution_ns);
+    // The per-frame cost the standing stream paid, where a is known: o_r measured there less a / f. Set
+    // against b (frames that waited, timed one poll at a time) it shows whether a streamed frame costs
+    // what a waiting one does: on the shm ring a waiting frame's line is still in the sender's cache and
+    // its receive pays the transfer, while a stream's lines come in ahead (the prefetcher).
+    if (f.backlog_measured.valid && f.fit.fixed.valid && f.backlog.mean >= 1) {
+      f.backlog_per_frame.value = f.backlog_measured.value - f.fit.fixed.value / f.backlog.mean;
+      f.backlog_per_frame.ci95 = std::hypot(f.backlog_measured.ci95, f.fit.fixed.ci95 / f.backlog.mean);
+      f.backlog_per_frame.valid = f.backlog_per_frame.value > 0;
+      if (!f.backlog_per_frame.valid)
+        f.backlog_per_frame = analysis::Param::invalid("the standing stream cost less than a / f per message",
+                                                       f.backlog_per_frame.value);
+    } else {
+      f.backlog_per_frame = analysis::Param::invalid(
+          f.fit.fixed.valid ? "no standing-stream figure" : "a is not parted from b: " + f.fit.fixed.note);
+    }
     // What the flood's empty polls cost per message it received: e x empty polls / frames.
     if (f.empty.valid && f.flood.frames > 0) {
       const double per = static_cast<double>(f.flood.empty) / static_cast<double>(f.flood.frames);
@@ -144,6 +173,9 @@ struct poll {
                                 "b: the cost of each frame a poll hands up (validation, dispatch, handler, re-post)")},
         {"poll_one_frame", over([](const Figures& f) { return f.fit.one_frame; },
                                 "one poll that handed up one waiting frame, measured (the line's a + b, unfitted)")},
+        {"poll_one_reply", over([](const Figures& f) { return f.one_reply; },
+                                "one poll that handed up one waiting reply to a request sent without a poll "
+                                "before it: Kielmann et al. 3's o_r path exactly (poll_one_frame's ask polls first)")},
         {"o_r_predicted", over([](const Figures& f) { return f.single; },
                                "a + b: Kielmann et al. 3's o_r, one receive of a message already there")},
         {"o_r_stream_predicted",
@@ -155,9 +187,14 @@ struct poll {
         {"o_r_backlog_measured",
          over([](const Figures& f) { return f.backlog_measured; },
               "the standing stream's time per message less its computation (the overlap test's o_r, measured here)")},
-        {"o_r_stream_empty_share",
+        {"poll_per_frame_stream",
+         over([](const Figures& f) { return f.backlog_per_frame; },
+              "what each frame of the standing stream cost: o_r_backlog_measured - a / f (against b, frames that "
+              "waited)")},
+        {"poll_empty_per_message_flood",
          over([](const Figures& f) { return f.empty_per_message; },
-              "what the flood's empty polls cost per message received: poll_empty x empty polls / frames")}};
+              "the flood's empty polls per message received, at poll_empty each: time the receiver spent "
+              "finding nothing (waiting, where it outruns the sender; no part of o_r past the knee)")}};
 
     // Frames per poll are counts, not times: beside the parameters, so no table prints them as microseconds.
     auto frames = [&](auto pick) {
@@ -211,9 +248,10 @@ struct poll {
                         {"detail", ok ? fs.front().fit.linear_detail : d}});
     }
     {
-      std::uint64_t shorts = 0, n = 0;
+      std::uint64_t shorts = 0, n = 0, missed = 0;
       for (const auto& r : runs) {
         shorts += r.short_polls;
+        missed += r.missed_polls;
         n += r.samples.size();
       }
       const bool ok = n > 0 && shorts * 20 <= n;
@@ -221,7 +259,10 @@ struct poll {
                         {"ok", ok},
                         {"detail", std::to_string(shorts) + " of " + std::to_string(n) +
                                        " timed polls handed up fewer than min(k, batch) (at most 5% allowed): "
-                                       "else the wait is too short or the NI hands up less than its batch"}});
+                                       "else the wait is too short or the NI hands up less than its batch; " +
+                                       std::to_string(missed) +
+                                       " polls after the wait found nothing (a peer not yet scheduled) and were "
+                                       "waited again"}});
     }
     auto relation = [&](const char* name, auto pick_a, auto pick_b, const char* what) {
       bool ok = true, judged = false;

@@ -35,7 +35,7 @@ std::vector<P::Sample> polls(double a, double b, const std::vector<int>& counts,
 
 }  // namespace
 
-TEST_CASE("poll fit recovers a and b, and its intervals hold them") {
+TEST_CASE("poll fit recovers a and b, and its intervals hold them", "[poll]") {
   const std::vector<int> ks{1, 2, 4, 8, 16, 32};
   const auto s = polls(60, 25, ks, 200, 10, 15);
   const P::Fit f = P::fit_poll(s, 10);
@@ -53,7 +53,7 @@ TEST_CASE("poll fit recovers a and b, and its intervals hold them") {
   CHECK(std::fabs(single.value - 85) <= single.ci95);
 }
 
-TEST_CASE("poll fit: a curve that is not a line fails the linearity check") {
+TEST_CASE("poll fit: a curve that is not a line fails the linearity check", "[poll]") {
   const std::vector<int> ks{1, 2, 4, 8, 16, 32};
   const auto s = polls(60, 25, ks, 200, 10, 5, [](double a, double b, int k) { return a + b * k * k / 4.0; });
   const P::Fit f = P::fit_poll(s, 10);
@@ -61,7 +61,7 @@ TEST_CASE("poll fit: a curve that is not a line fails the linearity check") {
   CHECK(f.linear_detail.find("off the line") != std::string::npos);
 }
 
-TEST_CASE("poll fit: one frame count cannot part a and b") {
+TEST_CASE("poll fit: one frame count cannot part a and b", "[poll]") {
   const auto s = polls(60, 25, {1}, 200, 10, 5);
   const P::Fit f = P::fit_poll(s, 10);
   CHECK_FALSE(f.fixed.valid);
@@ -74,7 +74,7 @@ TEST_CASE("poll fit: one frame count cannot part a and b") {
   CHECK(single.value == f.one_frame.value);
 }
 
-TEST_CASE("poll fit: a negative intercept beyond its interval is no figure") {
+TEST_CASE("poll fit: a negative intercept beyond its interval is no figure", "[poll]") {
   // Time falls short of proportional at one frame: a line through it meets zero frames below zero.
   std::vector<P::Sample> s;
   for (int r = 0; r < 50; ++r)
@@ -85,7 +85,7 @@ TEST_CASE("poll fit: a negative intercept beyond its interval is no figure") {
   CHECK(f.per_frame.valid);
 }
 
-TEST_CASE("poll fit: frame counts with too few polls are left out") {
+TEST_CASE("poll fit: frame counts with too few polls are left out", "[poll]") {
   auto s = polls(60, 25, {1, 2, 4}, 50, 1, 2);
   s.push_back({8, 8, 10000});  // one stray poll at 8 frames: not a point
   const P::Fit f = P::fit_poll(s, 1);
@@ -93,7 +93,7 @@ TEST_CASE("poll fit: frame counts with too few polls are left out") {
   CHECK(f.per_frame.value == Approx(25).margin(2));
 }
 
-TEST_CASE("empty poll: median of spans, floored at a step over the span, hidden below it") {
+TEST_CASE("empty poll: median of spans, floored at a step over the span, hidden below it", "[poll]") {
   std::vector<double> v;
   for (int i = 0; i < 100; ++i) v.push_back(20 + (i % 5) * 0.1);
   const auto p = P::empty_poll(v, 32, 10);
@@ -106,7 +106,7 @@ TEST_CASE("empty poll: median of spans, floored at a step over the span, hidden 
   CHECK_FALSE(P::empty_poll({1, 2, 3}, 32, 10).valid);
 }
 
-TEST_CASE("stream counts: frames per poll that found something, its median, the empty share") {
+TEST_CASE("stream counts: frames per poll that found something, its median, the empty share", "[poll]") {
   // 10 empty polls, 5 of one frame, 5 of three: 20 frames in 10 polls that found something.
   const P::Stream s = P::stream_of({10, 5, 0, 5});
   CHECK(s.polls == 20);
@@ -120,7 +120,7 @@ TEST_CASE("stream counts: frames per poll that found something, its median, the 
   CHECK(full.median == Approx(8));
 }
 
-TEST_CASE("the relation: Kielmann's a + b against Bell's a / f + b") {
+TEST_CASE("the relation: Kielmann's a + b against Bell's a / f + b", "[poll]") {
   logpb::analysis::Param a, b;
   a.valid = b.valid = true;
   a.value = 100, a.ci95 = 8;
@@ -136,7 +136,7 @@ TEST_CASE("the relation: Kielmann's a + b against Bell's a / f + b") {
   CHECK_FALSE(P::stream_prediction(a, b, 4).valid);
 }
 
-TEST_CASE("receive batch from a transport's description") {
+TEST_CASE("receive batch from a transport's description", "[poll]") {
   std::string src;
   CHECK(P::receive_batch({{"kind", "shm"}, {"ni", "wire"}}, src) == 1);
   CHECK(src.find("shm") != std::string::npos);
@@ -147,14 +147,14 @@ TEST_CASE("receive batch from a transport's description") {
   CHECK(src.find("names no receive batch") != std::string::npos);
 }
 
-TEST_CASE("frame counts: powers of two below the batch, then the batch, capped") {
+TEST_CASE("frame counts: powers of two below the batch, then the batch, capped", "[poll]") {
   CHECK(P::frame_counts(16, 100) == std::vector<int>{1, 2, 4, 8, 16});
   CHECK(P::frame_counts(12, 100) == std::vector<int>{1, 2, 4, 8, 12});
   CHECK(P::frame_counts(32, 10) == std::vector<int>{1, 2, 4, 8, 10});
   CHECK(P::frame_counts(1, 100) == std::vector<int>{1});
 }
 
-TEST_CASE("stream receive: period less computation, median over blocks") {
+TEST_CASE("stream receive: period less computation, median over blocks", "[poll]") {
   std::vector<double> period, compute;
   for (int i = 0; i < 50; ++i) {
     period.push_back(1000 + 45 + (i == 7 ? 5000 : 0));
