@@ -9,6 +9,7 @@ measured. The relation the two must satisfy, o_r(Kielmann) - o_r(overlap) = a (1
 measured pair against the predicted difference.
 
 usage: compare.py LOGPBENCH OUTDIR LABEL='TRANSPORT OPTIONS' [LABEL='...' ...]
+       compare.py --table OUTDIR LABEL [LABEL ...]   (the table again from OUTDIR's results)
   e.g. compare.py build/app/logpbench /tmp/pollcmp shm= memif='--transport dpdk' \\
          ofi-tcp='--transport ofi --provider tcp --ep msg' ofi-shm='--transport ofi --provider shm'
 """
@@ -51,6 +52,31 @@ def fig(doc, key):
     return p.get("value_ns"), p.get("ci95_ns")
 
 
+def poll_at(doc, f):
+    """P(f) / f: the median time of the timed polls that handed up n frames (all runs pooled), interpolated
+    linearly in n to the stream's f, per frame. Model-free: where the poll's time is not a + b n (tcp), the
+    measured poll at the stream's batch still predicts the stream's cost per message."""
+    if doc is None or not f:
+        return None
+    by = {}
+    for r in doc.get("runs", []):
+        t = r["poll"]["timed"]
+        for n, ns in zip(t["frames"], t["ns"]):
+            by.setdefault(n, []).append(ns)
+    med = {n: sorted(v)[len(v) // 2] for n, v in by.items() if n > 0 and len(v) >= 8}
+    if not med:
+        return None
+    ns = sorted(med)
+    if f <= ns[0]:
+        return med[ns[0]] / ns[0]
+    if f >= ns[-1]:
+        return med[ns[-1]] / ns[-1]
+    lo = max(n for n in ns if n <= f)
+    hi = min(n for n in ns if n >= f)
+    p = med[lo] if hi == lo else med[lo] + (med[hi] - med[lo]) * (f - lo) / (hi - lo)
+    return p / f
+
+
 def text(v, ci=None):
     if v is None:
         return "n/a"
@@ -63,10 +89,22 @@ b stream = o_r_backlog_measured - a/f (what a frame of a standing stream cost); 
 found something, in a flood and in a stream that keeps a queue standing; 1 frame / 1 reply = one poll
 that handed up one waiting one-way frame / one waiting reply (Kielmann's path); K o_r pred = a + b;
 K o_r meas = kielmann's o_r; ov o_r pred = a/f + b at the standing f; ov o_r meas = overlap's o_r;
-ov o_r here = the standing stream's receive per message measured by poll; K-ov = a (1 - 1/f)."""
+ov o_r here = the standing stream's receive per message measured by poll; P(f)/f = the timed poll that
+handed up the standing stream's f frames, per frame (no line assumed); K-ov = a (1 - 1/f)."""
 
 
 def main():
+    if sys.argv[1] == "--table":  # the table again from an OUTDIR's results, nothing run
+        outdir = sys.argv[2]
+        rows = []
+        for spec in sys.argv[3:]:
+            label = spec.partition("=")[0]
+            docs = {}
+            for name in BENCHES:
+                path = os.path.join(outdir, f"{label}-{name}.json")
+                docs[name] = json.load(open(path)) if os.path.exists(path) else None
+            rows.append((label, docs))
+        return table(rows)
     binary, outdir = sys.argv[1], sys.argv[2]
     os.makedirs(outdir, exist_ok=True)
     rows = []
@@ -74,8 +112,12 @@ def main():
         label, _, transport = spec.partition("=")
         docs = {name: bench(binary, outdir, label, transport, name) for name in BENCHES}
         rows.append((label, docs))
+    table(rows)
+
+
+def table(rows):
     head = ["link", "empty", "a", "b", "b stream", "f flood", "f queue", "1 frame", "1 reply", "K o_r pred",
-            "K o_r meas", "ov o_r pred", "ov o_r meas", "ov o_r here", "K-ov pred", "K-ov meas"]
+            "K o_r meas", "ov o_r pred", "ov o_r meas", "ov o_r here", "P(f)/f", "K-ov pred", "K-ov meas"]
     print("\n" + columns())
     print(" | ".join(head))
     print(" | ".join("-" * len(h) for h in head))
@@ -93,7 +135,8 @@ def main():
                           text(*fig(p, "poll_per_frame_stream")), f"{f_fl:.2f}" if f_fl else "n/a",
                           f"{f_q:.2f}" if f_q else "n/a", text(*fig(p, "poll_one_frame")),
                           text(*fig(p, "poll_one_reply")), text(*k_pred), text(*k_meas), text(*ov_pred),
-                          text(*ov_meas), text(*fig(p, "o_r_backlog_measured")), text(diff_pred),
+                          text(*ov_meas), text(*fig(p, "o_r_backlog_measured")), text(poll_at(p, f_q)),
+                          text(diff_pred),
                           text(diff_meas)]))
 
 

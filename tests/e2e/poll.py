@@ -19,9 +19,10 @@ emulated  The emulated NI with batch=8 hands up to 8 arrived frames per poll and
 shm       The raw shm ring hands up one frame per poll: a and b cannot be parted and say so (null with the
           reason), the one-frame poll and both predictions are positive figures, every poll in a stream
           handed up one frame.
-errors    Too short a stream, and a lossy link the model cannot use, fail with a clear message.
+errors    Too short a stream or too few polls per count fail with a clear message.
+lossy_dpdk  A lossy link (memif dropping frames) the model cannot use fails at once with a clear message.
 
-usage: poll.py LOGPBENCH SOURCE_DIR emulated|shm|errors
+usage: poll.py LOGPBENCH SOURCE_DIR emulated|shm|errors|lossy_dpdk
 """
 import os
 import sys
@@ -118,6 +119,15 @@ def test_errors():
     expect_fail(["local", "--bench", "poll", "--messages", "100", "-q"], "--messages 100 leaves fewer than",
                 codes=(1, 2))
     expect_fail(["local", "--bench", "poll", "--poll-reps", "5", "-q"], "--poll-reps must be in", codes=(1, 2))
+
+
+def test_lossy_dpdk():
+    # memif dropping 2% of frames: the model needs every frame it asks for, so the run ends at once, exit 3
+    # (a peer error), naming what was lost and what to check.
+    took = expect_fail(["local", "--transport", "dpdk", "--drop-rate", "0.02", "--loss-timeout", "0.002", "--bench",
+                        "poll", "--runs", "1", "--poll-reps", "20", "--messages", "2000", "-q"],
+                       "the poll model needs a transport that loses no message", codes=(3,))
+    assert took < 60, f"took {took:.0f} s to refuse a lossy link"
 
 
 if __name__ == "__main__":
