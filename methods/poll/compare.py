@@ -127,7 +127,10 @@ def table(rows):
         a = fig(p, "poll_fixed")
         f_q = sec.get("frames_per_poll_backlog", {}).get("mean")
         k_pred, ov_pred = fig(p, "o_r_predicted"), fig(p, "o_r_backlog_predicted")
-        k_meas, ov_meas = fig(d["kielmann"], "o_r"), fig(d["overlap"], "o_r")
+        # The overlap test's stream figure: o_r_stream since issue 36 item 1 named it apart, o_r before.
+        ov_doc = d["overlap"]
+        ov_key = "o_r_stream" if ov_doc and "o_r_stream" in ov_doc.get("parameters", {}) else "o_r"
+        k_meas, ov_meas = fig(d["kielmann"], "o_r"), fig(ov_doc, ov_key)
         diff_pred = a[0] * (1 - 1 / f_q) if a[0] is not None and f_q else None
         diff_meas = k_meas[0] - ov_meas[0] if k_meas[0] is not None and ov_meas[0] is not None else None
         f_fl = sec.get("frames_per_poll_stream", {}).get("mean")
