@@ -22,6 +22,52 @@ Param Param::hidden(std::string why, double bound, double bound_ci) {
   return p;
 }
 
+Param Param::at_least(std::string why, double bound) {
+  Param p = invalid(std::move(why));
+  p.lower_bound = bound;
+  return p;
+}
+
+Param within_step(const Param& p, double step_ns) {
+  if (!p.valid || !(step_ns > 0) || !std::isfinite(step_ns) || !(std::fabs(p.value) <= step_ns)) return p;
+  const double reach = p.value + (std::isfinite(p.ci95) ? p.ci95 : 0);
+  const double bound = std::max(step_ns, reach);
+  char buf[256];
+  if (bound > step_ns)
+    std::snprintf(buf, sizeof buf,
+                  "%.1f ns, within one clock step (%.1f ns) of zero: this clock cannot tell it from zero; with "
+                  "its interval it is below %.1f ns",
+                  p.value, step_ns, bound);
+  else
+    std::snprintf(buf, sizeof buf,
+                  "< 1 step (%.0f ns): %.1f ns is within one clock step of zero, which this clock cannot tell "
+                  "from zero",
+                  step_ns, p.value);
+  Param b = Param::hidden(buf, bound);
+  b.raw = p.value;
+  b.ci_method = p.ci_method;
+  return b;
+}
+
+double point_ci95(std::vector<double> v, bool median, double step_ns, double messages) {
+  const double floor = step_ns > 0 && messages >= 1 ? step_ns / messages : 0;
+  const double n = static_cast<double>(v.size());
+  if (!median) {
+    if (v.size() < 2) return std::nan("");
+    double s = 0, ss = 0;
+    for (double x : v) s += x;
+    const double mean = s / n;
+    for (double x : v) ss += (x - mean) * (x - mean);
+    return std::max(ci95_of_mean(std::sqrt(ss / (n - 1)), n), floor);
+  }
+  if (v.size() < 6) return std::nan("");
+  std::sort(v.begin(), v.end());
+  const double half = 1.96 * std::sqrt(n) / 2;
+  const auto lo = static_cast<std::size_t>(std::max(0.0, std::floor(n / 2 - half)));
+  const auto hi = static_cast<std::size_t>(std::min(n - 1, std::ceil(n / 2 + half)));
+  return std::max((v[hi] - v[lo]) / 2, floor);
+}
+
 void to_json(nlohmann::json& j, const Param& p) {
   auto num = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); };
   if (p.valid) {
@@ -32,13 +78,14 @@ void to_json(nlohmann::json& j, const Param& p) {
     j = {{"value_ns", nullptr}, {"ci95_ns", nullptr}, {"error", p.note}};
     if (std::isfinite(p.raw)) j["raw_value_ns"] = p.raw;
     if (std::isfinite(p.upper_bound)) j["upper_bound_ns"] = p.upper_bound;
+    if (std::isfinite(p.lower_bound)) j["lower_bound_ns"] = p.lower_bound;
   }
   if (!p.ci_method.empty()) j["ci_method"] = p.ci_method;
 }
 
 void to_json(nlohmann::json& j, const Check& c) { j = {{"name", c.name}, {"ok", c.ok}, {"detail", c.detail}}; }
 
-Combined combine_runs(const std::vector<Param>& per_run) {
+Combined combine_runs(const std::vector<Param>& per_run, double step_ns) {
   Combined c;
   std::vector<double> v;
   std::vector<Estimate> own;
@@ -58,6 +105,10 @@ Combined combine_runs(const std::vector<Param>& per_run) {
     for (const auto& p : per_run)
       if (std::isfinite(p.upper_bound)) bound = std::max(bound, p.upper_bound);
     if (std::isfinite(bound)) c.param.upper_bound = bound;  // the loosest of the runs' bounds
+    double floor = INFINITY;
+    for (const auto& p : per_run)
+      if (std::isfinite(p.lower_bound)) floor = std::min(floor, p.lower_bound);
+    if (std::isfinite(floor)) c.param.lower_bound = floor;  // likewise: the lowest of the runs' floors
     c.min = c.max = std::nan("");
     return c;
   }
@@ -84,11 +135,20 @@ Combined combine_runs(const std::vector<Param>& per_run) {
   if (v.size() < per_run.size())
     c.param.note = std::to_string(per_run.size() - v.size()) + " of " + std::to_string(per_run.size()) +
                    " runs gave no value: " + why;
+  // The mean of the runs within one clock step of zero is no value either (Culler et al. 3.3 reads figures
+  // off a clock; one step is the least it can tell apart). Each run's number stays in runs_ns.
+  const Param bounded = within_step(c.param, step_ns);
+  if (!bounded.valid) c.param = bounded;
   return c;
 }
 
 void to_json(nlohmann::json& j, const Combined& c) {
   to_json(j, c.param);
+  if (!c.param.valid && std::isfinite(c.param.raw)) {  // bounded by the clock step: the runs are still shown
+    nlohmann::json runs = nlohmann::json::array();
+    for (double x : c.runs) runs.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr));
+    j["runs_ns"] = runs;
+  }
   if (!c.param.valid) return;
   nlohmann::json runs = nlohmann::json::array();
   for (double x : c.runs) runs.push_back(std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr));

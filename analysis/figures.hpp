@@ -21,8 +21,12 @@ struct Param {
   static Param invalid(std::string why, double raw = std::nan(""));
   // Not observable here, but known to be at most `bound` (e.g. the NI's gap hidden behind the processor).
   static Param hidden(std::string why, double bound, double bound_ci = 0);
+  // Not measured to a value, but known to be at least `bound` (e.g. a steady state whose curve was cut off in its
+  // transition: the cost still rises towards it, so what was seen is a floor).
+  static Param at_least(std::string why, double bound);
   double raw = std::nan("");          // the computed number even when invalid, for the record
   double upper_bound = std::nan("");  // with !valid: the parameter is at most this (JSON upper_bound_ns)
+  double lower_bound = std::nan("");  // with !valid: the parameter is at least this (JSON lower_bound_ns)
   std::string ci_method;              // how ci95 was computed, when it is not the obvious one
   Estimate estimate() const { return {value, ci95}; }
 };
@@ -44,7 +48,23 @@ struct Combined {
   double min = 0, max = 0;
   std::string ci_method;
 };
-Combined combine_runs(const std::vector<Param>& per_run);
+// step_ns: the clock step the figures were timed with (meta.tsc.resolution_ns; NaN or 0: not a time read off
+// that clock, e.g. a fraction or a per-byte cost). A combined figure within one step of zero is then a bound
+// (within_step), never a value.
+Combined combine_runs(const std::vector<Param>& per_run, double step_ns = NAN);
+
+// A time within one clock step of zero cannot be told from zero by that clock: a valid `p` with |value| at
+// most `step_ns` comes back as no value, bounded above by the step (or value + ci95 when that is larger:
+// the interval reaches past one step), the number kept in raw_value_ns and the reason in words. Anything
+// else, and any p when step_ns is not a positive number, comes back unchanged.
+Param within_step(const Param& p, double step_ns);
+
+// The 95% half-width of a point that is the median (or mean) of `samples`, each of them a timed span that
+// held `messages` messages divided by their number: the clock's step quantises each span, not each message,
+// so the floor is step / messages (a burst of 512 messages on a 10 ns clock resolves 0.02 ns per message),
+// not one step. The order-statistic interval of the median is that of common/stats' summarize; the mean's
+// is Student-t.
+double point_ci95(std::vector<double> samples, bool median, double step_ns, double messages);
 void to_json(nlohmann::json& j, const Combined& c);
 
 // The mean of independent estimates (ranks' gaps, runs' figures): the half-widths add in quadrature and

@@ -10,7 +10,8 @@ matplotlib.use("Agg")
 import matplotlib.ticker  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 
-PARAMS = ("o_s", "o_r", "g", "g_ni", "G", "L", "rtt")
+# The signature publishes no o_r: its o_s_plus_o_r (g' - Delta) is the pair it defines (issue 36).
+PARAMS = ("o_s", "o_r", "o_s_plus_o_r", "g", "g_ni", "G", "L", "rtt")
 
 
 def load(path):
@@ -162,6 +163,8 @@ def fmt(p):
     if v is None:
         if p.get("upper_bound_ns") is not None:  # not observable by this method, but bounded
             return f"≤ {p['upper_bound_ns'] / 1e3:.4g} (hidden)"
+        if p.get("lower_bound_ns") is not None:  # a steady state cut off in its transition: at least this
+            return f"≥ {p['lower_bound_ns'] / 1e3:.4g} (not reached)"
         return "n/a" + (f" ({p['error']})" if p.get("error") else "")
     ci = p.get("ci95_ns")
     s = f"{v / 1e3:.4g}" if abs(v) >= 1 else f"{v:.3g} ns"

@@ -19,6 +19,14 @@ double safe_ci(double ci, double v) {
 }  // namespace
 
 namespace {
+Param param_of_value(double v, double ci) {
+  Param p;
+  p.value = p.raw = v;
+  p.ci95 = ci;
+  p.valid = true;
+  return p;
+}
+
 // The points a fit may use: those whose stop rule converged, when there are enough of them; a point that
 // hit its sample or time cap has a wide, less trustworthy median.
 Curve converged_only(const Curve& c, std::size_t min_points) {
@@ -36,7 +44,7 @@ Curve converged_only(const Curve& c, std::size_t min_points) {
 }
 }  // namespace
 
-SendOnly send_only_cost(const Curve& c_all, double tolerance) {
+SendOnly send_only_cost(const Curve& c_all, double rtt_ns, int window, double tolerance) {
   SendOnly r;
   const Curve c = converged_only(c_all, 4);
   const std::size_t n = c.M.size();
@@ -44,30 +52,81 @@ SendOnly send_only_cost(const Curve& c_all, double tolerance) {
     r.o_s = Param::invalid("the Delta = 0 curve has no points");
     return r;
   }
-  // The send-only plateau: the cheapest of the first few points, and every leading point within
-  // tolerance of it: `tolerance` (a fraction) of the cheapest, or what its interval allows, whichever
-  // is wider. A loose tolerance takes in the first transition point and biases o_s up. Points before
-  // the cheapest that cost more (a cold first message) are skipped.
-  const std::size_t head = std::min<std::size_t>(n, 4);
-  const auto best =
-      static_cast<std::size_t>(std::min_element(c.cost_ns.begin(), c.cost_ns.begin() + head) - c.cost_ns.begin());
-  const double m = c.cost_ns[best];
-  const double band = std::max(tolerance * m, 2 * safe_ci(c.ci95_ns[best], m));
-  double sum = 0, var = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const bool within = c.cost_ns[i] <= m + band;
-    if (!within) {
-      if (i > best) break;
-      continue;
+  // The send-only regime ends where the first replies come back, M = RTT / o_s, or where the window of W
+  // requests is full, whichever comes first (Culler et al. 3.1). A point at or past that M holds receives
+  // (or waits for the window) and is no send-only cost, however flat the curve looks there: on af_xdp
+  // (RTT 8.7 us, 4.3 us a send) the unbounded plateau took M = 4..96, the whole curve, and o_s held the
+  // receives. The limit needs o_s, which needs the limit: start from the cheapest point below RTT / cost
+  // and shrink until the plateau's own mean gives the same limit.
+  auto limit_for = [&](double os) {
+    double lim = INFINITY;
+    if (std::isfinite(rtt_ns) && rtt_ns > 0 && os > 0 && std::isfinite(os)) lim = rtt_ns / os;
+    if (window > 0) lim = std::min(lim, window + 0.5);  // M <= W: a window of W holds W requests
+    return lim;
+  };
+  double est = INFINITY;
+  for (std::size_t i = 0; i < std::min<std::size_t>(n, 4); ++i)
+    if (c.cost_ns[i] > 0) est = std::min(est, c.cost_ns[i]);
+  double lim = limit_for(est), lim_os = est;  // the limit, and the send cost it was taken from
+  for (int iter = 0; iter < 8; ++iter) {
+    // The send-only plateau: the cheapest of the first few points below the limit, and every leading point
+    // within tolerance of it: `tolerance` (a fraction) of the cheapest, or what its interval allows,
+    // whichever is wider. A loose tolerance takes in the first transition point and biases o_s up. Points
+    // before the cheapest that cost more (a cold first message) are skipped.
+    std::size_t below = 0;
+    while (below < n && c.M[below] < lim) ++below;
+    r.used_M.clear();
+    if (below == 0) {
+      char buf[200];
+      std::snprintf(buf, sizeof buf,
+                    "no point of the Delta = 0 curve lies below M = %.3g, where the send-only regime ends "
+                    "(RTT / o_s, or the window): no send-only cost to read",
+                    lim);
+      r.o_s = Param::invalid(buf);
+      r.M_limit = lim;
+      return r;
     }
-    r.used_M.push_back(c.M[i]);
-    sum += c.cost_ns[i];
-    const double ci = safe_ci(c.ci95_ns[i], c.cost_ns[i]);
-    var += ci * ci;
+    const std::size_t head = std::min<std::size_t>(below, 4);
+    const auto best = static_cast<std::size_t>(std::min_element(c.cost_ns.begin(), c.cost_ns.begin() + head) -
+                                               c.cost_ns.begin());
+    const double m = c.cost_ns[best];
+    const double band = std::max(tolerance * m, 2 * safe_ci(c.ci95_ns[best], m));
+    double sum = 0, var = 0;
+    for (std::size_t i = 0; i < below; ++i) {
+      const bool within = c.cost_ns[i] <= m + band;
+      if (!within) {
+        if (i > best) break;
+        continue;
+      }
+      r.used_M.push_back(c.M[i]);
+      sum += c.cost_ns[i];
+      const double ci = safe_ci(c.ci95_ns[i], c.cost_ns[i]);
+      var += ci * ci;
+    }
+    const double k = static_cast<double>(r.used_M.size());
+    r.o_s.value = sum / k;
+    r.o_s.ci95 = std::sqrt(var) / k;
+    // The plateau's mean puts its end lower: drop the points past it and read again. The limit never rises
+    // again (a plateau of fewer points may cost less, but its points were already judged past the end).
+    const double next = limit_for(r.o_s.value);
+    if (next < lim) {
+      lim = next;
+      lim_os = r.o_s.value;
+    }
+    if (!(r.used_M.back() >= lim)) break;
   }
-  const double k = static_cast<double>(r.used_M.size());
-  r.o_s.value = sum / k;
-  r.o_s.ci95 = std::sqrt(var) / k;
+  r.M_limit = std::isfinite(lim) ? lim : std::nan("");
+  {
+    char buf[200];
+    if (!std::isfinite(lim))
+      std::snprintf(buf, sizeof buf, "unbounded: neither the round trip nor the window is known");
+    else if (window > 0 && lim == window + 0.5)
+      std::snprintf(buf, sizeof buf, "M <= %d, the window (before the first reply is due)", window);
+    else
+      std::snprintf(buf, sizeof buf, "M < %.3g = RTT %.0f ns / a send of %.0f ns (the first reply is due)", lim,
+                    rtt_ns, lim_os);
+    r.limit_detail = buf;
+  }
   r.o_s.valid = r.o_s.value > 0;
   r.o_s.raw = r.o_s.value;
   if (!r.o_s.valid) r.o_s = Param::invalid("the send-only cost is not positive: timer or clock problem", r.o_s.value);
@@ -97,6 +156,7 @@ Steady steady_state_cost(const Curve& c_all) {
     w.push_back(1 / (sd * sd));
     r.used_M.push_back(c.M[i]);
   }
+  r.last_cost = c.cost_ns.back();
   const LineFit f = fit_line(x, y, w);
   if (!f.ok) {
     r.cost = Param::invalid("the steady-state fit failed");
@@ -146,20 +206,24 @@ std::vector<double> auto_deltas(double g_ns, const std::vector<double>& factors)
 }
 
 SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, double raise_threshold, int window,
-                           const Param& replier) {
+                           const Param& replier, double step_ns) {
   SignatureFit fit;
   fit.rtt = rtt;
   fit.replier = replier;
+  fit.window = window;
+  fit.step_ns = step_ns;
   if (curves.empty() || curves.front().delta_ns != 0) {
-    fit.o_s = fit.g = fit.o_r = fit.L = Param::invalid("no Delta = 0 curve");
+    fit.o_s = fit.g = fit.o_s_plus_o_r = fit.o_r_remainder = fit.L = Param::invalid("no Delta = 0 curve");
     fit.checks.push_back({"Delta = 0 curve measured", false, "the signature needs a Delta = 0 curve"});
     return fit;
   }
-  const SendOnly so = send_only_cost(curves.front());
+  const SendOnly so = send_only_cost(curves.front(), rtt.valid ? rtt.value : std::nan(""), window);
   fit.o_s = so.o_s;
-  fit.o_s.note = fit.o_s.valid ? "mean send-only cost of the Delta = 0 curve" : fit.o_s.note;
+  fit.o_s.note = fit.o_s.valid ? "mean send-only cost of the Delta = 0 curve, " + so.limit_detail : fit.o_s.note;
   fit.send_only_M = so.used_M;
+  fit.send_only_M_limit = so.M_limit;
   const Steady st = steady_state_cost(curves.front());
+  const Param slope = st.cost;  // what the Delta = 0 curve's tail shows, before any check has judged it
   fit.g = st.cost;
   if (fit.g.valid) fit.g.note = "steady-state slope of the Delta = 0 curve";
   fit.steady_M = st.used_M;
@@ -168,127 +232,255 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
                                    : "the issue time still bends over the largest M: the curve is in its transition (" +
                                          st.detail + ")"});
   fit.checks.push_back({"send-only regime seen", so.used_M.size() >= 2,
-                        so.used_M.size() >= 2 ? "" : "only one point in the send-only plateau: o_s rests on it alone"});
+                        so.used_M.size() >= 2 ? so.limit_detail
+                                              : "only one point in the send-only plateau (" + so.limit_detail +
+                                                    "): o_s rests on it alone"});
 
-  // o_r from every Delta that raised the steady state clearly above g.
+  // o_s + o_r from every Delta that raised the steady state clearly above g, on a curve in its steady state
+  // (g' is an asymptote: a curve cut off in its transition shows a slope that is no g').
   int k = 0;
+  std::string unsteady;
   for (std::size_t i = 1; i < curves.size(); ++i) {
     DeltaFit df;
     df.delta_ns = curves[i].delta_ns;
-    df.steady = steady_state_cost(curves[i]).cost;
-    df.raised = fit.g.valid && df.steady.valid && df.steady.value >= raise_threshold * fit.g.value;
-    if (df.raised && fit.o_s.valid) {
-      const double v = df.steady.value - df.delta_ns - fit.o_s.value;
-      df.o_r.value = df.o_r.raw = v;
-      df.o_r.ci95 = std::sqrt(df.steady.ci95 * df.steady.ci95 + fit.o_s.ci95 * fit.o_s.ci95);
-      df.o_r.valid = true;
+    const Steady s = steady_state_cost(curves[i]);
+    df.steady = s.cost;
+    df.reached = s.reached;
+    df.steady_detail = s.detail;
+    df.raised = slope.valid && df.steady.valid && df.steady.value >= raise_threshold * slope.value;
+    df.used = df.raised && df.reached;
+    if (df.used) {
+      const double v = df.steady.value - df.delta_ns;
+      df.o_s_plus_o_r.value = df.o_s_plus_o_r.raw = v;
+      df.o_s_plus_o_r.ci95 = df.steady.ci95;
+      df.o_s_plus_o_r.valid = true;
       ++k;
+    } else if (df.raised) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "Delta = %.0f ns", df.delta_ns);
+      unsteady += (unsteady.empty() ? "" : "; ") + std::string(buf) + " (" + s.detail + ")";
+      df.o_s_plus_o_r = Param::invalid("the curve did not reach its steady state: " + s.detail);
     } else {
-      df.o_r = Param::invalid(df.raised ? "o_s unknown" : "Delta <= Idle: the steady state stayed at g");
+      df.o_s_plus_o_r = Param::invalid("Delta <= Idle: the steady state stayed at g");
     }
     fit.per_delta.push_back(df);
   }
+  if (!unsteady.empty() || k > 0)
+    fit.checks.push_back({"steady state reached on every Delta curve used", k > 0,
+                          unsteady.empty() ? std::to_string(k) + " curve(s), all in their steady state"
+                                           : "not used, still in their transition: " + unsteady});
   if (k == 0) {
-    fit.o_r = Param::invalid("no Delta raised the steady state above " + std::to_string(raise_threshold) +
-                             " g: add larger Deltas (--deltas)");
-    fit.checks.push_back({"a Delta raised the steady state", false, fit.o_r.note});
+    fit.o_s_plus_o_r =
+        Param::invalid(unsteady.empty() ? "no Delta raised the steady state above " + std::to_string(raise_threshold) +
+                                              " g: add larger Deltas (--deltas)"
+                                        : "no Delta curve that raised the steady state reached it: " + unsteady);
+    fit.checks.push_back({"a Delta raised the steady state", false, fit.o_s_plus_o_r.note});
   } else {
     // The paper reads o_r off one Delta that raises the gap. Every raised Delta gives an estimate; their
     // median (the middle one, or the mean of two) is the figure, so one curve that a stall of the
     // machine bent cannot carry it.
-    std::vector<const DeltaFit*> raised;
+    std::vector<const DeltaFit*> used;
     for (const auto& d : fit.per_delta)
-      if (d.o_r.valid) raised.push_back(&d);
-    std::sort(raised.begin(), raised.end(),
-              [](const DeltaFit* a, const DeltaFit* b) { return a->o_r.value < b->o_r.value; });
-    const std::size_t mid = raised.size() / 2;
+      if (d.used) used.push_back(&d);
+    std::vector<const DeltaFit*> sorted = used;
+    std::sort(sorted.begin(), sorted.end(), [](const DeltaFit* a, const DeltaFit* b) {
+      return a->o_s_plus_o_r.value < b->o_s_plus_o_r.value;
+    });
+    const std::size_t mid = sorted.size() / 2;
     double v, ci;
-    if (raised.size() % 2) {
-      v = raised[mid]->o_r.value;
-      ci = raised[mid]->o_r.ci95;
+    if (sorted.size() % 2) {
+      v = sorted[mid]->o_s_plus_o_r.value;
+      ci = sorted[mid]->o_s_plus_o_r.ci95;
     } else {
-      v = (raised[mid - 1]->o_r.value + raised[mid]->o_r.value) / 2;
-      ci = std::sqrt(fit.o_s.ci95 * fit.o_s.ci95 +
-                     (std::pow(raised[mid - 1]->steady.ci95, 2) + std::pow(raised[mid]->steady.ci95, 2)) / 4);
-    }
-    if (v > 0) {
-      fit.o_r.value = fit.o_r.raw = v;
-      fit.o_r.ci95 = ci;
-      fit.o_r.valid = true;
-      fit.o_r.note =
-          "g' - Delta - o_s: median over " + std::to_string(k) + " Delta curve(s) that raised the steady state";
-    } else {
-      fit.o_r = Param::invalid("g' - Delta - o_s is not positive: the Delta curves and o_s disagree", v);
+      v = (sorted[mid - 1]->o_s_plus_o_r.value + sorted[mid]->o_s_plus_o_r.value) / 2;
+      ci = std::hypot(sorted[mid - 1]->o_s_plus_o_r.ci95, sorted[mid]->o_s_plus_o_r.ci95) / 2;
     }
     fit.checks.push_back({"a Delta raised the steady state", true, std::to_string(k) + " curve(s)"});
-    // Each raised Delta is an independent estimate of o_r; on a machine LogP describes they agree.
-    double lo = INFINITY, hi = -INFINITY, ci_max = 0;
-    for (const auto& d : fit.per_delta)
-      if (d.o_r.valid) {
-        lo = std::min(lo, d.o_r.value);
-        hi = std::max(hi, d.o_r.value);
-        ci_max = std::max(ci_max, d.o_r.ci95);
+    // In LogP the requester's cost per pair is one number: g' - Delta is flat in Delta. A trend is tested
+    // as a trend: a weighted line through the per-Delta estimates, failed when its slope is resolved (beyond
+    // its 95% interval, from the points' intervals or their scatter about the line, whichever is wider) and
+    // moves the figure by more than kPairSlopeShare over the Deltas used. (A sum of intervals let rxe's
+    // 3634, 2783, 707 and 586 ns pass as agreeing.)
+    bool flat = true;
+    char trend[320] = "";
+    if (k >= 2) {
+      std::vector<double> x, y, w;
+      for (const auto* d : used) {
+        const double sd = safe_ci(d->o_s_plus_o_r.ci95, d->o_s_plus_o_r.value) / 1.96;
+        x.push_back(d->delta_ns);
+        y.push_back(d->o_s_plus_o_r.value);
+        w.push_back(1 / (sd * sd));
       }
-    // Within 20% of o_r, or within the widest interval on each side.
-    const bool agree = k < 2 || analysis::agree({lo, ci_max}, {hi, ci_max}, {Intervals::sum, 0.2, v}).agree;
-    char buf[160];
-    std::snprintf(buf, sizeof buf, "o_r from the raised Deltas ranges %.1f..%.1f ns%s", lo, hi,
-                  agree ? "" : ": the per-reply cost depends on Delta, so LogP's o_r is not one number here");
-    fit.checks.push_back({"o_r agrees across Deltas", agree, buf});
+      const LineFit lf = fit_line(x, y, w);
+      const double dmin = *std::min_element(x.begin(), x.end()), dmax = *std::max_element(x.begin(), x.end());
+      const double lo = *std::min_element(y.begin(), y.end()), hi = *std::max_element(y.begin(), y.end());
+      if (lf.ok) {
+        // The points' intervals are known variances (normal quantile); a scatter about the line wider than
+        // they allow widens the slope's error in their place.
+        const double se = std::isfinite(lf.slope_se_resid) ? std::max(lf.slope_se, lf.slope_se_resid) : lf.slope_se;
+        const double half = 1.96 * se;
+        const double moves = std::fabs(lf.slope) * (dmax - dmin);
+        const bool resolved = std::fabs(lf.slope) > half;
+        flat = !(resolved && moves > kPairSlopeShare * std::fabs(v));
+        std::snprintf(trend, sizeof trend,
+                      "o_s + o_r over Delta = %.0f..%.0f ns reads %.1f..%.1f ns: slope %.4f +- %.4f per ns of "
+                      "Delta, moving it %.1f ns (%.0f%% of %.1f; allowed %.0f%% when the slope is resolved)",
+                      dmin, dmax, lo, hi, lf.slope, half, moves, 100 * moves / std::fabs(v), v,
+                      100 * kPairSlopeShare);
+      }
+    } else {
+      std::snprintf(trend, sizeof trend, "one Delta curve used: no trend can be told");
+    }
+    fit.checks.push_back(
+        {"o_s + o_r does not move with Delta", flat,
+         std::string(trend) +
+             (flat ? "" : ": the requester's cost per pair depends on Delta, so it is not one LogP figure here")});
+    if (!flat) {
+      fit.o_s_plus_o_r = Param::invalid(std::string(trend) + ": it depends on Delta, so it is no LogP o_s + o_r", v);
+    } else if (v > 0) {
+      fit.o_s_plus_o_r.value = fit.o_s_plus_o_r.raw = v;
+      fit.o_s_plus_o_r.ci95 = ci;
+      fit.o_s_plus_o_r.valid = true;
+      fit.o_s_plus_o_r.note = "g' - Delta: median over " + std::to_string(k) +
+                              " Delta curve(s) that raised the steady state and reached it (Culler et al. 3.3)";
+    } else {
+      fit.o_s_plus_o_r = Param::invalid("g' - Delta is not positive: the Delta curves do not rise with Delta", v);
+    }
   }
 
-  if (fit.rtt.valid && fit.o_s.valid && fit.o_r.valid) {
-    const double v = fit.rtt.value / 2 - fit.o_s.value - fit.o_r.value;
-    const double ci =
-        std::sqrt(fit.rtt.ci95 * fit.rtt.ci95 / 4 + fit.o_s.ci95 * fit.o_s.ci95 + fit.o_r.ci95 * fit.o_r.ci95);
-    if (v >= 0) {
-      fit.L.value = fit.L.raw = v;
-      fit.L.ci95 = ci;
-      fit.L.valid = true;
-      fit.L.note = "RTT/2 - o_s - o_r";
+  // What o_s did not take of the pair. Not LogP's o_r: the empty poll each request makes before it sends
+  // is timed inside o_s, so a receive here is only the rest.
+  if (fit.o_s_plus_o_r.valid && fit.o_s.valid) {
+    const double v = fit.o_s_plus_o_r.value - fit.o_s.value;
+    const double ci = std::hypot(fit.o_s_plus_o_r.ci95, fit.o_s.ci95);
+    if (v > 0) {
+      fit.o_r_remainder = param_of_value(v, ci);
+      fit.o_r_remainder.note =
+          "o_s_plus_o_r - o_s: what the send-only cost did not take; not LogP's o_r (the empty poll before each "
+          "request is inside o_s)";
     } else {
-      fit.L = Param::invalid("RTT/2 - o_s - o_r is negative: the overheads exceed half the round trip", v);
+      char buf[240];
+      std::snprintf(buf, sizeof buf,
+                    "o_s_plus_o_r - o_s = %.1f +- %.1f ns is not positive: the send-only cost o_s is not below the "
+                    "cost per request/reply pair, so no remainder is left for the receive",
+                    v, ci);
+      fit.o_r_remainder = Param::invalid(buf, v);
+      if (v + ci > 0) fit.o_r_remainder.upper_bound = v + ci;
     }
   } else {
-    fit.L = Param::invalid("needs RTT, o_s and o_r");
+    fit.o_r_remainder = Param::invalid(fit.o_s.valid ? "needs o_s_plus_o_r: " + fit.o_s_plus_o_r.note
+                                                     : "needs o_s: " + fit.o_s.note);
+  }
+
+  if (fit.rtt.valid && fit.o_s_plus_o_r.valid) {
+    const double v = fit.rtt.value / 2 - fit.o_s_plus_o_r.value;
+    const double ci = std::sqrt(fit.rtt.ci95 * fit.rtt.ci95 / 4 + fit.o_s_plus_o_r.ci95 * fit.o_s_plus_o_r.ci95);
+    if (v >= 0) {
+      fit.L = param_of_value(v, ci);
+      fit.L.note = "RTT/2 - o_s_plus_o_r";
+    } else {
+      fit.L = Param::invalid("RTT/2 - o_s_plus_o_r is negative: the overheads exceed half the round trip", v);
+    }
+  } else {
+    fit.L = Param::invalid("needs RTT and o_s_plus_o_r");
   }
   fit.checks.push_back({"L >= 0", fit.L.valid || !std::isfinite(fit.L.raw), fit.L.valid ? "" : fit.L.note});
 
-  // What limits the steady state (Culler et al. 3.1 and 5). Idle = g - o_s - o_r is the time the NI
-  // leaves the processor per message; when it is zero the processor is the bottleneck and the steady
-  // state is o_s + o_r, which hides the NI's own gap (today's NIs: g of a few ns). With a window of W
-  // requests per round trip, the steady state cannot be below RTT / W: the capacity bound.
-  fit.window = window;
-  if (fit.g.valid && fit.o_s.valid && fit.o_r.valid) {
-    fit.idle.value = fit.idle.raw = fit.g.value - fit.o_s.value - fit.o_r.value;
-    fit.idle.ci95 = std::sqrt(fit.g.ci95 * fit.g.ci95 + fit.o_s.ci95 * fit.o_s.ci95 + fit.o_r.ci95 * fit.o_r.ci95);
+  // Idle = g - (o_s + o_r) is the time the NI leaves the processor per message (Culler et al. 3.1); LogP
+  // does not let it be negative: every request/reply pair costs the requester o_s + o_r. A slope below that
+  // beyond its interval is a curve still filling its window (the requester sends ahead of its replies), not
+  // a steady state: g is then only known to be at least the slope seen, and the NI's gap not bounded at all.
+  bool idle_broken = false;
+  if (slope.valid && fit.o_s_plus_o_r.valid) {
+    fit.idle.value = fit.idle.raw = slope.value - fit.o_s_plus_o_r.value;
+    fit.idle.ci95 = std::hypot(slope.ci95, fit.o_s_plus_o_r.ci95);
     fit.idle.valid = true;
-    fit.idle.note = "g - o_s - o_r (Culler et al. 3.1): time the NI leaves the processor per message";
-    // Idle >= 0 within its interval; a clearly negative Idle means the parameters do not form a LogP machine.
-    const bool ok = fit.idle.value + fit.idle.ci95 + 0.02 * fit.g.value >= 0;
-    char buf[160];
+    fit.idle.note = "g - o_s_plus_o_r (Culler et al. 3.1): time the NI leaves the processor per message";
+    const bool ok = fit.idle.value + fit.idle.ci95 + 0.02 * slope.value >= 0;
+    idle_broken = !ok;
+    char buf[240];
     std::snprintf(buf, sizeof buf, "Idle = %.1f +- %.1f ns%s", fit.idle.value, fit.idle.ci95,
-                  ok ? "" : ": the steady state is cheaper than o_s + o_r, which LogP does not allow");
+                  ok ? ""
+                     : ": the Delta = 0 slope is cheaper than the o_s + o_r every pair costs, which LogP does not "
+                       "allow: the curve is still in its transition (or the pair costs more at Delta > 0 than at 0)");
     fit.checks.push_back({"Idle >= 0", ok, buf});
   } else {
-    fit.idle = Param::invalid("needs g, o_s and o_r");
+    fit.idle = Param::invalid("needs g and o_s_plus_o_r");
+  }
+  fit.g_in_transition = slope.valid && (!st.reached || idle_broken);
+  if (fit.g_in_transition) {
+    char buf[640];
+    const double mmax = curves.front().M.empty() ? 0.0 : curves.front().M.back();
+    if (!st.reached)
+      std::snprintf(buf, sizeof buf,
+                    "the Delta = 0 curve did not reach its steady state up to M = %g (the issue time still bends: "
+                    "%s): g is at least its slope, %.1f ns, or its average cost at that M, %.1f ns, whichever is lower "
+                    "(a lower bound: the cost per message still rises towards the steady state); a longer burst "
+                    "would show it (--bursts or --max-burst-time)",
+                    mmax, st.detail.c_str(), slope.value, st.last_cost);
+    else
+      std::snprintf(buf, sizeof buf,
+                    "the Delta = 0 slope, %.1f ns up to M = %g, is below the o_s + o_r = %.1f ns a pair costs on the "
+                    "Delta curves (Idle < 0 beyond its interval), which LogP does not allow: the curve is still "
+                    "filling its window (its cost still rising towards the steady state, which a longer burst would "
+                    "show), or a pair costs less when nothing separates the requests (replies drained several to a "
+                    "poll). g is at least this slope or the average cost at that M, %.1f ns, whichever is lower: "
+                    "a lower bound, not a value",
+                    slope.value, mmax, fit.o_s_plus_o_r.value, st.last_cost);
+    // The bound: the lower of the slope and the average cost at the largest M. A curve rising towards its
+    // steady state averages below it, and its slope may not: a stall in the last points (a VM's, a loaded
+    // core's) steepens the slope past the truth, as one run capped at 120 us read 4890 ns for 4500.
+    const double floor = std::isfinite(st.last_cost) ? std::min(slope.value, st.last_cost) : slope.value;
+    fit.g = Param::at_least(buf, floor);
+    fit.g.raw = slope.value;
+  }
+  if (fit.idle.valid && fit.idle.value < 0) {
+    if (!idle_broken) {
+      fit.idle.value = 0;
+      fit.idle.note += " (g - o_s_plus_o_r came out negative within its interval; its value is in raw_value_ns)";
+    } else {
+      char buf[240];
+      std::snprintf(buf, sizeof buf,
+                    "g - o_s_plus_o_r = %.1f +- %.1f ns, below zero beyond its interval: the slope of the Delta = 0 "
+                    "curve is no steady state (see the check Idle >= 0)",
+                    fit.idle.raw, fit.idle.ci95);
+      fit.idle = Param::invalid(buf, fit.idle.raw);
+    }
+  } else if (fit.g_in_transition) {
+    fit.idle = Param::invalid("needs g, and the Delta = 0 curve did not reach its steady state", fit.idle.raw);
+  }
+
+  auto ge = [&](const char* name, const Param& a, const Param& b, const char* why) {
+    if (!a.valid || !b.valid) return;
+    // Allow for the intervals: only a difference the data can resolve counts as a violation.
+    const bool ok = at_least(a.estimate(), b.estimate());
+    fit.checks.push_back({name, ok, ok ? "" : why});
+  };
+  ge("g >= o_s", fit.g, fit.o_s, "the steady-state gap is below the send overhead: LogP cannot describe this");
+
+  // What limits the steady state (Culler et al. 3.1 and 5), judged only once every check that can withdraw
+  // g or Idle has run. Idle = 0: the processor is the bottleneck and the steady state is o_s + o_r, which
+  // hides the NI's own gap (today's NIs: g of a few ns). With a window of W requests per round trip, the
+  // steady state cannot be below RTT / W: the capacity bound.
+  if (!fit.g.valid) {
+    fit.g_ni = fit.g_in_transition
+                   ? Param::invalid("no steady state was seen, so nothing bounds the NI's gap from above: " + fit.g.note)
+                   : Param::invalid("no steady state: " + fit.g.note);
+    return fit;
   }
   const double cap = window > 0 && fit.rtt.valid ? fit.rtt.value / window : NAN;
-  const double tol_g = fit.g.valid ? std::max(0.05 * fit.g.value, fit.g.ci95) : 0;
-  const bool capacity = fit.g.valid && std::isfinite(cap) && fit.g.value <= cap + tol_g &&
-                        (!fit.idle.valid || fit.o_s.value + fit.o_r.value < cap);
+  const double tol_g = std::max(0.05 * fit.g.value, fit.g.ci95);
+  const double own = fit.o_s_plus_o_r.valid ? fit.o_s_plus_o_r.value : NAN;
+  const double own_ci = fit.o_s_plus_o_r.valid ? fit.o_s_plus_o_r.ci95 : 0;
+  const bool capacity = std::isfinite(cap) && fit.g.value <= cap + tol_g && (!std::isfinite(own) || own < cap);
   const bool processor = fit.idle.valid && fit.idle.value <= std::max(fit.idle.ci95, 0.05 * fit.g.value);
   // The replier (Culler et al. 3.5): its turnaround reaches the steady state and clearly exceeds what the
   // requester spends per pair, so the requester idles waiting for replies with the NI not the cause.
-  const double own = fit.o_s.valid && fit.o_r.valid ? fit.o_s.value + fit.o_r.value : NAN;
-  const double own_ci = fit.o_s.valid && fit.o_r.valid ? std::hypot(fit.o_s.ci95, fit.o_r.ci95) : 0;
   const bool replier_bound =
-      fit.g.valid && fit.replier.valid &&
+      fit.replier.valid &&
       fit.replier.value >= fit.g.value - std::max(0.05 * fit.g.value, fit.g.ci95 + fit.replier.ci95) &&
       (!std::isfinite(own) || fit.replier.value > 1.1 * own + own_ci + fit.replier.ci95);
-  if (!fit.g.valid) {
-    fit.g_ni = Param::invalid("no steady state: " + fit.g.note);
-  } else if (capacity) {
+  if (capacity) {
     fit.bottleneck = kBottleneckCapacity;
     char buf[240];
     std::snprintf(buf, sizeof buf,
@@ -298,8 +490,8 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
     fit.g_ni = Param::hidden(buf, fit.g.value, fit.g.ci95);
   } else if (replier_bound) {
     fit.bottleneck = kBottleneckReplier;
-    // The requester's own o_s + o_r where both were measured; where one was not (L's or o_r's fit failed),
-    // the sentence says so rather than print a NaN.
+    // The requester's own o_s + o_r where it was measured; where it was not, the sentence says so rather
+    // than print a NaN.
     char spends[96];
     if (std::isfinite(own))
       std::snprintf(spends, sizeof spends, "the requester spends %.1f ns per pair, so it waits", own);
@@ -316,7 +508,7 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
     fit.bottleneck = kBottleneckProcessor;
     fit.idle.note = "zero within its interval: the processor (o_s + o_r per request) is the bottleneck";
     fit.g_ni = Param::hidden(
-        "hidden: Idle = g - o_s - o_r is zero, so the steady state is the processor's o_s + o_r "
+        "hidden: Idle = g - o_s_plus_o_r is zero, so the steady state is the processor's o_s + o_r "
         "(Culler et al. section 5: 'the gap is equal to o_s + o_r'); the NI's own gap is at most this",
         fit.g.value, fit.g.ci95);
   } else if (fit.idle.valid) {
@@ -325,55 +517,42 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
     fit.g_ni.note = "the NI's gap: Idle > 0, so the processor waits for the NI in the steady state";
   } else {
     fit.g_ni = Param::hidden(
-        "o_r unknown, so Idle = g - o_s - o_r cannot tell the NI from the processor; the NI's gap "
+        "o_s_plus_o_r unknown, so Idle = g - o_s_plus_o_r cannot tell the NI from the processor; the NI's gap "
         "is at most the steady-state cost",
         fit.g.value, fit.g.ci95);
   }
-  // A time cannot be negative, whatever the bottleneck. A difference below zero within its interval (the
-  // Idle >= 0 check's allowance) is reported as 0, its arithmetic kept in raw_value_ns; one below zero
-  // beyond it is no time at all: the o_s + o_r measured here exceed the steady state, which the failed
-  // check names, and the value is null with the computed number as raw_value_ns.
-  if (fit.idle.valid && fit.idle.value < 0) {
-    if (fit.idle.value + fit.idle.ci95 + 0.02 * fit.g.value >= 0) {
-      fit.idle.value = 0;
-      fit.idle.note += " (g - o_s - o_r came out negative within its interval; its value is in raw_value_ns)";
-    } else {
-      char buf[240];
-      std::snprintf(buf, sizeof buf,
-                    "g - o_s - o_r = %.1f +- %.1f ns, below zero beyond its interval: the o_s + o_r "
-                    "measured here exceed the steady state, which LogP does not allow (see the check Idle >= 0)",
-                    fit.idle.raw, fit.idle.ci95);
-      fit.idle = Param::invalid(buf, fit.idle.raw);
-    }
-  }
-  if (!fit.bottleneck.empty()) fit.g.note += " (bottleneck: " + fit.bottleneck + ")";
-
-  auto ge = [&](const char* name, const Param& a, const Param& b, const char* why) {
-    if (!a.valid || !b.valid) return;
-    // Allow for the intervals: only a difference the data can resolve counts as a violation.
-    const bool ok = at_least(a.estimate(), b.estimate());
-    fit.checks.push_back({name, ok, ok ? "" : why});
-  };
-  ge("g >= o_s", fit.g, fit.o_s, "the steady-state gap is below the send overhead: LogP cannot describe this");
-  ge("g >= o_r", fit.g, fit.o_r, "the steady-state gap is below the receive overhead: LogP cannot describe this");
+  fit.g.note += " (bottleneck: " + fit.bottleneck + ")";
+  if (fit.bottleneck.empty()) fit.g.note = "steady-state slope of the Delta = 0 curve";
   return fit;
 }
 
 void to_json(nlohmann::json& j, const SignatureFit& f) {
+  const double s = f.step_ns;
   nlohmann::json pd = nlohmann::json::array();
   for (const auto& d : f.per_delta)
-    pd.push_back({{"delta_ns", d.delta_ns}, {"steady_ns", d.steady}, {"raised", d.raised}, {"o_r", d.o_r}});
-  j = {{"o_s", f.o_s},
-       {"o_r", f.o_r},
-       {"g", f.g},
-       {"L", f.L},
-       {"rtt", f.rtt},
-       {"idle", f.idle},
-       {"g_ni", f.g_ni},
+    pd.push_back({{"delta_ns", d.delta_ns},
+                  {"steady_ns", d.steady},
+                  {"steady_reached", d.reached},
+                  {"steady_detail", d.steady_detail},
+                  {"raised", d.raised},
+                  {"used", d.used},
+                  {"o_s_plus_o_r", d.o_s_plus_o_r}});
+  j = {{"o_s", within_step(f.o_s, s)},
+       {"o_s_plus_o_r", within_step(f.o_s_plus_o_r, s)},
+       {"o_r_remainder", within_step(f.o_r_remainder, s)},
+       {"g", within_step(f.g, s)},
+       {"L", within_step(f.L, s)},
+       {"rtt", within_step(f.rtt, s)},
+       {"idle", within_step(f.idle, s)},
+       {"g_ni", within_step(f.g_ni, s)},
        {"bottleneck", f.bottleneck},
-       {"replier_service", f.replier},
+       {"replier_service", within_step(f.replier, s)},
        {"window", f.window},
+       {"clock_step_ns", std::isfinite(s) ? nlohmann::json(s) : nlohmann::json(nullptr)},
+       {"g_in_transition", f.g_in_transition},
        {"send_only_M", f.send_only_M},
+       {"send_only_M_limit",
+        std::isfinite(f.send_only_M_limit) ? nlohmann::json(f.send_only_M_limit) : nlohmann::json(nullptr)},
        {"steady_M", f.steady_M},
        {"per_delta", pd},
        {"checks", f.checks}};

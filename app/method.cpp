@@ -25,6 +25,7 @@ MethodInfo info_of() {
   if constexpr (requires { M::compare_as; }) i.compare_as = M::compare_as;
   if constexpr (requires { M::shares; }) i.shares = M::shares;
   if constexpr (requires { M::contention; }) i.contention = M::contention;
+  if constexpr (requires { M::own_table; }) i.own_table = M::own_table;
   return i;
 }
 

@@ -55,7 +55,10 @@ Input read_parameters(const json& doc, const std::string& path) {
   Input in;
   int found = 0;
   for (int i = 0; i < 5; ++i) {
-    const std::string k = kKeys[i];
+    std::string k = kKeys[i];
+    // A signature publishes no o_r: its o_s_plus_o_r (g' - Delta) is the pair it defines, and o_r_remainder
+    // that pair less its o_s. LoGPC uses o_r only in o_s + o_r (logpc.hpp), which the remainder gives back.
+    if (k == "o_r" && !ps.contains(k) && ps.contains("o_r_remainder")) k = "o_r_remainder";
     if (!ps.contains(k)) {
       in.why[i] = "not in " + path;
       continue;

@@ -336,7 +336,8 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   }
   if (vm.count("help")) {
     std::cout << "usage: logpbench [local | server | client HOST] [options]\n"
-                 "With no arguments: local --transport shm --bench signature (the embedded default).\n\n"
+                 "With no arguments: logpbench agree, one LogP table for the shm link (the embedded default);\n"
+                 "with options and no --bench, the method is the signature.\n\n"
               << general << '\n'
               << place << '\n'
               << method << '\n'

@@ -8,7 +8,12 @@ namespace logpb::app {
 
 std::vector<std::string> command_args(int argc, const char* const* argv) {
   std::vector<std::string> args(argv, argv + argc);
-  if (argc < 2) return args;
+  // `logpbench` alone, the first run a newcomer makes, is `logpbench agree`: one LogP table for the shm link,
+  // each quantity from the method that defines it and cross-checked by a second (a few seconds on shm).
+  if (argc < 2) {
+    args.insert(args.end(), {"--bench", "agree"});
+    return args;
+  }
   // The commands that are a job-level method under the usual options, with the methods each runs.
   struct Command {
     const char* name;

@@ -22,7 +22,8 @@ void print_table(std::FILE* out, const nlohmann::json& doc) {
   if (!method || method->scope == Scope::link) runs = ", " + std::to_string(flags.value("runs", 1)) + " run(s)";
   std::fprintf(out, "logpbench %s: %s over %s%s%s\n", meta.value("version", "?").c_str(), bench.c_str(),
                flags.value("transport", "?").c_str(), emu.c_str(), runs.c_str());
-  const auto& params = doc.value("parameters", nlohmann::json::object());
+  const nlohmann::json params =
+      method && method->own_table ? nlohmann::json::object() : doc.value("parameters", nlohmann::json::object());
   if (!params.empty())  // a method with a table of its own only (bw, a pingpong sweep) has no parameters
     std::fprintf(out, "  %-7s %12s %12s %25s  %s\n", "", "value (us)", "95% CI (us)", "runs min..max (us)", "interval");
   // The LogP/LogGP keys first, in the usual order, then whatever else the method reported.

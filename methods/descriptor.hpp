@@ -25,6 +25,8 @@
 //   static constexpr ContentionShape contention;                // optional: a contention method's shape
 //   static inline const std::vector<SharedFigure> shares;       // optional: the LogP figures it shares with
 //                                   // other methods and its paper's definition of each (read by `agree`)
+//   static constexpr bool own_table;                            // optional: print() shows the parameters
+//                                   // in a table of its own, in place of the usual one (agree's LogP table)
 //   static void budgets(const Given&, Settings&);               // optional: a method that sets its own
 //                                   // budgets refuses the options it sets and may give others defaults
 // Settings (settings.hpp) is what a method reads of the command line. The timed loops (loops.hpp) and the
@@ -149,6 +151,7 @@ struct MethodInfo {
   analysis::compare::Reading compare_as;               // how `compare` names its figures
   std::vector<SharedFigure> shares;                    // the figures it shares with other methods
   ContentionShape contention = ContentionShape::none;  // what `model` reads from its result
+  bool own_table = false;  // its print() shows the parameters in a table of its own, in place of the usual one
 };
 
 // Every registered method, by name.

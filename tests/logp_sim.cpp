@@ -143,6 +143,18 @@ double burst(System& s, int M, double delta) {
   return cost;
 }
 
+// One point: M requests with Delta between them, repeated to the stop rule (measure_point, as the real
+// run), appended to c.
+void add_point(System& s, analysis::Curve& c, int M, double delta, const Options& opt) {
+  burst(s, M, delta);  // the untimed warm-up burst
+  const double start = s.now();
+  const Point p = measure_point(
+      opt.rule, [&] { return burst(s, M, delta); }, [&] { return s.now() - start; });
+  c.M.push_back(M);
+  c.cost_ns.push_back(p.value);
+  c.ci95_ns.push_back(std::isfinite(p.ci95) ? p.ci95 : 0);
+}
+
 analysis::Curve curve(System& s, const Machine& m, double delta, const Options& opt) {
   analysis::Curve c;
   // The Delta subtracted by the fit: the median of standalone busy delays (the real run's calibration).
@@ -161,13 +173,7 @@ analysis::Curve curve(System& s, const Machine& m, double delta, const Options& 
     if (static_cast<int>(k) >= opt.min_points && M > opt.min_window_multiple * m.window && !c.cost_ns.empty() &&
         c.cost_ns.back() * M > opt.max_burst_ns)
       break;
-    burst(s, M, delta);  // the untimed warm-up burst
-    const double start = s.now();
-    const Point p = measure_point(
-        opt.rule, [&] { return burst(s, M, delta); }, [&] { return s.now() - start; });
-    c.M.push_back(M);
-    c.cost_ns.push_back(p.value);
-    c.ci95_ns.push_back(std::isfinite(p.ci95) ? p.ci95 : 0);
+    add_point(s, c, M, delta, opt);
   }
   if (delta > 0 && opt.delta_report == Options::DeltaReport::in_burst_mean) c.delta_ns = s.delay_spent_ / s.delays_;
   return c;
@@ -214,6 +220,12 @@ Result simulate(const Machine& m, const Noise& noise, const Options& opt) {
   r.steady0 = tail_slope(r.curves.front());
   r.requested_deltas = opt.deltas_ns.empty() ? analysis::auto_deltas(r.steady0, opt.factors) : opt.deltas_ns;
   for (double d : r.requested_deltas) r.curves.push_back(curve(s, m, d, opt));
+  // As methods/signature/loops.hpp does once every curve is in: while the fit finds the Delta = 0 curve
+  // still in its transition (its slope below the o_s + o_r the Delta curves read), longer bursts.
+  for (int k = 0; k < opt.extend_first; ++k) {
+    if (!analysis::fit_signature(r.curves, r.rtt, 1.2, m.window).g_in_transition) break;
+    add_point(s, r.curves.front(), static_cast<int>(r.curves.front().M.back()) * 3 / 2 + 1, 0, opt);
+  }
   return r;
 }
 

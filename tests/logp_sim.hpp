@@ -47,6 +47,7 @@ struct Options {
   double max_burst_ns = 2e6;                  // a burst longer than this is not measured ...
   int min_points = 8;                         // ... past the first min_points M values ...
   int min_window_multiple = 8;                // ... nor before M reaches this many windows
+  int extend_first = 0;  // longer bursts for a Delta = 0 curve the fit finds in its transition (loops.hpp: 8)
   StopRule rule;                              // as the real run: batches of 50, +-5%, cap 2000
   int rtt_iterations = 1000;
   // The Delta handed to the fit as Curve::delta_ns. The harness (methods/signature.hpp) subtracts the

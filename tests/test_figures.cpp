@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include <nlohmann/json.hpp>
+
 #include "analysis/figures.hpp"
 #include "common/stats.hpp"
 
@@ -93,4 +95,65 @@ TEST_CASE("figures: runs combine by the wider of the between-run and within-run 
   const Combined d = combine_runs({p, q});
   CHECK(d.param.ci95 == Approx(12.706 * std::sqrt(2.0) / std::sqrt(2.0)).epsilon(1e-3));  // sd sqrt(2), t(1)
   CHECK(d.ci_method == "Student-t over 2 runs");
+}
+
+TEST_CASE("figures: a time within one clock step of zero is a bound, not a value", "[figures]") {
+  Param p;
+  p.valid = true;
+  p.value = 10.0;
+  p.ci95 = 0;
+  const Param b = within_step(p, 10.0);
+  CHECK_FALSE(b.valid);
+  CHECK(b.upper_bound == Approx(10.0));
+  CHECK(b.raw == Approx(10.0));
+  CHECK_THAT(b.note, Catch::Contains("< 1 step (10 ns)"));
+  // Its interval reaching past the step widens the bound, never narrows it below the step.
+  p.value = 4;
+  p.ci95 = 9;
+  CHECK(within_step(p, 10.0).upper_bound == Approx(13));
+  // A value past one step, an unknown step, or a figure already without a value are left alone.
+  p.value = 10.5;
+  CHECK(within_step(p, 10.0).valid);
+  p.value = 3;
+  CHECK(within_step(p, NAN).valid);
+  CHECK(within_step(p, 0).valid);
+  CHECK(within_step(Param::invalid("x"), 10).note == "x");
+}
+
+TEST_CASE("figures: runs combined within one step of zero give the step as their bound", "[figures]") {
+  Param p;
+  p.valid = true;
+  p.value = 10.0;
+  p.ci95 = 0.1;
+  Param q = p;
+  q.value = 9.9;
+  const Combined c = combine_runs({p, q}, 10.02);
+  CHECK_FALSE(c.param.valid);
+  CHECK(c.param.upper_bound >= 10.02);
+  CHECK(c.param.raw == Approx(9.95));
+  nlohmann::json j = c;
+  CHECK(j["value_ns"].is_null());
+  CHECK(j["runs_ns"].size() == 2);  // each run's number is still on record
+  // Without a step (a fraction, a per-byte cost) nothing changes.
+  CHECK(combine_runs({p, q}).param.valid);
+  // A lower bound (a steady state cut off in its transition) carries over: the lowest of the runs'.
+  const Combined l = combine_runs({Param::at_least("cut off", 2600), Param::at_least("cut off", 2700)});
+  CHECK(l.param.lower_bound == Approx(2600));
+  nlohmann::json jl = l;
+  CHECK(jl["lower_bound_ns"].get<double>() == Approx(2600));
+}
+
+TEST_CASE("figures: a point's interval is floored at the step over the messages its span held", "[figures]") {
+  // 60 bursts of 512 messages that all read the same: one step of the span is 10 / 512 ns per message.
+  const std::vector<double> same(60, 43.0);
+  CHECK(point_ci95(same, true, 10, 512) == Approx(10.0 / 512));
+  CHECK(point_ci95(same, false, 10, 512) == Approx(10.0 / 512));
+  CHECK(point_ci95(same, true, 10, 1) == Approx(10.0));  // one message per span: one step
+  // A real spread is kept: the order-statistic interval of the median.
+  std::vector<double> spread;
+  for (int i = 0; i < 100; ++i) spread.push_back(40 + 0.1 * i);
+  const double ci = point_ci95(spread, true, 10, 512);
+  CHECK(ci > 10.0 / 512);
+  CHECK(ci < 2);
+  CHECK(std::isnan(point_ci95({1, 2, 3}, true, 10, 4)));  // too few for an order-statistic interval
 }

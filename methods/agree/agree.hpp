@@ -39,6 +39,7 @@ struct agree {
   static constexpr const char* plot = "";
   static constexpr Needs needs{.bulk = true, .local_completion = true};
   static constexpr Scope scope = Scope::job;
+  static constexpr bool own_table = true;  // the one LogP table (print) replaces the usual parameters table
   static constexpr const auto& phases = analysis::kAgreeMethods;
   // The options its overlap and availability phases take from the user.
   static inline const std::vector<MethodOption> options = {opt::kQueueDepth, opt::kMessages, opt::kBellRuns,
@@ -142,11 +143,12 @@ struct agree {
     a["seconds"]["total"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count();
     a["transport_local_completion"] = ep.transport().describe().value("local_completion", nlohmann::json(nullptr));
     const double timer_cost_ns = job.doc.j.value(nlohmann::json::json_pointer("/meta/tsc/timer_cost_ns"), 0.0);
-    a.update(analysis::agreement(records, ep.transport().describe(), timer_cost_ns));
+    const nlohmann::json verdicts = analysis::agreement(records, ep.transport().describe(), timer_cost_ns);
+    a.update(verdicts);
     a["records"] = records;
     auto& d = job.doc.j;
     d["agree"] = a;
-    d["parameters"] = analysis::agreed_parameters(records);
+    d["parameters"] = analysis::agreed_parameters(records, verdicts);
     nlohmann::json checks = nlohmann::json::array();
     for (const char* bench : phases)
       for (auto c : records[bench].value("checks", nlohmann::json::array())) {
@@ -154,75 +156,74 @@ struct agree {
         c["name"] = std::string(bench) + ": " + c.value("name", std::string());
         checks.push_back(c);
       }
+    // Each cross-check that judged is a check of its own: a relation broken beyond the tolerance and both
+    // intervals fails, with its cause.
+    for (const char* k : analysis::kSharedParameters) {
+      const std::string v = verdicts[k].value("verdict", std::string());
+      if (v != "agree" && v != "fail") continue;
+      const auto& x = verdicts[k]["cross_check"];
+      checks.push_back({{"method", "agree"},
+                        {"name", std::string("agree: ") + k + " " + verdicts[k]["defined_by"].value("method", "") +
+                                     (x.value("relation", "") == "same" ? " = " : " <= ") + x.value("method", "")},
+                        {"ok", v == "agree"},
+                        {"detail", verdicts[k].value("explanation", std::string())}});
+    }
     d["checks"] = checks;
     job.doc.save();
   }
 
-  // One row per method and shared parameter: value and interval in microseconds, the verdict on the
-  // parameter's first row.
+  // The one LogP table: per quantity, its value from the method that defines it, the cross-check's figure
+  // and the verdict on the relation between them.
   static Table agree_table(const nlohmann::json& doc) {
-    Table t{"agree", {"parameter", "method", "value (us)", "95% CI (us)", "verdict"}, {}, 4, {}, {}};
+    Table t{"agree",
+            {"quantity", "value (us)", "95% CI (us)", "defined by", "cross-check", "cross (us)", "verdict", "note"},
+            {},
+            4,
+            {},
+            {}};
     const auto& ps = doc.value("agree", nlohmann::json::object());
-    const double tol = ps.value("tolerance", analysis::kAgreeTolerance);
     auto us = [](const nlohmann::json& x) {
       return x.is_number() ? nlohmann::json(x.get<double>() / 1e3) : nlohmann::json(nullptr);
     };
-    for (const char* k : {"o_s", "o_r", "g", "rtt", "L"}) {
+    auto shown = [&](const nlohmann::json& m) -> nlohmann::json {
+      if (m.contains("value_ns") && m["value_ns"].is_number()) return us(m["value_ns"]);
+      if (m.contains("upper_bound_ns") && m["upper_bound_ns"].is_number()) {
+        char b[64];
+        std::snprintf(b, sizeof b, "<= %.4f", m["upper_bound_ns"].get<double>() / 1e3);
+        return b;
+      }
+      return nullptr;
+    };
+    for (const char* k : analysis::kSharedParameters) {
       if (!ps.contains(k)) continue;
       const auto& p = ps[k];
-      bool first = true;
-      const nlohmann::json ms = p.value("methods", nlohmann::json::object());
-      for (const std::string method : phases) {
-        if (!ms.contains(method)) continue;
-        const nlohmann::json& m = ms[method];
-        std::string verdict;
-        if (first) {
-          const std::string v = p.value("verdict", std::string());
-          char b[64];
-          if (v == "agree" && p["max_rel_diff"].is_number() && p["max_rel_diff"].get<double>() > tol)
-            std::snprintf(b, sizeof b, "agree within the timer's cost");
-          else if (v == "agree")
-            std::snprintf(b, sizeof b, "agree within %.0f%%", tol * 100);
-          else if (v == "differ" && p["max_rel_diff"].is_number())
-            std::snprintf(b, sizeof b, "differ by %.0f%%", p["max_rel_diff"].get<double>() * 100);
-          else
-            std::snprintf(b, sizeof b, "%s", v.c_str());
-          verdict = b;
-        }
-        nlohmann::json value = us(m["value_ns"]);
-        nlohmann::json ci = us(m["ci95_ns"]);
-        if (!value.is_number() && m.contains("upper_bound_ns")) {
-          char b[64];
-          std::snprintf(b, sizeof b, "<= %.4f", m["upper_bound_ns"].get<double>() / 1e3);
-          value = b;
-          ci = "unobservable";
-        }
-        const std::string key = m.value("key", std::string(k));
-        const std::string who = method + (key != k ? " " + key : "");
-        t.rows.push_back({first ? nlohmann::json(k) : nlohmann::json(""), who, value, ci, verdict});
-        first = false;
-      }
+      const auto& def = p.value("defined_by", nlohmann::json::object());
+      const auto& cross = p.value("cross_check", nlohmann::json::object());
+      const auto& ms = p.value("methods", nlohmann::json::object());
+      const std::string dm = def.value("method", std::string()), cm = cross.value("method", std::string());
+      const nlohmann::json d = ms.value(dm, nlohmann::json::object()), c = ms.value(cm, nlohmann::json::object());
+      const std::string rel = cross.value("relation", std::string()) == "at_least" ? ">= " : "";
+      // The note: a missing value's reason, and the AM layer's own share of an overhead (meta.harness).
+      std::string note = d.value("value_ns", nlohmann::json()).is_number() ? "" : d.value("error", std::string());
+      if (const std::string share = harness_share(doc, k); !share.empty())
+        note = share + (note.empty() ? "" : "; " + note);
+      t.rows.push_back({k, shown(d), d.contains("value_ns") && d["value_ns"].is_number() ? us(d["ci95_ns"]) : nullptr,
+                        dm + " " + def.value("key", std::string()),
+                        rel + cm + " " + cross.value("key", std::string()), shown(c),
+                        p.value("verdict", std::string()), note});
     }
     return t;
   }
 
-  static std::vector<Table> tables(const nlohmann::json& doc) {
-    Table logp = parameters_table(doc);
-    logp.name = "logp";
-    return {logp, agree_table(doc)};
-  }
+  static std::vector<Table> tables(const nlohmann::json& doc) { return {agree_table(doc)}; }
   static void print(std::FILE* out, const nlohmann::json& doc) {
     const auto& a = doc.value("agree", nlohmann::json::object());
-    std::string sources;
-    const nlohmann::json params = doc.value("parameters", nlohmann::json::object());
-    for (auto it = params.begin(); it != params.end(); ++it)
-      sources += (sources.empty() ? "" : ", ") + it.key() + " from " + it.value().value("source", std::string("?"));
-    std::fprintf(out, "  the table above: %s\n", sources.c_str());
-    std::fprintf(out, "  the parameters the methods share, side by side:\n");
+    std::fprintf(out, "  one LogP table: each quantity from the method that defines it, held against a second:\n");
     print_text(out, agree_table(doc));
-    const auto& ps = a;
-    for (const char* k : {"o_s", "o_r", "g", "rtt", "L"})
-      if (ps.contains(k)) std::fprintf(out, "  %s: %s\n", k, ps[k].value("explanation", std::string()).c_str());
+    for (const char* k : analysis::kSharedParameters)
+      if (a.contains(k) && a[k].value("verdict", std::string()) != "agree")
+        std::fprintf(out, "  %s: %s: %s\n", k, a[k].value("verdict", std::string()).c_str(),
+                     a[k].value("explanation", std::string()).c_str());
     const auto& s = a.value("seconds", nlohmann::json::object());
     std::fprintf(out,
                  "  agree: measured in %.1f s (signature %.1f s, kielmann %.1f s, overlap %.1f s, "

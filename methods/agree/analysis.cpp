@@ -11,19 +11,67 @@
 namespace logpb::analysis {
 namespace {
 
-struct Source {
-  std::string method;
-  const app::SharedFigure* figure;
+// How the cross-check's figure must stand to the defining one.
+enum class Relation {
+  same,      // both time the same thing
+  at_least,  // the cross-check's figure holds the defining one and more
 };
 
-// Each shared parameter's figures, from the descriptors of the methods agree runs, in their order.
-std::vector<Source> sources_of(const std::string& param) {
-  std::vector<Source> out;
-  for (const char* name : kAgreeMethods)
-    if (const app::MethodInfo* m = app::find_method(name))
-      for (const auto& f : m->shares)
-        if (f.param == param) out.push_back({name, &f});
-  return out;
+struct Figure {
+  const char* method;
+  const char* key;  // where the method's parameters hold it
+};
+
+struct Quantity {
+  const char* name;
+  const char* meaning;
+  Figure defined_by;
+  Figure cross;
+  Relation relation;
+  const char* relation_text;  // why the relation holds, in the papers' terms
+};
+
+// The table's rows: what each quantity is, who defines it, who checks it and how.
+constexpr Quantity kQuantities[] = {
+    {"o_s", "the send call alone", {"kielmann", "o_s"}, {"signature", "o_s"}, Relation::at_least,
+     "the signature's send-only cost holds the send call and the poll its request makes first (Culler et al. 3.2; "
+     "an AM request polls before it sends), so it is at least Kielmann's send call"},
+    {"o_s_completion", "the send up to local completion", {"availability", "o_s_completion"},
+     {"overlap", "o_s_completion"}, Relation::same,
+     "both post a send, compute, and wait for its local completion (Doerfler & Brightwell 2; Bell et al. 4.3)"},
+    {"o_r", "one receive of a message already there, with the poll that finds it", {"kielmann", "o_r"},
+     {"availability", "o_r"}, Relation::same,
+     "both time the receive of one message that arrived while the receiver computed (Kielmann et al. 3: after a "
+     "wait Delta > RTT; Doerfler & Brightwell 2: after work longer than the transfer)"},
+    {"o_r_stream", "per message of a saturated one-way stream", {"overlap", "o_r_stream"}, {"kielmann", "o_r"},
+     Relation::at_least,
+     "in a stream one poll hands up several frames and its fixed cost is shared among them, so the cost per "
+     "message is at most that of one receive (o_r)"},
+    {"o_s_plus_o_r", "the requester's cost per request/reply pair", {"signature", "o_s_plus_o_r"},
+     {"kielmann", "o_s_plus_o_r"}, Relation::same,
+     "the signature's g' - Delta is one request's send and one reply's receive (Culler et al. 3.3), as Kielmann's "
+     "o_s + o_r are"},
+    {"g", "the one-way gap: g(0) by saturation", {"kielmann", "g0"}, {"signature", "g"}, Relation::at_least,
+     "the signature's steady state is the slowest of g, o_s + o_r per pair, the replier's turnaround and RTT/W "
+     "(Culler et al. 3.1), a one-way saturation the slowest of g, o_s and o_r (Kielmann et al. 3): the first is at "
+     "least the second"},
+    {"rtt", "the round trip of a small message", {"signature", "rtt"}, {"kielmann", "rtt"}, Relation::same,
+     "both time the round trip of one small message"},
+    {"L", "the latency: half the round trip less the overheads", {"signature", "L"}, {"kielmann", "L"},
+     Relation::same, "both are LogP's L, RTT/2 - o_s - o_r (Culler et al. 3.3; Kielmann et al. Table 1)"},
+};
+
+const Quantity* quantity(const std::string& name) {
+  for (const auto& q : kQuantities)
+    if (name == q.name) return &q;
+  return nullptr;
+}
+
+const app::SharedFigure* shared(const std::string& method, const std::string& param) {
+  if (const app::MethodInfo* m = app::find_method(method))
+    for (const auto& f : m->shares)
+      if (f.param == param) return &f;
+  return nullptr;
 }
 
 std::string local_completion_text(const nlohmann::json& transport) {
@@ -46,9 +94,10 @@ std::string bottleneck(const nlohmann::json& p) {
 }
 
 // What the method's figure is, in its own paper's terms, with what only the run knows filled in.
-std::string definition(const app::SharedFigure& f, const nlohmann::json& p, const nlohmann::json& record,
-                       const nlohmann::json& transport) {
-  std::string text = f.definition;
+std::string definition(const std::string& method, const std::string& param, const nlohmann::json& p,
+                       const nlohmann::json& record, const nlohmann::json& transport) {
+  const app::SharedFigure* f = shared(method, param);
+  std::string text = f ? f->definition : method + "'s " + param;
   auto fill = [&](const std::string& hole, const auto& value) {
     const auto at = text.find(hole);
     if (at != std::string::npos) text.replace(at, hole.size(), value());
@@ -62,12 +111,6 @@ std::string definition(const app::SharedFigure& f, const nlohmann::json& p, cons
   return text;
 }
 
-struct Entry {
-  std::string method;
-  double value = NAN, ci = 0;
-  bool valid = false;
-};
-
 std::string us(double ns) {
   char b[32];
   std::snprintf(b, sizeof b, "%.3f us", ns / 1e3);
@@ -80,11 +123,161 @@ std::string percent(double x) {
   return b;
 }
 
-std::string names(const std::vector<const Entry*>& v) {
+// The method's own failed checks that concern this figure (a check without "about" concerns them all).
+std::vector<std::string> failed_checks(const nlohmann::json& record, const std::string& key) {
+  std::vector<std::string> out;
+  for (const auto& c : record.value("checks", nlohmann::json::array())) {
+    if (!c.is_object() || c.value("ok", true)) continue;
+    if (c.contains("about") && c["about"].is_array()) {
+      bool concerns = false;
+      for (const auto& a : c["about"]) concerns = concerns || (a.is_string() && a.get<std::string>() == key);
+      if (!concerns) continue;
+    }
+    const std::string name = c.value("name", std::string("?"));
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+  }
+  return out;
+}
+
+struct Entry {
+  std::string method, key;
+  double value = NAN, ci = 0;
+  bool valid = false;
+  std::vector<std::string> failed;
+};
+
+// One method's figure as the table shows it: a value, or null with the method's bound and reason.
+nlohmann::json figure_json(const nlohmann::json& records, const Figure& f, Entry& e, std::string& unobserved) {
+  e.method = f.method;
+  e.key = f.key;
+  const auto& rec = records[f.method];
+  const auto& params = rec.value("parameters", nlohmann::json::object());
+  const nlohmann::json p = params.value(f.key, nlohmann::json::object());
+  nlohmann::json m = {{"key", f.key},
+                      {"value_ns", p.value("value_ns", nlohmann::json(nullptr))},
+                      {"ci95_ns", p.value("ci95_ns", nlohmann::json(nullptr))}};
+  e.valid = m["value_ns"].is_number() && m["value_ns"].get<double>() > 0;
+  e.failed = failed_checks(rec, f.key);
+  if (!e.failed.empty()) m["failed_checks"] = e.failed;
+  if (e.valid) {
+    e.value = m["value_ns"].get<double>();
+    e.ci = m["ci95_ns"].is_number() ? std::max(0.0, m["ci95_ns"].get<double>()) : 0.0;
+    return m;
+  }
+  // A figure the method could not observe is a bound, never a disagreement.
+  m["value_ns"] = nullptr;
+  const std::string why = p.value("error", p.value("note", std::string("not measured")));
+  m["error"] = why;
+  std::string bound;
+  if (p.contains("upper_bound_ns") && p["upper_bound_ns"].is_number()) {
+    m["upper_bound_ns"] = p["upper_bound_ns"];
+    bound = "at most " + us(p["upper_bound_ns"].get<double>()) + ": ";
+  }
+  unobserved += std::string(unobserved.empty() ? "" : "; ") + f.method + " " + f.key + " cannot be observed here (" +
+                bound + why + ")";
+  return m;
+}
+
+// What the run itself measured about why a pair parted, where a method records it (e.g. the receive's poll:
+// frames per poll, the empty poll's cost).
+std::string measured_cause(const Quantity& q, const nlohmann::json& records) {
   std::string s;
-  for (std::size_t i = 0; i < v.size(); ++i)
-    s += (i == 0 ? "" : i + 1 == v.size() ? " and " : ", ") + v[i]->method + " " + us(v[i]->value);
+  for (const Figure& f : {q.defined_by, q.cross}) {
+    if (!records.contains(f.method)) continue;
+    const auto& p = records[f.method].value("parameters", nlohmann::json::object()).value(f.key, nlohmann::json());
+    if (p.is_object() && p.contains("mechanism") && p["mechanism"].is_string())
+      s += (s.empty() ? "" : "; ") + std::string(f.method) + ": " + p["mechanism"].get<std::string>();
+  }
   return s;
+}
+
+nlohmann::json judge(const Quantity& q, const nlohmann::json& records, const nlohmann::json& transport,
+                     double floor_ns, double tolerance) {
+  nlohmann::json methods = nlohmann::json::object(), defs = nlohmann::json::object();
+  std::vector<Entry> entries;
+  std::string unobserved;
+  for (const Figure& f : {q.defined_by, q.cross}) {
+    if (!records.contains(f.method)) continue;
+    Entry e;
+    methods[f.method] = figure_json(records, f, e, unobserved);
+    const auto& p = records[f.method].value("parameters", nlohmann::json::object()).value(f.key, nlohmann::json());
+    defs[f.method] = definition(f.method, q.name, p.is_object() ? p : nlohmann::json::object(), records[f.method],
+                                transport);
+    if (e.valid) entries.push_back(e);
+  }
+  nlohmann::json r = {
+      {"meaning", q.meaning},
+      {"defined_by", {{"method", q.defined_by.method}, {"key", q.defined_by.key}}},
+      {"cross_check",
+       {{"method", q.cross.method},
+        {"key", q.cross.key},
+        {"relation", q.relation == Relation::same ? "same" : "at_least"},
+        {"why", q.relation_text}}},
+      {"methods", methods},
+      {"definitions", defs},
+      {"max_rel_diff", nullptr},
+      {"max_rel_diff_beyond_ci95", nullptr},
+  };
+  if (entries.size() < 2) {
+    r["verdict"] = "not compared";
+    r["explanation"] = std::string(entries.empty() ? "no method" : "only " + entries.front().method) +
+                       " observed it" + (unobserved.empty() ? "" : "; " + unobserved);
+    return r;
+  }
+  const Entry& d = entries[0].method == q.defined_by.method ? entries[0] : entries[1];
+  const Entry& x = &d == &entries[0] ? entries[1] : entries[0];
+  const double larger = std::max(d.value, x.value);
+  // The part of the pair that breaks the relation: any difference for `same`; the cross-check's figure
+  // below the defining one for `at_least`.
+  const double broken = q.relation == Relation::same ? std::fabs(d.value - x.value) : std::max(0.0, d.value - x.value);
+  const double raw = broken / larger;
+  const double past_floor = std::max(0.0, broken - floor_ns) / larger;
+  const double beyond = std::max(0.0, broken - floor_ns - d.ci - x.ci) / larger;
+  r["max_rel_diff"] = std::fabs(d.value - x.value) / larger;
+  r["max_rel_diff_beyond_ci95"] = beyond;
+  const std::string pair = d.method + " " + us(d.value) + " and " + x.method + " " + us(x.value);
+  const std::string tail = unobserved.empty() ? "" : "; " + unobserved;
+  std::string failed;
+  for (const Entry* e : {&d, &x})
+    for (const auto& c : e->failed) failed += (failed.empty() ? "" : ", ") + e->method + ": " + c;
+  if (!failed.empty()) {
+    r["verdict"] = "unjudged";
+    r["explanation"] = pair + ": not judged, the methods' own checks on it failed (" + failed + ")" + tail;
+    return r;
+  }
+  if (past_floor <= tolerance) {
+    r["verdict"] = "agree";
+    std::string how;
+    if (q.relation == Relation::at_least)
+      how = x.method + " " + us(x.value) + " >= " + d.method + " " + us(d.value) +
+            (raw > 0 ? " within " + percent(tolerance) : std::string());
+    else
+      how = raw <= tolerance ? "agree within " + percent(tolerance) + " (" + pair + ")"
+                             : "agree within the timer's own cost (" + us(floor_ns) + "): figures this small (" + pair +
+                                   ") cannot show a difference of " + percent(tolerance);
+    r["explanation"] = how + tail;
+    return r;
+  }
+  const std::string measured = measured_cause(q, records);
+  std::string text = q.relation == Relation::same
+                         ? "differ by " + percent(raw) + " (" + pair + "), though " + q.relation_text
+                         : x.method + " " + us(x.value) + " is below " + d.method + " " + us(d.value) + " by " +
+                               percent(raw) + ", though " + q.relation_text;
+  if (beyond > tolerance) {
+    r["verdict"] = "fail";
+    text += ". Cause: " + (measured.empty() ? std::string("not measured by this run; the definitions: ") +
+                                                  defs[d.method].get<std::string>() + "; " +
+                                                  defs[x.method].get<std::string>()
+                                            : measured);
+  } else {
+    // The figures part, but their intervals are wide enough to cover it: a difference the run cannot claim.
+    r["verdict"] = "inconclusive";
+    text += "; but their 95% intervals (" + d.method + " +-" + us(d.ci) + ", " + x.method + " +-" + us(x.ci) +
+            ") cover all but " + percent(beyond) + ": repeat with more --runs on a quieter core";
+    if (!measured.empty()) text += ". Measured: " + measured;
+  }
+  r["explanation"] = text + tail;
+  return r;
 }
 
 }  // namespace
@@ -93,130 +286,36 @@ nlohmann::json agreement(const nlohmann::json& records, const nlohmann::json& tr
                          double tolerance) {
   floor_ns = std::isfinite(floor_ns) && floor_ns > 0 ? floor_ns : 0.0;
   nlohmann::json out = {{"tolerance", tolerance}, {"floor_ns", floor_ns}};
-  for (const char* param : kSharedParameters) {
-    nlohmann::json methods = nlohmann::json::object(), defs = nlohmann::json::object();
-    std::vector<Entry> entries;
-    std::string unobserved;
-    for (const auto& src : sources_of(param)) {
-      if (!records.contains(src.method)) continue;
-      const auto& rec = records[src.method];
-      const auto& params = rec.value("parameters", nlohmann::json::object());
-      const nlohmann::json p = params.value(src.figure->key, nlohmann::json::object());
-      nlohmann::json m = {{"key", src.figure->key},
-                          {"value_ns", p.value("value_ns", nlohmann::json(nullptr))},
-                          {"ci95_ns", p.value("ci95_ns", nlohmann::json(nullptr))}};
-      Entry e{src.method};
-      e.valid = m["value_ns"].is_number() && m["value_ns"].get<double>() > 0;
-      if (e.valid) {
-        e.value = m["value_ns"].get<double>();
-        e.ci = m["ci95_ns"].is_number() ? std::max(0.0, m["ci95_ns"].get<double>()) : 0.0;
-        entries.push_back(e);
-      } else {
-        // A figure the method could not observe is a bound, never a disagreement.
-        m["value_ns"] = nullptr;
-        const std::string why = p.value("error", p.value("note", std::string("not measured")));
-        m["error"] = why;
-        std::string bound;
-        if (p.contains("upper_bound_ns") && p["upper_bound_ns"].is_number()) {
-          m["upper_bound_ns"] = p["upper_bound_ns"];
-          bound = "at most " + us(p["upper_bound_ns"].get<double>()) + ": ";
-        }
-        unobserved +=
-            std::string(unobserved.empty() ? "" : "; ") + src.method + " cannot observe it here (" + bound + why + ")";
-      }
-      methods[src.method] = m;
-      defs[src.method] = definition(*src.figure, p, rec, transport);
-    }
-    nlohmann::json r = {{"methods", methods}, {"definitions", defs}};
-    if (entries.size() < 2) {
-      r["verdict"] = "not compared";
-      r["max_rel_diff"] = nullptr;
-      r["max_rel_diff_beyond_ci95"] = nullptr;
-      r["explanation"] = std::string(entries.empty() ? "no method" : "only " + entries.front().method) +
-                         " observed it" + (unobserved.empty() ? "" : "; " + unobserved);
-      out[param] = r;
-      continue;
-    }
-    // raw: as measured; past_floor: less the floor; beyond: less the floor and both intervals.
-    double raw = 0, past_floor = 0, beyond = 0;
-    for (std::size_t i = 0; i < entries.size(); ++i)
-      for (std::size_t j = i + 1; j < entries.size(); ++j) {
-        const auto& a = entries[i];
-        const auto& b = entries[j];
-        const double larger = std::max(a.value, b.value);
-        const double d = std::fabs(a.value - b.value);
-        raw = std::max(raw, d / larger);
-        past_floor = std::max(past_floor, std::max(0.0, d - floor_ns) / larger);
-        beyond = std::max(beyond, std::max(0.0, d - floor_ns - a.ci - b.ci) / larger);
-      }
-    r["max_rel_diff"] = raw;
-    r["max_rel_diff_beyond_ci95"] = beyond;
-    if (past_floor <= tolerance) {
-      r["verdict"] = "agree";
-      r["explanation"] =
-          (raw <= tolerance ? "agree within " + percent(tolerance)
-                            : "agree within the timer's own cost (" + us(floor_ns) +
-                                  "): figures this small cannot show a difference of " + percent(tolerance)) +
-          (unobserved.empty() ? "" : "; " + unobserved);
-    } else {
-      // Split the figures where they part most (the largest ratio between neighbours): the two groups are
-      // what the definitions must explain.
-      std::vector<const Entry*> sorted;
-      for (const auto& e : entries) sorted.push_back(&e);
-      std::sort(sorted.begin(), sorted.end(), [](const Entry* a, const Entry* b) { return a->value < b->value; });
-      std::size_t cut = 1;
-      double best = 0;
-      for (std::size_t i = 1; i < sorted.size(); ++i)
-        if (sorted[i]->value / sorted[i - 1]->value > best) {
-          best = sorted[i]->value / sorted[i - 1]->value;
-          cut = i;
-        }
-      const std::vector<const Entry*> low(sorted.begin(), sorted.begin() + static_cast<std::ptrdiff_t>(cut));
-      const std::vector<const Entry*> high(sorted.begin() + static_cast<std::ptrdiff_t>(cut), sorted.end());
-      std::string text = "differ by " + percent(raw) + " (" + names(high) + " above " + names(low) + ")";
-      std::string d;
-      for (const auto* group : {&high, &low})
-        for (const auto* e : *group) d += (d.empty() ? "" : "; ") + defs[e->method].get<std::string>();
-      if (beyond > tolerance) {
-        r["verdict"] = "differ";
-        text += ": ";
-      } else {
-        // The figures part, but their intervals are wide enough to cover it: a difference the run cannot
-        // claim (an interruption inside a few repeats widens a Student-t interval past the value itself).
-        std::string wide;
-        for (const auto& e : entries) wide += (wide.empty() ? "" : ", ") + e.method + " +-" + us(e.ci);
-        r["verdict"] = "inconclusive";
-        text += ", but their 95% intervals (" + wide + ") cover all but " + percent(beyond) +
-                ": repeat with more --runs on a quieter core; if it holds, ";
-      }
-      r["explanation"] = text + d + (unobserved.empty() ? "" : "; " + unobserved);
-    }
-    out[param] = r;
-  }
+  for (const auto& q : kQuantities) out[q.name] = judge(q, records, transport, floor_ns, tolerance);
   return out;
 }
 
-nlohmann::json agreed_parameters(const nlohmann::json& records) {
+nlohmann::json agreed_parameters(const nlohmann::json& records, const nlohmann::json& agreement_result) {
   nlohmann::json out = nlohmann::json::object();
-  for (const char* param : kSharedParameters) {
-    std::vector<Source> ranked;
-    for (const auto& src : sources_of(param))
-      if (src.figure->table_rank >= 0) ranked.push_back(src);
-    std::stable_sort(ranked.begin(), ranked.end(),
-                     [](const Source& a, const Source& b) { return a.figure->table_rank < b.figure->table_rank; });
-    // The first figure with a value; else the last one there is (its error and bound with it).
+  for (const char* name : kSharedParameters) {
+    const Quantity* q = quantity(name);
     nlohmann::json chosen;
-    for (const auto& src : ranked) {
-      if (!records.contains(src.method)) continue;
-      const auto& p = records[src.method].value("parameters", nlohmann::json::object());
-      if (!p.contains(src.figure->key) || !p[src.figure->key].is_object()) continue;
-      nlohmann::json j = p[src.figure->key];
-      j["source"] = src.method + " " + src.figure->key;
+    for (int which = 0; which < 2; ++which) {
+      const Figure& f = which == 0 ? q->defined_by : q->cross;
+      // A cross-check that only bounds the quantity (at_least) never stands in for it.
+      if (which == 1 && q->relation != Relation::same) break;
+      if (!records.contains(f.method)) continue;
+      const auto& p = records[f.method].value("parameters", nlohmann::json::object());
+      if (!p.contains(f.key) || !p[f.key].is_object()) continue;
+      nlohmann::json j = p[f.key];
+      j["source"] = std::string(f.method) + " " + f.key +
+                    (which == 1 ? " (the defining method, " + std::string(q->defined_by.method) + ", gave no value)"
+                                : std::string());
       const bool has_value = j.contains("value_ns") && j["value_ns"].is_number();
-      chosen = j;
+      if (chosen.is_null() || has_value) chosen = j;
       if (has_value) break;
     }
-    if (!chosen.is_null()) out[param] = chosen;
+    if (chosen.is_null()) continue;
+    if (agreement_result.is_object() && agreement_result.contains(name))
+      chosen["cross_check"] = {{"method", q->cross.method},
+                               {"verdict", agreement_result[name].value("verdict", std::string())},
+                               {"explanation", agreement_result[name].value("explanation", std::string())}};
+    out[name] = chosen;
   }
   return out;
 }

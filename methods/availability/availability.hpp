@@ -17,8 +17,8 @@ struct availability {
   static constexpr const char* summary = "Doerfler & Brightwell 2: overhead, availability per size";
   static constexpr const char* plot = "availability";
   static inline const std::vector<SharedFigure> shares{
-      {"o_s", "o_s",
-       "availability's o_s is post, work, then wait for local completion, less the work (Doerfler & Brightwell 2): "
+      {"o_s_completion", "o_s_completion",
+       "availability's send overhead is post, work, then wait for local completion, less the work (Doerfler & Brightwell 2): "
        "it holds what local completion costs, here: {local_completion}"},
       {"o_r", "o_r",
        "availability's o_r is a receive posted, work, then the receive completed, less the work (Doerfler & "

@@ -12,7 +12,8 @@ def figures(doc, kind, path_for):
                       "Flood g(n) (Bell et al. §4)", logy=True, fit=fit)
         return [("Flood: time per message against size", path_for("flood"))]
     if kind == "overlap":
-        series = [("o_s(n)", lp.per_size_series(doc, "o_s")), ("o_r(n)", lp.per_size_series(doc, "o_r"))]
+        series = [("o_s_completion(n)", lp.per_size_series(doc, "o_s_completion")),
+                  ("o_r_stream(n)", lp.per_size_series(doc, "o_r_stream"))]
         lp.draw_sizes(doc, path_for("overlap"), series, "µs", "CPU overlap (Bell et al. §4)", logy=True)
         return [("overlap: parameters against size", path_for("overlap"))]
     return []

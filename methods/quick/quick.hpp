@@ -1,6 +1,6 @@
 // --bench quick (what `logpbench quick` runs, app/quick.cpp): a first look at a NI in seconds on any
 // transport. Three link-level methods on one connected pair, each with a small fixed budget:
-//   1. signature: Culler et al.'s M x Delta signature cut short, for the LogP table (o_s, o_r, g, L);
+//   1. signature: Culler et al.'s M x Delta signature cut short, for the LogP table (o_s, o_s_plus_o_r, g, L);
 //   2. pingpong: the round-trip distribution of one small AM (perftest's latency table);
 //   3. bw: the message rate of small AMs (the frame alone) and of 4 KiB stores, ib_send_bw's table
 //      (on a transport with bulk transfers, which every one here has).

@@ -64,7 +64,8 @@ nlohmann::json signature_record(const methods::SignatureData& d, bool raw) {
 namespace {
 Param pick(const SignatureFit& f, const std::string& k) {
   if (k == "o_s") return f.o_s;
-  if (k == "o_r") return f.o_r;
+  if (k == "o_s_plus_o_r") return f.o_s_plus_o_r;
+  if (k == "o_r_remainder") return f.o_r_remainder;
   if (k == "g") return f.g;
   if (k == "L") return f.L;
   if (k == "g_ni") return f.g_ni;
@@ -72,15 +73,39 @@ Param pick(const SignatureFit& f, const std::string& k) {
   if (k == "replier_service") return f.replier;
   return f.rtt;
 }
+
+// The figures a check of the fit concerns (`agree` leaves a figure judged when only checks about others
+// failed); a check not named here concerns them all.
+nlohmann::json check_about(const std::string& name) {
+  if (name == "steady state reached at Delta = 0") return nlohmann::json::array({"g", "g_ni", "idle"});
+  if (name == "send-only regime seen") return nlohmann::json::array({"o_s", "o_r_remainder"});
+  if (name == "a Delta raised the steady state" || name == "o_s + o_r does not move with Delta" ||
+      name == "steady state reached on every Delta curve used")
+    return nlohmann::json::array({"o_s_plus_o_r", "o_r_remainder", "L", "idle", "g_ni"});
+  if (name == "L >= 0") return nlohmann::json::array({"L"});
+  if (name == "g >= o_s") return nlohmann::json::array({"g", "o_s"});
+  // Idle < 0 beyond its interval: g and o_s + o_r contradict LogP, one of them is wrong.
+  if (name == "Idle >= 0") return nlohmann::json::array({"idle", "g", "g_ni", "o_s_plus_o_r", "o_r_remainder", "L"});
+  return nullptr;
+}
 }  // namespace
 
 nlohmann::json signature_summary(const std::vector<SignatureFit>& fits) {
   nlohmann::json params = nlohmann::json::object();
-  for (const std::string k : {"o_s", "o_r", "g", "L", "rtt", "g_ni", "idle", "replier_service"}) {
+  // The clock's step, which every run shares (one clock): a figure within one step of zero is a bound.
+  const double step = fits.empty() ? std::nan("") : fits.front().step_ns;
+  for (const std::string k :
+       {"o_s", "o_s_plus_o_r", "o_r_remainder", "g", "L", "rtt", "g_ni", "idle", "replier_service"}) {
     std::vector<Param> v;
     for (const auto& f : fits) v.push_back(pick(f, k));
-    params[k] = combine_runs(v);
+    params[k] = combine_runs(v, step);
   }
+  params["o_s_plus_o_r"]["method_sense"] =
+      "Culler et al. 3.3: g' - Delta on the Deltas that raise the steady state, the requester's cost per "
+      "request/reply pair (its o_s + o_r as the signature defines them)";
+  params["o_r_remainder"]["method_sense"] =
+      "o_s_plus_o_r - o_s: what the send-only cost did not take. Not LogP's o_r: the empty poll before each request "
+      "is timed inside o_s";
   // The bottleneck the runs named; runs that disagree are named too.
   std::map<std::string, int> votes;
   for (const auto& f : fits) ++votes[f.bottleneck.empty() ? "unknown" : f.bottleneck];
@@ -96,6 +121,7 @@ nlohmann::json signature_summary(const std::vector<SignatureFit>& fits) {
     for (const auto& c : fits[r].checks) {
       nlohmann::json jc = c;
       jc["run"] = r;
+      if (const nlohmann::json about = check_about(c.name); !about.is_null()) jc["about"] = about;
       checks.push_back(jc);
     }
   return {{"parameters", params}, {"checks", checks}};

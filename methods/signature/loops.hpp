@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/figures.hpp"
 #include "common/clock.hpp"
 #include "common/errors.hpp"
 #include "common/stats.hpp"
@@ -45,6 +46,7 @@ struct SignatureCurve {
   std::vector<SignaturePoint> points;
   bool steady_reached = false;  // the hook's verdict after the last point (and any extension)
   int extended = 0;             // M values added past the grid to reach the steady state
+  std::vector<double> in_burst_delta_ns;  // per sample: the mean Delta of that burst (for delta_achieved_ns)
 };
 struct SignatureData {
   PingpongResult rtt;
@@ -73,7 +75,74 @@ struct Hooks {
   std::function<std::vector<double>(const SignatureCurve&)> deltas_after_first;
   // Whether a curve has reached its steady state (the analysis decides); while not, larger M are added.
   std::function<bool(const SignatureCurve&)> steady_reached = [](const SignatureCurve&) { return true; };
+  // Asked once every curve is in: whether the Delta = 0 curve is still in its transition by what the Delta
+  // curves say (its slope below their o_s + o_r: Idle < 0). While so, larger M are added to it. Empty: never.
+  std::function<bool(const SignatureData&)> first_in_transition;
 };
+
+// One point of a curve: M x {issue(i); compute Delta}, timed, to the stop rule; appended to c.
+template <class EP, class Issue>
+void signature_point(EP& ep, const Clock& clock, SignatureCurve& c, int M, const SignatureConfig& cfg,
+                     const Hooks& hooks, const std::string& label, Issue& issue) {
+  const BusyDelay delay(clock);
+  const std::uint64_t delta_cycles = c.delta_ns > 0 ? clock.cycles(c.delta_ns) : 0;
+  const double timer = clock.timer_cost_cycles();
+  auto elapsed_ns = [&] { return clock.ns(tsc::now()); };
+  throw_if_interrupted();
+  hooks.progress(label + " M=" + std::to_string(M));
+  std::vector<double> deltas, costs;
+  auto sample = [&] {
+    const std::uint64_t losses = ep.loss_events();
+    std::uint64_t spent = 0;
+    const std::uint64_t t0 = tsc::now();
+    for (int i = 0; i < M; ++i) {
+      issue(i);
+      spent += delay.run_measured(delta_cycles);
+    }
+    const std::uint64_t t1 = tsc::now_end();
+    // Drain the replies outside the timed issue phase. A burst during which a message was lost is no
+    // sample (NaN): measure_point re-measures it and counts it as discarded.
+    if (!ep.wait_all() || ep.loss_events() != losses) return std::nan("");
+    const double cost = clock.ns(static_cast<double>(t1 - t0) - timer) / M;
+    deltas.push_back(clock.ns(static_cast<double>(spent)) / M);
+    costs.push_back(cost);
+    return cost;
+  };
+  sample();  // one untimed burst warms caches and rings for this M
+  deltas.clear();
+  costs.clear();
+  SignaturePoint sp{M, measure_point(cfg.rule, sample, elapsed_ns), {}};
+  // Each sample is one timed span of M messages over M: the clock's step quantises the span, so a point's
+  // interval is floored at step / M, not at one step (a point of 512 messages on a 10 ns clock is not
+  // +-10 ns). The stop rule above still stops at one step, as precise as a single span can tell.
+  const bool median = cfg.rule.estimator == Estimator::median;
+  if (!sp.point.samples.empty() && std::isfinite(sp.point.ci95))
+    sp.point.ci95 = analysis::point_ci95(sp.point.samples, median, clock.resolution_ns(), M);
+  // Subtract each burst's own Delta from that burst: an interruption inside a delay lengthens both, so
+  // they cancel, where a Delta calibrated elsewhere would leave it in (or take out one that never came).
+  std::vector<double> net(costs.size());
+  for (std::size_t i = 0; i < costs.size(); ++i) net[i] = costs[i] - deltas[i];
+  sp.net = summarize(net);
+  if (sp.net.n >= 6) sp.net.ci95_median = analysis::point_ci95(net, true, clock.resolution_ns(), M);
+  if (sp.net.n >= 2) sp.net.ci95_mean = analysis::point_ci95(net, false, clock.resolution_ns(), M);
+  c.points.push_back(std::move(sp));
+  c.in_burst_delta_ns.insert(c.in_burst_delta_ns.end(), deltas.begin(), deltas.end());
+  c.delta_achieved_ns = c.delta_ns > 0 ? median_of(c.in_burst_delta_ns) : 0;
+}
+
+// Adds M values past the curve's last (x1.5 each) while `more(c)` says its steady state is not yet seen,
+// at most `max` of them; returns how many were added.
+template <class EP, class Issue, class More>
+int extend_curve(EP& ep, const Clock& clock, SignatureCurve& c, const SignatureConfig& cfg, const Hooks& hooks,
+                 const std::string& label, Issue& issue, int max, More&& more) {
+  int added = 0;
+  while (added < max && !c.points.empty() && more(c)) {
+    signature_point(ep, clock, c, c.points.back().M * 3 / 2 + 1, cfg, hooks, label, issue);
+    ++added;
+    ++c.extended;
+  }
+  return added;
+}
 
 // One curve: for every M, M x {issue(i); compute Delta}, timed. `issue` sends the i-th message of the
 // burst (a small request for the signature, a bulk store for Culler's section 4).
@@ -86,62 +155,18 @@ SignatureCurve signature_curve(EP& ep, const Clock& clock, double delta_ns, cons
   // Delta is subtracted as it was spent inside the bursts: each delay reports its own length, so a
   // calibration taken elsewhere (which a VM transient can make 30% long) never enters a figure.
   c.delta_calibrated_ns = delta_ns > 0 ? delay.achieved_ns(delta_ns, 201) : 0;
-  const std::uint64_t delta_cycles = delta_ns > 0 ? clock.cycles(delta_ns) : 0;
-  const double timer = clock.timer_cost_cycles();
-  const std::uint64_t t_start = tsc::now();
-  auto elapsed_ns = [&] { return clock.ns(tsc::now() - t_start); };
-  std::vector<double> in_burst_delta;  // per sample: the mean Delta of that burst
-  auto measure_M = [&](int M) {
-    throw_if_interrupted();
-    hooks.progress(label + " M=" + std::to_string(M));
-    std::vector<double> deltas, costs;
-    auto sample = [&] {
-      const std::uint64_t losses = ep.loss_events();
-      std::uint64_t spent = 0;
-      const std::uint64_t t0 = tsc::now();
-      for (int i = 0; i < M; ++i) {
-        issue(i);
-        spent += delay.run_measured(delta_cycles);
-      }
-      const std::uint64_t t1 = tsc::now_end();
-      // Drain the replies outside the timed issue phase. A burst during which a message was lost is no
-      // sample (NaN): measure_point re-measures it and counts it as discarded.
-      if (!ep.wait_all() || ep.loss_events() != losses) return std::nan("");
-      const double cost = clock.ns(static_cast<double>(t1 - t0) - timer) / M;
-      deltas.push_back(clock.ns(static_cast<double>(spent)) / M);
-      costs.push_back(cost);
-      return cost;
-    };
-    sample();  // one untimed burst warms caches and rings for this M
-    deltas.clear();
-    costs.clear();
-    SignaturePoint sp{M, measure_point(cfg.rule, sample, elapsed_ns), {}};
-    // Subtract each burst's own Delta from that burst: an interruption inside a delay lengthens both, so
-    // they cancel, where a Delta calibrated elsewhere would leave it in (or take out one that never came).
-    std::vector<double> net(costs.size());
-    for (std::size_t i = 0; i < costs.size(); ++i) net[i] = costs[i] - deltas[i];
-    sp.net = summarize(net);
-    c.points.push_back(std::move(sp));
-    in_burst_delta.insert(in_burst_delta.end(), deltas.begin(), deltas.end());
-  };
   for (std::size_t k = 0; k < cfg.bursts.size(); ++k) {
     const int M = cfg.bursts[k];
     // A burst longer than max_burst_ns would nearly always contain an interruption (a timer tick, a VM
     // exit), which the median could then no longer leave out: past the first few points such M are
     // skipped here, and come back below only if the steady state needs them.
     if (k >= cfg.min_points && !c.points.empty() && c.points.back().point.value * M > cfg.max_burst_ns) break;
-    measure_M(M);
+    signature_point(ep, clock, c, M, cfg, hooks, label, issue);
   }
-  c.delta_achieved_ns = delta_ns > 0 ? median_of(in_burst_delta) : 0;
   // Every curve reaches its steady state, or grows until it does (up to max_extend more M values).
+  extend_curve(ep, clock, c, cfg, hooks, label, issue, cfg.max_extend,
+               [&](const SignatureCurve& x) { return !hooks.steady_reached(x); });
   c.steady_reached = hooks.steady_reached(c);
-  while (!c.steady_reached && c.extended < cfg.max_extend && !c.points.empty()) {
-    const int M = c.points.back().M * 3 / 2 + 1;
-    measure_M(M);
-    ++c.extended;
-    c.delta_achieved_ns = delta_ns > 0 ? median_of(in_burst_delta) : 0;
-    c.steady_reached = hooks.steady_reached(c);
-  }
   return c;
 }
 
@@ -164,6 +189,16 @@ SignatureData signature(EP& ep, ClientState& st, const Clock& clock, const Signa
     char label[64];
     std::snprintf(label, sizeof label, "signature Delta=%.0fns", delta);
     d.curves.push_back(signature_curve(ep, clock, delta, cfg, hooks, label, request));
+    hooks.checkpoint(d);
+  }
+  // A Delta = 0 curve whose slope is below the o_s + o_r the Delta curves read is still filling its window
+  // (Idle < 0: LogP allows no such steady state). Its cap may be the cause, automatic or not: the curve grows
+  // past it as the steady state needs, as signature_curve does for a curve that still bends.
+  if (hooks.first_in_transition && !d.curves.empty()) {
+    SignatureCurve& c0 = d.curves.front();
+    extend_curve(ep, clock, c0, cfg, hooks, "signature Delta=0 (longer bursts)", request, cfg.max_extend,
+                 [&](const SignatureCurve&) { return hooks.first_in_transition(d); });
+    c0.steady_reached = hooks.steady_reached(c0);
     hooks.checkpoint(d);
   }
   return d;

@@ -186,14 +186,14 @@ def test_server_client():
 
 
 def test_default_run():
-    # `logpbench` alone: local shm signature, a LogP table, within a minute.
+    # `logpbench` alone: `logpbench agree` over shm, one LogP table, within a minute.
     t0 = time.time()
     p = run([], timeout=90)
     assert time.time() - t0 < 60, "the default run took over a minute"
-    for k in ("o_s", "o_r", "g", "L", "rtt"):
+    assert "one LogP table" in p.stdout and "agree over shm" in p.stdout, p.stdout
+    for k in ("o_s", "o_s_completion", "o_r", "o_r_stream", "o_s_plus_o_r", "g", "L", "rtt"):
         assert f"\n  {k} " in p.stdout, p.stdout
-    # The harness's own share is printed beside o_s and o_r, wherever they carry a value (a sanitized build
-    # is slow enough that the Delta curves may leave o_r unmeasured: 'n/a' with its reason).
+    # The harness's own share is printed beside o_s and o_r, wherever they carry a value.
     checked = 0
     for k in ("o_s", "o_r"):
         line = next(x for x in p.stdout.splitlines() if x.startswith(f"  {k} "))
@@ -203,13 +203,14 @@ def test_default_run():
         checked += 1
     assert checked, p.stdout
     out = os.path.join(TMP, "default.json")
-    run(["--runs", "1", "--json", out, "-q"])
+    run(["--bench", "agree", "--json", out, "-q"])
     doc = load(out)
-    for k in ("o_s", "o_r", "g", "L", "rtt"):
+    for k in ("o_s", "o_r", "o_s_plus_o_r", "g", "L", "rtt"):
         assert "value_ns" in doc["parameters"][k] and "ci95_ns" in doc["parameters"][k]
+        assert doc["parameters"][k]["source"], doc["parameters"][k]
     for k in ("host", "cpu", "tsc", "version", "flags", "transport"):
         assert k in doc["meta"], k
-    assert doc["meta"]["flags"]["transport"] == "shm" and doc["meta"]["flags"]["bench"] == "signature"
+    assert doc["meta"]["flags"]["transport"] == "shm" and doc["meta"]["flags"]["bench"] == "agree"
     # The AM layer's own cost against a null NI, measured in this run (DESIGN.md: harness cost).
     h = doc["meta"].get("harness")
     assert isinstance(h, dict), "meta.harness is missing"

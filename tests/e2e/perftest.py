@@ -161,7 +161,7 @@ def test_quick(transport="shm"):
         assert k in q["budgets"] and q["seconds"][k] > 0, q["seconds"]
     assert q["pingpong"]["parameters"]["rtt"]["value_ns"] > 0
     assert [s["bytes"] for s in q["bw"]["bw"]["per_size"]] == q["budgets"]["bw"]["sizes"]
-    for key in ("o_s", "o_r", "g", "L", "rtt"):
+    for key in ("o_s", "o_s_plus_o_r", "g", "L", "rtt"):  # the signature's: no o_r (issue 36)
         assert key in doc["parameters"], doc["parameters"].keys()
     for head in ("t_typical[usec]", "MsgRate[Mpps]", "value (us)"):
         assert head in p.stdout, p.stdout
