@@ -33,6 +33,7 @@ Curve converged_only(const Curve& c, std::size_t min_points) {
   if (c.converged.size() != c.M.size()) return c;
   Curve k;
   k.delta_ns = c.delta_ns;
+  k.max_burst_ns = c.max_burst_ns;
   for (std::size_t i = 0; i < c.M.size(); ++i)
     if (c.converged[i]) {
       k.M.push_back(c.M[i]);
@@ -157,6 +158,11 @@ Steady steady_state_cost(const Curve& c_all) {
     r.used_M.push_back(c.M[i]);
   }
   r.last_cost = c.cost_ns.back();
+  for (std::size_t i = 0; i < n; ++i)
+    if (std::isfinite(c_all.max_burst_ns) && c.M[i] * c.cost_ns[i] <= c_all.max_burst_ns) {
+      r.capped_cost = c.cost_ns[i];
+      r.capped_M = c.M[i];
+    }
   const LineFit f = fit_line(x, y, w);
   if (!f.ok) {
     r.cost = Param::invalid("the steady-state fit failed");
@@ -430,8 +436,20 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
     // The bound: the lower of the slope and the average cost at the largest M. A curve rising towards its
     // steady state averages below it, and its slope may not: a stall in the last points (a VM's, a loaded
     // core's) steepens the slope past the truth, as one run capped at 120 us read 4890 ns for 4500.
-    const double floor = std::isfinite(st.last_cost) ? std::min(slope.value, st.last_cost) : slope.value;
-    fit.g = Param::at_least(buf, floor);
+    // Past the run's burst cap even converged points can hold stalls (a loaded core: 15176 ns a message at
+    // M = 746 for 4500), so where the cap is known the bound is the average of the longest burst within it.
+    double floor = std::isfinite(st.last_cost) ? std::min(slope.value, st.last_cost) : slope.value;
+    if (std::isfinite(st.capped_cost)) floor = std::min(floor, st.capped_cost);
+    std::string why = buf;
+    if (std::isfinite(st.capped_cost) && floor == st.capped_cost) {
+      char more[200];
+      std::snprintf(more, sizeof more,
+                    "; past the burst cap stalls can inflate both, so the bound is the average cost of the longest "
+                    "burst within the cap, %.1f ns at M = %g",
+                    st.capped_cost, st.capped_M);
+      why += more;
+    }
+    fit.g = Param::at_least(why, floor);
     fit.g.raw = slope.value;
   }
   if (fit.idle.valid && fit.idle.value < 0) {

@@ -28,6 +28,9 @@ struct Curve {
   double delta_ns = 0;  // the achieved compute delay
   std::vector<double> M, cost_ns, ci95_ns;
   std::vector<bool> converged;  // per point, from the stop rule (empty: all converged)
+  // The run's burst cap (NaN: unknown). Bursts within it are the ones its medians can trust: a longer burst
+  // nearly always holds an interruption (loops.hpp), and on a loaded core one that the median keeps.
+  double max_burst_ns = std::nan("");
 };
 
 struct SendOnly {
@@ -45,7 +48,9 @@ SendOnly send_only_cost(const Curve& c, double rtt_ns = std::nan(""), int window
 struct Steady {
   Param cost;  // per-message steady-state cost (g for Delta = 0, g' otherwise)
   std::vector<double> used_M;
-  double last_cost = std::nan("");  // the average cost per message at the largest M used
+  double last_cost = std::nan("");    // the average cost per message at the largest M used
+  double capped_cost = std::nan("");  // ... at the largest M whose burst is within the curve's cap
+  double capped_M = std::nan("");
   bool reached = false;  // the slope of T(M) is the same over both halves of the tail, within the data
   std::string detail;    // the two slopes, in words
 };

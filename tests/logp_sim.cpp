@@ -157,6 +157,7 @@ void add_point(System& s, analysis::Curve& c, int M, double delta, const Options
 
 analysis::Curve curve(System& s, const Machine& m, double delta, const Options& opt) {
   analysis::Curve c;
+  c.max_burst_ns = opt.max_burst_ns;
   // The Delta subtracted by the fit: the median of standalone busy delays (the real run's calibration).
   if (delta > 0) {
     std::vector<double> d;

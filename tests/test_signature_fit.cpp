@@ -242,7 +242,8 @@ TEST_CASE("an Idle below zero beyond its interval is no value, in any regime") {
   CHECK_FALSE(check_ok(f, "Idle >= 0"));
   CHECK(f.g_in_transition);
   CHECK_FALSE(f.g.valid);
-  CHECK(f.g.lower_bound == Approx(1000).epsilon(1e-3));
+  CHECK(f.g.lower_bound <= 1000);  // the lower of the slope (1000) and the average at M = 512 (967)
+  CHECK(f.g.lower_bound > 950);
   CHECK(std::isnan(f.g.upper_bound));
   CHECK_FALSE(f.g_ni.valid);
   CHECK(std::isnan(f.g_ni.upper_bound));  // no bound the truth could exceed

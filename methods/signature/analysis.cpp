@@ -39,6 +39,7 @@ Curve to_fit_curve(const methods::SignatureCurve& c) {
   // curve's median Delta (so the fit's g' - Delta is the net cost, as spent in the same bursts).
   Curve f;
   f.delta_ns = c.delta_achieved_ns;
+  f.max_burst_ns = c.max_burst_ns;
   for (const auto& p : c.points) {
     f.M.push_back(p.M);
     const bool net = c.delta_ns > 0 && p.net.n > 0 && std::isfinite(p.net.median);

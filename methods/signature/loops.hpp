@@ -47,6 +47,7 @@ struct SignatureCurve {
   bool steady_reached = false;  // the hook's verdict after the last point (and any extension)
   int extended = 0;             // M values added past the grid to reach the steady state
   std::vector<double> in_burst_delta_ns;  // per sample: the mean Delta of that burst (for delta_achieved_ns)
+  double max_burst_ns = NAN;              // the cap its grid stopped at (the fit trusts bursts within it)
 };
 struct SignatureData {
   PingpongResult rtt;
@@ -152,6 +153,7 @@ SignatureCurve signature_curve(EP& ep, const Clock& clock, double delta_ns, cons
   const BusyDelay delay(clock);
   SignatureCurve c;
   c.delta_ns = delta_ns;
+  c.max_burst_ns = cfg.max_burst_ns;
   // Delta is subtracted as it was spent inside the bursts: each delay reports its own length, so a
   // calibration taken elsewhere (which a VM transient can make 30% long) never enters a figure.
   c.delta_calibrated_ns = delta_ns > 0 ? delay.achieved_ns(delta_ns, 201) : 0;
@@ -196,8 +198,14 @@ SignatureData signature(EP& ep, ClientState& st, const Clock& clock, const Signa
   // past it as the steady state needs, as signature_curve does for a curve that still bends.
   if (hooks.first_in_transition && !d.curves.empty()) {
     SignatureCurve& c0 = d.curves.front();
+    // At most 16 caps long: past that every burst holds an interruption, which on a loaded core the median
+    // keeps (a run that grew to M = 43118, 194 ms a burst, read 15-130 us a message for 4.5).
     extend_curve(ep, clock, c0, cfg, hooks, "signature Delta=0 (longer bursts)", request, cfg.max_extend,
-                 [&](const SignatureCurve&) { return hooks.first_in_transition(d); });
+                 [&](const SignatureCurve& x) {
+                   const auto& last = x.points.back();
+                   const double next_ns = last.point.value * (last.M * 3 / 2 + 1);
+                   return !(next_ns > 16 * cfg.max_burst_ns) && hooks.first_in_transition(d);
+                 });
     c0.steady_reached = hooks.steady_reached(c0);
     hooks.checkpoint(d);
   }
