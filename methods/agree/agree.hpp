@@ -11,6 +11,7 @@
 #pragma once
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <iterator>
 #include <string>
@@ -143,12 +144,14 @@ struct agree {
     a["seconds"]["total"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count();
     a["transport_local_completion"] = ep.transport().describe().value("local_completion", nlohmann::json(nullptr));
     const double timer_cost_ns = job.doc.j.value(nlohmann::json::json_pointer("/meta/tsc/timer_cost_ns"), 0.0);
-    const nlohmann::json verdicts = analysis::agreement(records, ep.transport().describe(), timer_cost_ns);
+    const double step_ns = job.doc.j.value(nlohmann::json::json_pointer("/meta/tsc/resolution_ns"), NAN);
+    const nlohmann::json verdicts = analysis::agreement(records, ep.transport().describe(), timer_cost_ns,
+                                                        analysis::kAgreeTolerance, step_ns);
     a.update(verdicts);
     a["records"] = records;
     auto& d = job.doc.j;
     d["agree"] = a;
-    d["parameters"] = analysis::agreed_parameters(records, verdicts);
+    d["parameters"] = analysis::agreed_parameters(records, verdicts, step_ns);
     nlohmann::json checks = nlohmann::json::array();
     for (const char* bench : phases)
       for (auto c : records[bench].value("checks", nlohmann::json::array())) {

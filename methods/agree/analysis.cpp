@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/figures.hpp"
 #include "methods/descriptor.hpp"
 
 namespace logpb::analysis {
@@ -147,12 +148,30 @@ struct Entry {
 };
 
 // One method's figure as the table shows it: a value, or null with the method's bound and reason.
-nlohmann::json figure_json(const nlohmann::json& records, const Figure& f, Entry& e, std::string& unobserved) {
+// A figure within one clock step of zero as within_step has it: a bound, never a value.
+nlohmann::json stepped(nlohmann::json p, double step_ns) {
+  if (!p.is_object() || !p.contains("value_ns") || !p["value_ns"].is_number()) return p;
+  Param x;
+  x.value = p["value_ns"].get<double>();
+  x.ci95 = p.contains("ci95_ns") && p["ci95_ns"].is_number() ? p["ci95_ns"].get<double>() : 0.0;
+  x.valid = true;
+  const Param y = within_step(x, step_ns);
+  if (y.valid) return p;
+  p["value_ns"] = nullptr;
+  p["ci95_ns"] = nullptr;
+  p["upper_bound_ns"] = y.upper_bound;
+  p["raw_value_ns"] = x.value;
+  p["error"] = y.note;
+  return p;
+}
+
+nlohmann::json figure_json(const nlohmann::json& records, const Figure& f, Entry& e, std::string& unobserved,
+                           double step_ns) {
   e.method = f.method;
   e.key = f.key;
   const auto& rec = records[f.method];
   const auto& params = rec.value("parameters", nlohmann::json::object());
-  const nlohmann::json p = params.value(f.key, nlohmann::json::object());
+  const nlohmann::json p = stepped(params.value(f.key, nlohmann::json::object()), step_ns);
   nlohmann::json m = {{"key", f.key},
                       {"value_ns", p.value("value_ns", nlohmann::json(nullptr))},
                       {"ci95_ns", p.value("ci95_ns", nlohmann::json(nullptr))}};
@@ -192,14 +211,14 @@ std::string measured_cause(const Quantity& q, const nlohmann::json& records) {
 }
 
 nlohmann::json judge(const Quantity& q, const nlohmann::json& records, const nlohmann::json& transport,
-                     double floor_ns, double tolerance) {
+                     double floor_ns, double tolerance, double step_ns) {
   nlohmann::json methods = nlohmann::json::object(), defs = nlohmann::json::object();
   std::vector<Entry> entries;
   std::string unobserved;
   for (const Figure& f : {q.defined_by, q.cross}) {
     if (!records.contains(f.method)) continue;
     Entry e;
-    methods[f.method] = figure_json(records, f, e, unobserved);
+    methods[f.method] = figure_json(records, f, e, unobserved, step_ns);
     const auto& p = records[f.method].value("parameters", nlohmann::json::object()).value(f.key, nlohmann::json());
     defs[f.method] = definition(f.method, q.name, p.is_object() ? p : nlohmann::json::object(), records[f.method],
                                 transport);
@@ -283,14 +302,15 @@ nlohmann::json judge(const Quantity& q, const nlohmann::json& records, const nlo
 }  // namespace
 
 nlohmann::json agreement(const nlohmann::json& records, const nlohmann::json& transport, double floor_ns,
-                         double tolerance) {
+                         double tolerance, double step_ns) {
   floor_ns = std::isfinite(floor_ns) && floor_ns > 0 ? floor_ns : 0.0;
   nlohmann::json out = {{"tolerance", tolerance}, {"floor_ns", floor_ns}};
-  for (const auto& q : kQuantities) out[q.name] = judge(q, records, transport, floor_ns, tolerance);
+  for (const auto& q : kQuantities) out[q.name] = judge(q, records, transport, floor_ns, tolerance, step_ns);
   return out;
 }
 
-nlohmann::json agreed_parameters(const nlohmann::json& records, const nlohmann::json& agreement_result) {
+nlohmann::json agreed_parameters(const nlohmann::json& records, const nlohmann::json& agreement_result,
+                                 double step_ns) {
   nlohmann::json out = nlohmann::json::object();
   for (const char* name : kSharedParameters) {
     const Quantity* q = quantity(name);
@@ -302,7 +322,7 @@ nlohmann::json agreed_parameters(const nlohmann::json& records, const nlohmann::
       if (!records.contains(f.method)) continue;
       const auto& p = records[f.method].value("parameters", nlohmann::json::object());
       if (!p.contains(f.key) || !p[f.key].is_object()) continue;
-      nlohmann::json j = p[f.key];
+      nlohmann::json j = stepped(p[f.key], step_ns);
       j["source"] = std::string(f.method) + " " + f.key +
                     (which == 1 ? " (the defining method, " + std::string(q->defined_by.method) + ", gave no value)"
                                 : std::string());

@@ -14,6 +14,7 @@
 // o_r_stream <= o_r), breaking it is. A method whose own checks failed on the figure is "unjudged" there.
 #pragma once
 
+#include <cmath>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -44,11 +45,14 @@ inline constexpr const char* kSharedParameters[] = {"o_s",          "o_s_complet
 // both intervals; the explanation gives the cause), "inconclusive" (broken, but not beyond the intervals),
 // "unjudged" (a method's own checks on the figure failed: they are named), or "not compared" (fewer than two
 // figures: which could not be observed, and their bounds). Plus "tolerance" and "floor_ns".
+// step_ns: the clock's step (meta.tsc.resolution_ns); a figure within one step of zero is a bound there
+// (analysis::within_step), whichever method timed it.
 nlohmann::json agreement(const nlohmann::json& records, const nlohmann::json& transport, double floor_ns,
-                         double tolerance = kAgreeTolerance);
+                         double tolerance = kAgreeTolerance, double step_ns = NAN);
 
 // The one table's figures: per quantity, the defining method's figure; where that method could not give a
 // value, the cross-check's, named as such. Each has "source" ("kielmann o_r") and "cross_check" (the verdict).
-nlohmann::json agreed_parameters(const nlohmann::json& records, const nlohmann::json& agreement_result = {});
+nlohmann::json agreed_parameters(const nlohmann::json& records, const nlohmann::json& agreement_result = {},
+                                 double step_ns = NAN);
 
 }  // namespace logpb::analysis

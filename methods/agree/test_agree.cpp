@@ -166,3 +166,19 @@ TEST_CASE("agree: the table's figures name their source and their cross-check") 
   CHECK(ps["g"]["source"] == "kielmann g0");
   CHECK(ps["g"]["value_ns"].is_null());
 }
+
+TEST_CASE("agree: a figure within one clock step of zero is a bound, in the table and its verdicts") {
+  json r = records(7600, 7500, 1240);
+  r["kielmann"]["parameters"]["o_s"] = p(10, 2);   // one step of a 10 ns clock
+  r["signature"]["parameters"]["o_s"] = p(12, 5);  // its interval reaches past the step
+  const json a = agreement(r, kTransport, 0, 0.10, 10.0);
+  CHECK(a["o_s"]["verdict"] == "not compared");
+  CHECK(a["o_s"]["methods"]["kielmann"]["value_ns"].is_null());
+  CHECK(a["o_s"]["methods"]["kielmann"]["upper_bound_ns"].get<double>() == Approx(12));
+  const json ps = agreed_parameters(r, a, 10.0);
+  CHECK(ps["o_s"]["value_ns"].is_null());
+  CHECK(ps["o_s"]["raw_value_ns"] == 10.0);
+  CHECK(ps["o_r"]["value_ns"] == 1210);  // far from the step: unchanged
+  // Without a step (an old record), nothing changes.
+  CHECK(agreement(r, kTransport, 0)["o_s"]["methods"]["kielmann"]["value_ns"] == 10);
+}
