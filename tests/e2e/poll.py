@@ -8,14 +8,15 @@ emulated  The emulated NI with batch=8 hands up to 8 arrived frames per poll and
           max(5%, 100 ns) (tests/e2e/truth.py's tolerance: the real per-frame path, dispatch and the
           handler's increment, rides outside the pad, tens of ns), a within 100 ns of zero (the real
           fixed path of a poll: the ring scan and the call, outside every pad), every timed poll handing
-          up the k asked for, and a stream that keeps a queue standing handing up the full 8 per poll
-          (at least 7 on average) with a / f + b = 2000 ns per message within the same tolerance, and
-          that stream's receive time per message, measured as the overlap test measures it, at least that
-          less the tolerance and at most 10% above it (the loop's own TSC reads ride on it: 2112 against a
-          predicted 2038 ns in the first run, on a loaded machine).
-          Seven runs here (AMD EPYC VM, 2 cores, loaded) gave b 2033-2042 ns, a 10.9-22.8 ns, the
-          standing stream's f 7.87-7.98 and its receive 2078-2086 ns measured; the negative control below
-          holds the tolerance to telling o_r = 2 us from the 1.8 or 2.2 us a wrong pad would give.
+          up the k asked for, Kielmann's o_r predicted (a + b) within b's tolerance plus a's bound, and a
+          stream that keeps a queue standing handing up the full 8 per poll (at least 7 on average) with
+          a / f + b = 2000 ns per message within b's tolerance, and that stream's receive time per
+          message, measured as the overlap test measures it, at least that less the tolerance and at most
+          10% above it (the loop's own TSC reads ride on it: 2074-2112 ns against 2035-2048 predicted).
+          Twenty-two runs here (AMD EPYC VM, 2 cores, loaded by other builds) gave b 2031-2042 ns, a 7-24
+          ns (72-82 ns in 3 of them, all under ctest), the standing stream's f 7.80-7.98; the negative
+          control below holds the tolerance to telling o_r = 2 us from the 1.8 or 2.2 us a wrong pad
+          would give.
 shm       The raw shm ring hands up one frame per poll: a and b cannot be parted and say so (null with the
           reason), the one-frame poll and both predictions are positive figures, every poll in a stream
           handed up one frame.
@@ -76,7 +77,9 @@ def test_emulated():
     # Negative control: the same tolerance refuses a pad 10% off.
     assert abs(b - 0.9 * OR_NS) > tolerance(OR_NS) or abs(b - 1.1 * OR_NS) > tolerance(OR_NS)
     assert a <= ABS_NS, f"fixed cost per poll {a} ns: the emulator charges none, the real path is tens of ns"
-    assert abs(value(doc, "o_r_predicted") - OR_NS) <= tolerance(OR_NS)
+    # Kielmann's o_r predicted, a + b: the emulated 2 us plus the real path of one poll, so within b's
+    # tolerance plus a's bound (a reached 72-82 ns in 3 of 6 ctest runs under the load of other builds).
+    assert abs(value(doc, "o_r_predicted") - OR_NS) <= tolerance(OR_NS) + ABS_NS, doc["parameters"]["o_r_predicted"]
     assert check(doc, "the timed polls handed up the frames asked for")["ok"], doc["checks"]
     assert check(doc, "a poll's time is a + b x the frames it hands up")["ok"], doc["checks"]
     # The raw record: the timed polls handed up what was asked (at most 5% short, as the check says).
