@@ -144,7 +144,9 @@ struct agree {
     a["seconds"]["total"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_all).count();
     a["transport_local_completion"] = ep.transport().describe().value("local_completion", nlohmann::json(nullptr));
     const double timer_cost_ns = job.doc.j.value(nlohmann::json::json_pointer("/meta/tsc/timer_cost_ns"), 0.0);
-    const double step_ns = job.doc.j.value(nlohmann::json::json_pointer("/meta/tsc/resolution_ns"), NAN);
+    // std::nan, not NAN: NAN is a float, and value() would read the step as one (10.01915104 ns against a
+    // figure of 10.019151037 ns, one clock step, then no longer within it).
+    const double step_ns = job.doc.j.value(nlohmann::json::json_pointer("/meta/tsc/resolution_ns"), std::nan(""));
     const nlohmann::json verdicts = analysis::agreement(records, ep.transport().describe(), timer_cost_ns,
                                                         analysis::kAgreeTolerance, step_ns);
     a.update(verdicts);
@@ -206,11 +208,21 @@ struct agree {
       const std::string dm = def.value("method", std::string()), cm = cross.value("method", std::string());
       const nlohmann::json d = ms.value(dm, nlohmann::json::object()), c = ms.value(cm, nlohmann::json::object());
       const std::string rel = cross.value("relation", std::string()) == "at_least" ? ">= " : "";
-      // The note: a missing value's reason, and the AM layer's own share of an overhead (meta.harness).
-      std::string note = d.value("value_ns", nlohmann::json()).is_number() ? "" : d.value("error", std::string());
+      // The value is the table's figure (doc.parameters): the defining method's, or where it gave none, the
+      // cross-check of the same thing, named in the note. The note also gives a missing value's reason and the
+      // AM layer's own share of an overhead (meta.harness).
+      const nlohmann::json chosen =
+          doc.value("parameters", nlohmann::json::object()).value(k, nlohmann::json::object());
+      const nlohmann::json& v = chosen.contains("source") ? chosen : d;
+      std::string note = v.value("value_ns", nlohmann::json()).is_number() ? "" : v.value("error", std::string());
+      const std::string source = chosen.value("source", std::string());
+      if (!source.empty() && source.rfind(dm + " ", 0) != 0) {
+        note = "from " + source + (d.contains("error") ? "; " + dm + ": " + d.value("error", std::string()) : "") +
+               (note.empty() ? "" : "; " + note);
+      }
       if (const std::string share = harness_share(doc, k); !share.empty())
         note = share + (note.empty() ? "" : "; " + note);
-      t.rows.push_back({k, shown(d), d.contains("value_ns") && d["value_ns"].is_number() ? us(d["ci95_ns"]) : nullptr,
+      t.rows.push_back({k, shown(v), v.contains("value_ns") && v["value_ns"].is_number() ? us(v["ci95_ns"]) : nullptr,
                         dm + " " + def.value("key", std::string()),
                         rel + cm + " " + cross.value("key", std::string()), shown(c),
                         p.value("verdict", std::string()), note});
