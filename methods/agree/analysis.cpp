@@ -34,17 +34,17 @@ struct Quantity {
 
 // The table's rows: what each quantity is, who defines it, who checks it and how.
 constexpr Quantity kQuantities[] = {
-    {"o_s", "the send call alone", {"kielmann", "o_s"}, {"signature", "o_s"}, Relation::at_least,
+    {"o_s", "the send call alone (of one frame)", {"kielmann", "o_s_0"}, {"signature", "o_s"}, Relation::at_least,
      "the signature's send-only cost holds the send call and the poll its request makes first (Culler et al. 3.2; "
      "an AM request polls before it sends), so it is at least Kielmann's send call"},
     {"o_s_completion", "the send up to local completion", {"availability", "o_s_completion"},
      {"overlap", "o_s_completion"}, Relation::same,
      "both post a send, compute, and wait for its local completion (Doerfler & Brightwell 2; Bell et al. 4.3)"},
-    {"o_r", "one receive of a message already there, with the poll that finds it", {"kielmann", "o_r"},
+    {"o_r", "one receive of a message already there, with the poll that finds it", {"kielmann", "o_r_0"},
      {"availability", "o_r"}, Relation::same,
      "both time the receive of one message that arrived while the receiver computed (Kielmann et al. 3: after a "
      "wait Delta > RTT; Doerfler & Brightwell 2: after work longer than the transfer)"},
-    {"o_r_stream", "per message of a saturated one-way stream", {"overlap", "o_r_stream"}, {"kielmann", "o_r"},
+    {"o_r_stream", "per message of a saturated one-way stream", {"overlap", "o_r_stream"}, {"kielmann", "o_r_0"},
      Relation::at_least,
      "in a stream one poll hands up several frames and its fixed cost is shared among them, so the cost per "
      "message is at most that of one receive (o_r)"},

@@ -30,8 +30,8 @@ json records(double sig_g, double kiel_g0, double o_r_avail, double ci = 5) {
               {"L", p(2000, ci)}}}}},
           {"kielmann",
            {{"parameters",
-             {{"o_s", p(1030, ci)},
-              {"o_r", p(1210, ci)},
+             {{"o_s_0", p(1030, ci)},
+              {"o_r_0", p(1210, ci)},
               {"o_s_plus_o_r", p(2240, ci)},
               {"g0", p(kiel_g0, ci)},
               {"rtt", p(8450, ci)},
@@ -76,7 +76,7 @@ TEST_CASE("agree: two methods that time one receive and part fail, with the defi
   CHECK(why.find("after waiting Delta > RTT") != std::string::npos);  // Kielmann's definition
   // A cause the run measured is given instead of the definitions.
   json r = records(7600, 7500, 2500);
-  r["kielmann"]["parameters"]["o_r"]["mechanism"] = "the poll that finds the reply also reaps 3 send completions";
+  r["kielmann"]["parameters"]["o_r_0"]["mechanism"] = "the poll that finds the reply also reaps 3 send completions";
   const auto measured = agreement(r, kTransport, 0)["o_r"]["explanation"].get<std::string>();
   CHECK(measured.find("Cause: kielmann: the poll that finds the reply also reaps 3 send completions") !=
         std::string::npos);
@@ -137,7 +137,7 @@ TEST_CASE("agree: a figure a method cannot observe is a bound, not a disagreemen
 
 TEST_CASE("agree: differences within the timer's own cost are no difference") {
   json r = records(52, 48, 30, 0.4);
-  r["kielmann"]["parameters"]["o_r"] = p(10, 0.4);
+  r["kielmann"]["parameters"]["o_r_0"] = p(10, 0.4);
   CHECK(agreement(r, kTransport, 0)["o_r"]["verdict"] == "fail");
   const json a = agreement(r, kTransport, 20);
   CHECK(a["o_r"]["verdict"] == "agree");
@@ -150,8 +150,8 @@ TEST_CASE("agree: the table's figures name their source and their cross-check") 
   json r = records(2200, 1200, 1240);
   const json a = agreement(r, kTransport, 0);
   json ps = agreed_parameters(r, a);
-  CHECK(ps["o_s"]["source"] == "kielmann o_s");
-  CHECK(ps["o_r"]["source"] == "kielmann o_r");
+  CHECK(ps["o_s"]["source"] == "kielmann o_s_0");
+  CHECK(ps["o_r"]["source"] == "kielmann o_r_0");
   CHECK(ps["o_r"]["cross_check"]["method"] == "availability");
   CHECK(ps["o_r"]["cross_check"]["verdict"] == "agree");
   CHECK(ps["o_s_plus_o_r"]["source"] == "signature o_s_plus_o_r");
@@ -159,7 +159,7 @@ TEST_CASE("agree: the table's figures name their source and their cross-check") 
   CHECK(ps["g"]["value_ns"] == 1200);
   // Where the defining method has no value, a cross-check of the same thing stands in, named as such; one
   // that only bounds it never does.
-  r["kielmann"]["parameters"]["o_r"] = {{"value_ns", nullptr}, {"ci95_ns", nullptr}, {"error", "lost"}};
+  r["kielmann"]["parameters"]["o_r_0"] = {{"value_ns", nullptr}, {"ci95_ns", nullptr}, {"error", "lost"}};
   r["kielmann"]["parameters"]["g0"] = {{"value_ns", nullptr}, {"ci95_ns", nullptr}, {"error", "did not converge"}};
   ps = agreed_parameters(r);
   CHECK(ps["o_r"]["source"].get<std::string>().find("availability o_r (the defining method, kielmann") == 0);
@@ -169,7 +169,7 @@ TEST_CASE("agree: the table's figures name their source and their cross-check") 
 
 TEST_CASE("agree: a figure within one clock step of zero is a bound, in the table and its verdicts") {
   json r = records(7600, 7500, 1240);
-  r["kielmann"]["parameters"]["o_s"] = p(10, 2);   // one step of a 10 ns clock
+  r["kielmann"]["parameters"]["o_s_0"] = p(10, 2);   // one step of a 10 ns clock
   r["signature"]["parameters"]["o_s"] = p(12, 5);  // its interval reaches past the step
   const json a = agreement(r, kTransport, 0, 0.10, 10.0);
   CHECK(a["o_s"]["verdict"] == "not compared");

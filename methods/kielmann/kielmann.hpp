@@ -22,15 +22,15 @@ struct kielmann {
   // Its LogP g is g(1), g(0) plus a byte's round-trip cost: g(0) is the saturation itself, the figure the
   // papers set against the signature's steady state.
   static inline const std::vector<SharedFigure> shares{
-      {"o_s", "o_s",
-       "Kielmann's o_s is the time inside the send call of one 1-byte message, without the poll an AM request makes "
+      {"o_s", "o_s_0",
+       "Kielmann's o_s(0) is the time inside the send call of one frame, without the poll an AM request makes "
        "first (Kielmann et al. 3)",
        0},
-      {"o_r", "o_r",
-       "Kielmann's o_r is the receive call's time after waiting Delta > RTT, the message already there: the poll "
+      {"o_r", "o_r_0",
+       "Kielmann's o_r(0) is the receive call's time after waiting Delta > RTT, the reply already there: the poll "
        "that finds it, its validation, dispatch and copy (Kielmann et al. 3)",
        0},
-      {"o_s_plus_o_r", "o_s_plus_o_r", "Kielmann's o_s(1) + o_r(1), timed apart (Kielmann et al. 3)"},
+      {"o_s_plus_o_r", "o_s_plus_o_r", "Kielmann's o_s(0) + o_r(0), timed apart (Kielmann et al. 3)"},
       {"g", "g0",
        "Kielmann's g(0) is a one-way saturation, n messages and one reply: max(g_NI, o_s, o_r) (Kielmann et al. "
        "3){bottleneck}",
