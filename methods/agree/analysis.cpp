@@ -165,13 +165,20 @@ nlohmann::json stepped(nlohmann::json p, double step_ns) {
   return p;
 }
 
+// The method's record of one figure: null when the method, or the figure in its parameters, is absent.
+nlohmann::json figure_record(const nlohmann::json& records, const Figure& f) {
+  if (!records.contains(f.method)) return nullptr;
+  const auto& params = records[f.method].value("parameters", nlohmann::json::object());
+  return params.contains(f.key) && params[f.key].is_object() ? params[f.key] : nlohmann::json(nullptr);
+}
+
 nlohmann::json figure_json(const nlohmann::json& records, const Figure& f, Entry& e, std::string& unobserved,
                            double step_ns) {
   e.method = f.method;
   e.key = f.key;
   const auto& rec = records[f.method];
-  const auto& params = rec.value("parameters", nlohmann::json::object());
-  const nlohmann::json p = stepped(params.value(f.key, nlohmann::json::object()), step_ns);
+  const nlohmann::json record = figure_record(records, f);
+  const nlohmann::json p = stepped(record.is_object() ? record : nlohmann::json::object(), step_ns);
   nlohmann::json m = {{"key", f.key},
                       {"value_ns", p.value("value_ns", nlohmann::json(nullptr))},
                       {"ci95_ns", p.value("ci95_ns", nlohmann::json(nullptr))}};
@@ -202,8 +209,7 @@ nlohmann::json figure_json(const nlohmann::json& records, const Figure& f, Entry
 std::string measured_cause(const Quantity& q, const nlohmann::json& records) {
   std::string s;
   for (const Figure& f : {q.defined_by, q.cross}) {
-    if (!records.contains(f.method)) continue;
-    const auto& p = records[f.method].value("parameters", nlohmann::json::object()).value(f.key, nlohmann::json());
+    const nlohmann::json p = figure_record(records, f);
     if (p.is_object() && p.contains("mechanism") && p["mechanism"].is_string())
       s += (s.empty() ? "" : "; ") + std::string(f.method) + ": " + p["mechanism"].get<std::string>();
   }
@@ -219,7 +225,7 @@ nlohmann::json judge(const Quantity& q, const nlohmann::json& records, const nlo
     if (!records.contains(f.method)) continue;
     Entry e;
     methods[f.method] = figure_json(records, f, e, unobserved, step_ns);
-    const auto& p = records[f.method].value("parameters", nlohmann::json::object()).value(f.key, nlohmann::json());
+    const nlohmann::json p = figure_record(records, f);
     defs[f.method] = definition(f.method, q.name, p.is_object() ? p : nlohmann::json::object(), records[f.method],
                                 transport);
     if (e.valid) entries.push_back(e);
@@ -243,8 +249,9 @@ nlohmann::json judge(const Quantity& q, const nlohmann::json& records, const nlo
                        " observed it" + (unobserved.empty() ? "" : "; " + unobserved);
     return r;
   }
-  const Entry& d = entries[0].method == q.defined_by.method ? entries[0] : entries[1];
-  const Entry& x = &d == &entries[0] ? entries[1] : entries[0];
+  // Two entries are the defining figure and the cross-check's, in the order judge() took them.
+  const Entry& d = entries[0];
+  const Entry& x = entries[1];
   const double larger = std::max(d.value, x.value);
   // The part of the pair that breaks the relation: any difference for `same`; the cross-check's figure
   // below the defining one for `at_least`.
@@ -319,10 +326,9 @@ nlohmann::json agreed_parameters(const nlohmann::json& records, const nlohmann::
       const Figure& f = which == 0 ? q->defined_by : q->cross;
       // A cross-check that only bounds the quantity (at_least) never stands in for it.
       if (which == 1 && q->relation != Relation::same) break;
-      if (!records.contains(f.method)) continue;
-      const auto& p = records[f.method].value("parameters", nlohmann::json::object());
-      if (!p.contains(f.key) || !p[f.key].is_object()) continue;
-      nlohmann::json j = stepped(p[f.key], step_ns);
+      const nlohmann::json record = figure_record(records, f);
+      if (record.is_null()) continue;
+      nlohmann::json j = stepped(record, step_ns);
       j["source"] = std::string(f.method) + " " + f.key +
                     (which == 1 ? " (the defining method, " + std::string(q->defined_by.method) + ", gave no value)"
                                 : std::string());
