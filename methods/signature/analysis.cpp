@@ -19,6 +19,9 @@ nlohmann::json signature_curves_json(const methods::SignatureData& d, bool raw) 
                            {"ci95_ns", p.point.ci95},
                            {"converged", p.point.converged},
                            {"discarded", p.point.discarded},
+                           {"interrupted", p.interrupted},
+                           {"interrupted_cut_ns", std::isfinite(p.interrupted_cut_ns) ? nlohmann::json(p.interrupted_cut_ns)
+                                                                                     : nlohmann::json(nullptr)},
                            {"summary", p.point.summary}};
       if (raw) jp["samples_ns"] = p.point.samples;
       pts.push_back(std::move(jp));
@@ -59,6 +62,9 @@ std::vector<Curve> to_fit_curves(const methods::SignatureData& d) {
 nlohmann::json signature_record(const methods::SignatureData& d, bool raw) {
   return {{"rtt", distribution_json(d.rtt.rtt_ns, raw)},
           {"rtt_lost", d.rtt.lost},
+          // The interruption length (a tick, a VM exit) the points were judged by: a burst more than half of it
+          // per message above its point's lower quartile held one and is left out (the points' "interrupted").
+          {"interruption_ns", std::isfinite(d.interruption_ns) ? nlohmann::json(d.interruption_ns) : nlohmann::json(nullptr)},
           {"signature", signature_curves_json(d, raw)}};
 }
 

@@ -4,6 +4,7 @@
 // section 3.3. The parameters are read off the curves by analysis/signature_fit.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -29,6 +30,9 @@ struct SignatureConfig {
   std::size_t min_points = 8;  // M values measured whatever their burst length
   int window = 32;             // the AM window W (recorded; the steady state may need M well past it)
   int max_extend = 8;          // M values added past the grid (x1.5 each) while the steady state is not reached
+  // The typical length of an interruption of a spinning core (a tick, a VM exit), measured before the curves;
+  // NaN: none seen, and no burst is left out as interrupted (see leave_out_interrupted).
+  double interruption_ns = NAN;
 };
 
 // Default M grid: powers of two and the points halfway between, 1 .. max_burst.
@@ -38,6 +42,10 @@ struct SignaturePoint {
   int M = 0;
   Point point;  // samples are the per-message cost of one burst, ns (the paper's curve)
   Summary net;  // per burst: its cost minus the Delta that burst itself spent, per message
+  // Bursts left out of value and net as interrupted (see leave_out_interrupted), and the cut they exceeded
+  // (per message, net of Delta; NaN where none was applied).
+  int interrupted = 0;
+  double interrupted_cut_ns = NAN;
 };
 struct SignatureCurve {
   double delta_ns = 0;             // requested
@@ -56,6 +64,7 @@ struct SignatureData {
   // did not say, e.g. a reflector), and how many requests that covers.
   double replier_service_ns = NAN;
   std::uint64_t replier_requests = 0;
+  double interruption_ns = NAN;  // the interruption length the points' bursts were judged by (NaN: none)
 };
 
 // Asks the replier to start (on) or stop timing its own service of requests; stopping returns its busy
@@ -80,6 +89,32 @@ struct Hooks {
   // curves say (its slope below their o_s + o_r: Idle < 0). While so, larger M are added to it. Empty: never.
   std::function<bool(const SignatureData&)> first_in_transition;
 };
+
+// Which bursts of a point to keep: those that held no interruption of either core (a timer tick or a VM exit
+// on this VM takes 35-50 us about every millisecond, on each of the two cores). The median leaves an
+// interrupted burst out only while fewer than half the bursts hold one; with two cores interrupted
+// independently a burst of a third of the interval is hit more often than not (the cloud truth machine at
+// M = 97, 350 us a burst: median 3800 ns a message where its clean bursts read 3531). An interruption
+// lengthens a burst by its own length, so per message by length / M: a burst more than half of that above
+// the point's lower quartile (clean while fewer than three bursts in four are hit) held one and is left out,
+// as a burst that lost a message is. Net of each burst's own Delta, since an interruption inside a delay
+// cancels there. Keeps everything when no interruption length was measured, when nothing is above the cut,
+// or when fewer than a quarter of the bursts (or six) would remain: then the point stands as measured.
+inline std::vector<bool> leave_out_interrupted(const std::vector<double>& net, int M, double interruption_ns,
+                                               double& cut_ns) {
+  std::vector<bool> keep(net.size(), true);
+  cut_ns = NAN;
+  if (!(interruption_ns > 0) || M <= 0 || net.size() < 8) return keep;
+  std::vector<double> sorted = net;
+  std::sort(sorted.begin(), sorted.end());
+  const double cut = quantile_of_sorted(sorted, 0.25) + 0.5 * interruption_ns / M;
+  std::size_t kept = 0;
+  for (double x : net) kept += x <= cut;
+  if (kept == net.size() || kept < std::max<std::size_t>(6, net.size() / 4)) return keep;
+  for (std::size_t i = 0; i < net.size(); ++i) keep[i] = net[i] <= cut;
+  cut_ns = cut;
+  return keep;
+}
 
 // One point of a curve: M x {issue(i); compute Delta}, timed, to the stop rule; appended to c.
 template <class EP, class Issue>
@@ -123,9 +158,23 @@ void signature_point(EP& ep, const Clock& clock, SignatureCurve& c, int M, const
   // they cancel, where a Delta calibrated elsewhere would leave it in (or take out one that never came).
   std::vector<double> net(costs.size());
   for (std::size_t i = 0; i < costs.size(); ++i) net[i] = costs[i] - deltas[i];
-  sp.net = summarize(net);
-  if (sp.net.n >= 6) sp.net.ci95_median = analysis::point_ci95(net, true, clock.resolution_ns(), M);
-  if (sp.net.n >= 2) sp.net.ci95_mean = analysis::point_ci95(net, false, clock.resolution_ns(), M);
+  const std::vector<bool> keep = leave_out_interrupted(net, M, cfg.interruption_ns, sp.interrupted_cut_ns);
+  std::vector<double> kept_net, kept_cost;
+  for (std::size_t i = 0; i < net.size(); ++i)
+    if (keep[i]) {
+      kept_net.push_back(net[i]);
+      kept_cost.push_back(costs[i]);
+    }
+  sp.interrupted = static_cast<int>(net.size() - kept_net.size());
+  if (sp.interrupted > 0 && c.delta_ns == 0) {
+    // At Delta = 0 the point's value is the curve the fit reads: taken over the uninterrupted bursts.
+    const Summary s = summarize(kept_cost);
+    sp.point.value = s.value(cfg.rule.estimator);
+    sp.point.ci95 = analysis::point_ci95(kept_cost, median, clock.resolution_ns(), M);
+  }
+  sp.net = summarize(kept_net);
+  if (sp.net.n >= 6) sp.net.ci95_median = analysis::point_ci95(kept_net, true, clock.resolution_ns(), M);
+  if (sp.net.n >= 2) sp.net.ci95_mean = analysis::point_ci95(kept_net, false, clock.resolution_ns(), M);
   c.points.push_back(std::move(sp));
   c.in_burst_delta_ns.insert(c.in_burst_delta_ns.end(), deltas.begin(), deltas.end());
   c.delta_achieved_ns = c.delta_ns > 0 ? median_of(c.in_burst_delta_ns) : 0;

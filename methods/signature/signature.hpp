@@ -61,6 +61,13 @@ struct signature {
     cfg.rtt = {o.iterations, o.warmup};
     cfg.max_burst_ns = o.get(opt::kMaxBurstTime);
     cfg.window = link.window();
+    {
+      // How long this core's interruptions last, so the bursts that held one can be left out of their point
+      // (methods::leave_out_interrupted). Watched here, at the run's start, not taken from the start-up probe:
+      // a run of several minutes outlives that.
+      const Interruptions irq = measure_interruptions(clock, 50);
+      if (irq.count >= 3 && std::isfinite(irq.median_length_us)) cfg.interruption_ns = irq.median_length_us * 1e3;
+    }
     if (!cfg.deltas_ns.empty() && cfg.deltas_ns.front() != 0) cfg.deltas_ns.insert(cfg.deltas_ns.begin(), 0.0);
     methods::Hooks hooks;
     // Percent done for the progress display: a step per point of each curve (and the round trip); points
@@ -96,6 +103,7 @@ struct signature {
     };
     Run r;
     r.data = methods::signature(link, st, clock, cfg, hooks);
+    r.data.interruption_ns = cfg.interruption_ns;
     // The replier's service time: its busy time per request, averaged over the Delta = 0 curve's thousands
     // of requests (an interval of 2% or the clock's step, whichever is larger).
     analysis::Param replier =
