@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/cpu_time.hpp"
 #include "common/stats.hpp"
 #include "methods/messages.hpp"
 #include "methods/pingpong/loops.hpp"
@@ -310,6 +311,7 @@ struct BellSize {
   OverlapSide send, recv;  // CPU overlap test (only where it was run)
   bool overlap_run = false;
   FloodQueue queue;
+  CpuSpent cpu;  // flood: what the timed floods cost this host's cores, as the kernel accounts it
 };
 
 // The local completion time of one send with nothing else in flight: post, then wait until the NI
@@ -404,7 +406,13 @@ std::vector<BellSize> bell_flood(EP& ep, ClientState& st, const Clock& clock, co
     b.queue.messages = messages;
     for (int k = 0; k < cfg.runs; ++k) {
       throw_if_interrupted();
+      // The kernel's accounting is read around the flood alone (its reads, tens of us, fall outside it).
+      const CpuTimes before = read_cpu_times();
+      const std::uint64_t w0 = tsc::now();
       const FloodTime ft = flood_once(ep, st, clock, n, b.queue.used, messages);
+      const std::uint64_t w1 = tsc::now_end();
+      const CpuTimes after = read_cpu_times();
+      if (std::isfinite(ft.total_ns)) b.cpu.add(before, after, messages, clock.ns(static_cast<double>(w1 - w0)));
       g.push_back(ft.total_ns);
       gs.push_back(ft.steady_ns);
       std::vector<double> rt;
