@@ -10,6 +10,7 @@ namespace logpb::analysis {
 
 nlohmann::json signature_curves_json(const methods::SignatureData& d, bool raw) {
   nlohmann::json curves = nlohmann::json::array();
+  const bool compute = d.compute_delta;
   for (const auto& c : d.curves) {
     nlohmann::json pts = nlohmann::json::array();
     for (const auto& p : c.points) {
@@ -28,8 +29,16 @@ nlohmann::json signature_curves_json(const methods::SignatureData& d, bool raw) 
     }
     curves.push_back({{"delta_ns", c.delta_ns},
                       {"delta_achieved_ns", c.delta_achieved_ns},
-                      {"delta_source", "spent inside the timed bursts (median per message)"},
+                      {"delta_source", compute ? "fixed work calibrated to Delta (--delta-kind compute): each burst is "
+                                                 "net of its uninterrupted length, delta_subtracted_ns"
+                                               : "spent inside the timed bursts (median per message)"},
+                      {"delta_kind", compute ? "compute" : "deadline"},
                       {"delta_calibrated_ns", c.delta_calibrated_ns},
+                      {"delta_subtracted_ns", c.delta_subtracted_ns},
+                      // compute: how far the work stretched inside the bursts (1 = nothing was taken from the core)
+                      {"delta_stretch", compute && c.delta_subtracted_ns > 0
+                                            ? nlohmann::json(c.delta_achieved_ns / c.delta_subtracted_ns)
+                                            : nlohmann::json(nullptr)},
                       {"steady_reached", c.steady_reached},
                       {"extended_M_points", c.extended},
                       {"points", pts}});
@@ -41,12 +50,12 @@ Curve to_fit_curve(const methods::SignatureCurve& c) {
   // With Delta > 0 the fit reads each point as its bursts' own cost net of their own Delta, plus the
   // curve's median Delta (so the fit's g' - Delta is the net cost, as spent in the same bursts).
   Curve f;
-  f.delta_ns = c.delta_achieved_ns;
+  f.delta_ns = c.delta_subtracted_ns;
   f.max_burst_ns = c.max_burst_ns;
   for (const auto& p : c.points) {
     f.M.push_back(p.M);
     const bool net = c.delta_ns > 0 && p.net.n > 0 && std::isfinite(p.net.median);
-    f.cost_ns.push_back(net ? p.net.median + c.delta_achieved_ns : p.point.value);
+    f.cost_ns.push_back(net ? p.net.median + c.delta_subtracted_ns : p.point.value);
     f.ci95_ns.push_back(net && std::isfinite(p.net.ci95_median) ? p.net.ci95_median : p.point.ci95);
     f.converged.push_back(p.point.converged);
   }

@@ -8,11 +8,13 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "analysis/figures.hpp"
 #include "common/clock.hpp"
+#include "common/compute_delay.hpp"
 #include "common/errors.hpp"
 #include "common/stats.hpp"
 #include "methods/pingpong/loops.hpp"
@@ -33,6 +35,9 @@ struct SignatureConfig {
   // The typical length of an interruption of a spinning core (a tick, a VM exit), measured before the curves;
   // NaN: none seen, and no burst is left out as interrupted (see leave_out_interrupted).
   double interruption_ns = NAN;
+  // Set: Delta is fixed work (--delta-kind compute) and each burst is net of its uninterrupted length, so what
+  // was taken from the core during the work stays in the cost; null: a TSC deadline, net of what it spent.
+  std::shared_ptr<const ComputeDelay> compute;
 };
 
 // Default M grid: powers of two and the points halfway between, 1 .. max_burst.
@@ -50,7 +55,9 @@ struct SignaturePoint {
 struct SignatureCurve {
   double delta_ns = 0;             // requested
   double delta_achieved_ns = 0;    // the Delta actually spent inside the timed bursts (median per message)
-  double delta_calibrated_ns = 0;  // a standalone calibration of the same delay, for the record only
+  double delta_calibrated_ns = 0;  // a standalone calibration of the same delay (compute: its uninterrupted length)
+  double delta_subtracted_ns = 0;  // what each burst is net of per message: deadline, delta_achieved_ns; compute,
+                                   // delta_calibrated_ns (so a stretch of the work stays in the cost)
   std::vector<SignaturePoint> points;
   bool steady_reached = false;  // the hook's verdict after the last point (and any extension)
   int extended = 0;             // M values added past the grid to reach the steady state
@@ -65,6 +72,7 @@ struct SignatureData {
   double replier_service_ns = NAN;
   std::uint64_t replier_requests = 0;
   double interruption_ns = NAN;  // the interruption length the points' bursts were judged by (NaN: none)
+  bool compute_delta = false;    // Delta was fixed work (--delta-kind compute)
 };
 
 // Asks the replier to start (on) or stop timing its own service of requests; stopping returns its busy
@@ -122,6 +130,7 @@ void signature_point(EP& ep, const Clock& clock, SignatureCurve& c, int M, const
                      const Hooks& hooks, const std::string& label, Issue& issue) {
   const BusyDelay delay(clock);
   const std::uint64_t delta_cycles = c.delta_ns > 0 ? clock.cycles(c.delta_ns) : 0;
+  const std::uint64_t delta_work = cfg.compute ? cfg.compute->iterations(delta_cycles) : 0;
   const double timer = clock.timer_cost_cycles();
   auto elapsed_ns = [&] { return clock.ns(tsc::now()); };
   throw_if_interrupted();
@@ -133,7 +142,7 @@ void signature_point(EP& ep, const Clock& clock, SignatureCurve& c, int M, const
     const std::uint64_t t0 = tsc::now();
     for (int i = 0; i < M; ++i) {
       issue(i);
-      spent += delay.run_measured(delta_cycles);
+      spent += cfg.compute ? cfg.compute->run_measured(delta_work) : delay.run_measured(delta_cycles);
     }
     const std::uint64_t t1 = tsc::now_end();
     // Drain the replies outside the timed issue phase. A burst during which a message was lost is no
@@ -157,7 +166,7 @@ void signature_point(EP& ep, const Clock& clock, SignatureCurve& c, int M, const
   // Subtract each burst's own Delta from that burst: an interruption inside a delay lengthens both, so
   // they cancel, where a Delta calibrated elsewhere would leave it in (or take out one that never came).
   std::vector<double> net(costs.size());
-  for (std::size_t i = 0; i < costs.size(); ++i) net[i] = costs[i] - deltas[i];
+  for (std::size_t i = 0; i < costs.size(); ++i) net[i] = costs[i] - (cfg.compute ? c.delta_subtracted_ns : deltas[i]);
   const std::vector<bool> keep = leave_out_interrupted(net, M, cfg.interruption_ns, sp.interrupted_cut_ns);
   std::vector<double> kept_net, kept_cost;
   for (std::size_t i = 0; i < net.size(); ++i)
@@ -178,6 +187,7 @@ void signature_point(EP& ep, const Clock& clock, SignatureCurve& c, int M, const
   c.points.push_back(std::move(sp));
   c.in_burst_delta_ns.insert(c.in_burst_delta_ns.end(), deltas.begin(), deltas.end());
   c.delta_achieved_ns = c.delta_ns > 0 ? median_of(c.in_burst_delta_ns) : 0;
+  if (!cfg.compute) c.delta_subtracted_ns = c.delta_achieved_ns;
 }
 
 // Adds M values past the curve's last (x1.5 each) while `more(c)` says its steady state is not yet seen,
@@ -205,7 +215,10 @@ SignatureCurve signature_curve(EP& ep, const Clock& clock, double delta_ns, cons
   c.max_burst_ns = cfg.max_burst_ns;
   // Delta is subtracted as it was spent inside the bursts: each delay reports its own length, so a
   // calibration taken elsewhere (which a VM transient can make 30% long) never enters a figure.
-  c.delta_calibrated_ns = delta_ns > 0 ? delay.achieved_ns(delta_ns, 201) : 0;
+  c.delta_calibrated_ns = delta_ns <= 0 ? 0
+                          : cfg.compute ? cfg.compute->uninterrupted_ns(delta_ns)
+                                        : delay.achieved_ns(delta_ns, 201);
+  if (cfg.compute) c.delta_subtracted_ns = c.delta_calibrated_ns;
   for (std::size_t k = 0; k < cfg.bursts.size(); ++k) {
     const int M = cfg.bursts[k];
     // A burst longer than max_burst_ns would nearly always contain an interruption (a timer tick, a VM

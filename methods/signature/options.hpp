@@ -28,6 +28,17 @@ inline const Typed<double> kMaxBurstTime = option::parsed<double>(
     },
     "auto");
 
+// The compute delay Delta: a TSC deadline (default: what the kernel takes inside it counts as delay and is
+// subtracted with it) or fixed work calibrated to Delta (compute: what is taken stretches the work and stays
+// in o_s + o_r, as the papers' fixed computation; the stretch is recorded per curve).
+inline const Typed<std::string> kDeltaKind = option::parsed<std::string>(
+    "delta-kind", "signature: the compute delay Delta, deadline (a TSC deadline) or compute (fixed work that stretches)",
+    "deadline", [](const std::string& s) {
+      if (s != "deadline" && s != "compute")
+        throw UsageError("--delta-kind takes deadline or compute, not '" + s + "'");
+      return s;
+    });
+
 // Empty: the default grid up to --max-burst.
 inline const Typed<std::vector<int>> kBursts =
     option::parsed<std::vector<int>>("bursts", "signature: explicit M list, e.g. 1,2,4,8", {},

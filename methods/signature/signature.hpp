@@ -26,7 +26,7 @@ struct signature {
   static constexpr Scope scope = Scope::link;
   static constexpr Takes takes{.ud = true};
   static inline const std::vector<MethodOption> options = {opt::kMaxBurst, opt::kMaxBurstTime, opt::kBursts,
-                                                           opt::kDeltas, opt::kDeltaFactors};
+                                                           opt::kDeltas, opt::kDeltaFactors, opt::kDeltaKind};
   // The signature's o_r would be a remainder, g' - Delta - o_s, of whatever o_s did not take (the empty poll
   // before each request is timed inside o_s): it publishes the pair it defines, o_s_plus_o_r, and no "o_r".
   static inline const std::vector<SharedFigure> shares{
@@ -61,6 +61,7 @@ struct signature {
     cfg.rtt = {o.iterations, o.warmup};
     cfg.max_burst_ns = o.get(opt::kMaxBurstTime);
     cfg.window = link.window();
+    if (o.get(opt::kDeltaKind) == "compute") cfg.compute = std::make_shared<const ComputeDelay>(clock);
     {
       // How long this core's interruptions last, so the bursts that held one can be left out of their point
       // (methods::leave_out_interrupted). Watched here, at the run's start, not taken from the start-up probe:
@@ -104,6 +105,7 @@ struct signature {
     Run r;
     r.data = methods::signature(link, st, clock, cfg, hooks);
     r.data.interruption_ns = cfg.interruption_ns;
+    r.data.compute_delta = cfg.compute != nullptr;
     // The replier's service time: its busy time per request, averaged over the Delta = 0 curve's thousands
     // of requests (an interval of 2% or the clock's step, whichever is larger).
     analysis::Param replier =
