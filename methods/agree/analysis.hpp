@@ -29,7 +29,7 @@ namespace logpb::analysis {
 inline constexpr double kAgreeTolerance = 0.10;
 
 // The methods agree runs, in the order it runs them.
-inline constexpr const char* kAgreeMethods[] = {"signature", "kielmann", "overlap", "availability"};
+inline constexpr const char* kAgreeMethods[] = {"signature", "kielmann", "overlap", "availability", "poll"};
 // The quantities of the table, in its order.
 inline constexpr const char* kSharedParameters[] = {"o_s",          "o_s_completion", "o_r", "o_r_stream",
                                                     "o_s_plus_o_r", "g",              "rtt", "L"};

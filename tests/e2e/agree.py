@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`logpbench agree` end to end: one LogP table for one emulated link. The signature, Kielmann, overlap and
 availability each give the quantities they define (o_s, o_s_completion, o_r, o_r_stream, o_s_plus_o_r, g, rtt,
-L), each held against a second method. On a 1990s machine (g > o_s + o_r) every relation holds and every
+L), each held against a second method; the poll phase measures what parts o_r from o_r_stream. On a 1990s machine (g > o_s + o_r) every relation holds and every
 figure is the emulated one; on a modern one (g < o_s, o_r) the signature's steady state is o_s + o_r of a
 request/reply pair and Kielmann's g(0) the one-way saturation: g is Kielmann's, and the signature's steady
 state must be at least it. Each subcommand is one ctest test.
@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from lpbtest import expect_fail, load, main, run  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="logpb-agree-")
-METHODS = ("signature", "kielmann", "overlap", "availability")
+METHODS = ("signature", "kielmann", "overlap", "availability", "poll")
 QUANTITIES = ("o_s", "o_s_completion", "o_r", "o_r_stream", "o_s_plus_o_r", "g", "rtt", "L")
 VERDICTS = ("agree", "fail", "inconclusive", "unjudged", "not compared")
 PARAGON = "os=1.4us,or=2.2us,g=7.6us,L=6.3us"
@@ -40,6 +40,12 @@ def agree(args, name):
         if a[k]["verdict"] == "fail":
             assert "Cause:" in a[k]["explanation"], a[k]
             assert any(c["name"].startswith(f"agree: {k} ") and not c["ok"] for c in doc["checks"]), doc["checks"]
+    # What parts o_r from o_r_stream is measured in the run (the poll phase), and printed.
+    for k in ("o_r", "o_r_stream"):
+        assert "poll phase" in a[k].get("mechanism", ""), (k, a[k])
+    assert "o_r against o_r_stream, measured by this run's poll phase" in p.stdout, p.stdout
+    # The poll phase's checks judge the poll model and stay in its record, not among the table's.
+    assert not any(c.get("method") == "poll" for c in doc["checks"]), doc["checks"]
     for head in ("quantity", "value (us)", "defined by", "cross-check", "verdict"):
         assert head in p.stdout, p.stdout
     print(f"agree {name}: {wall:.1f} s wall ({a['seconds']['total']:.1f} s measuring)")
@@ -73,6 +79,8 @@ def test_paragon(*transport):
             got = ps[k]["value_ns"]
             assert abs(got - truth) <= max(0.05 * truth, 100), (k, got, truth, ps[k]["source"])
         assert a["o_r"]["explanation"].startswith("agree within 10%"), a["o_r"]
+        # The emulated NI hands up one frame per poll.
+        assert "1.00 frames per poll" in a["o_r"]["mechanism"], a["o_r"]
         assert "one LogP table" in out, out
     once(attempt)
 
