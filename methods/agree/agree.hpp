@@ -249,9 +249,9 @@ struct agree {
       if (a.contains(k) && a[k].value("verdict", std::string()) != "agree")
         std::fprintf(out, "  %s: %s: %s\n", k, a[k].value("verdict", std::string()).c_str(),
                      a[k].value("explanation", std::string()).c_str());
-    // What parts o_r from o_r_stream, as the poll phase measured it (once: both quantities carry it).
+    // What parts the receive figures (Kielmann, availability, the stream), as the poll phase measured it.
     if (a.contains("o_r") && a["o_r"].contains("mechanism"))
-      std::fprintf(out, "  o_r against o_r_stream, %s\n", a["o_r"].value("mechanism", std::string()).c_str());
+      std::fprintf(out, "  the receive (o_r, o_r_stream), %s\n", a["o_r"].value("mechanism", std::string()).c_str());
     const auto& s = a.value("seconds", nlohmann::json::object());
     std::fprintf(out,
                  "  agree: measured in %.1f s (signature %.1f s, kielmann %.1f s, overlap %.1f s, "

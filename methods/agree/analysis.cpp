@@ -231,7 +231,8 @@ std::string poll_mechanism(const Quantity& q, const nlohmann::json& records) {
     const auto& p = params.contains(k) ? params[k] : nlohmann::json();
     return p.is_object() && p.contains("value_ns") && p["value_ns"].is_number() ? p["value_ns"].get<double>() : NAN;
   };
-  const double reply = value("poll_one_reply"), stream = value("o_r_backlog_measured"), empty = value("poll_empty");
+  const double reply = value("poll_one_reply"), frame = value("poll_one_frame"),
+               stream = value("o_r_backlog_measured"), empty = value("poll_empty");
   if (!std::isfinite(reply) && !std::isfinite(stream)) return {};
   // Frames per poll that found something, in the standing stream (polls_by_frames[n]: polls of n frames).
   double polls = 0, frames = 0;
@@ -248,6 +249,8 @@ std::string poll_mechanism(const Quantity& q, const nlohmann::json& records) {
   std::string s = "measured by this run's poll phase: one poll that hands up a reply that waited (Kielmann's o_r "
                   "path) " +
                   (std::isfinite(reply) ? us(reply) : std::string("n/a")) +
+                  "; one that hands up one waiting one-way frame " +
+                  (std::isfinite(frame) ? us(frame) : std::string("n/a")) +
                   "; per message of a standing stream (the overlap test's o_r) " +
                   (std::isfinite(stream) ? us(stream) : std::string("n/a"));
   if (polls > 0) {

@@ -43,7 +43,7 @@ def agree(args, name):
     # What parts o_r from o_r_stream is measured in the run (the poll phase), and printed.
     for k in ("o_r", "o_r_stream"):
         assert "poll phase" in a[k].get("mechanism", ""), (k, a[k])
-    assert "o_r against o_r_stream, measured by this run's poll phase" in p.stdout, p.stdout
+    assert "the receive (o_r, o_r_stream), measured by this run's poll phase" in p.stdout, p.stdout
     # The poll phase's checks judge the poll model and stay in its record, not among the table's.
     assert not any(c.get("method") == "poll" for c in doc["checks"]), doc["checks"]
     for head in ("quantity", "value (us)", "defined by", "cross-check", "verdict"):
