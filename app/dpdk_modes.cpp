@@ -35,7 +35,6 @@ dpdk::JobPlace place(const Job& job) {
 
 void run_dpdk(Job& job) {
   auto conn = dpdk::connect(job.ranks, dpdk::connect_options(job.o, place(job)));
-  dpdk::Transport& t = conn->transport();
   if (job.o.mode == "server" && !job.leader())
     std::fprintf(stderr, "logpbench server: DPDK port %u (%s)\n", conn->ports()[0]->id(),
                  conn->ports()[0]->mac_string().c_str());
@@ -43,8 +42,11 @@ void run_dpdk(Job& job) {
     job.doc.j["meta"]["no_huge"] = job.o.no_huge;
     job.doc.j["meta"]["dpdk_job"] = conn->describe();
   }
-  const nlohmann::json numa = numa_placement(job.o.cpu, t.describe().value("numa_socket", 0));
-  run_job(job, t, kEthernetLossTimeout, numa);
+  // Transport<Plain>, or Transport<Rigged> for injected faults and the reflector (dpdk/transport.hpp).
+  conn->with_transport([&](auto& t) {
+    const nlohmann::json numa = numa_placement(job.o.cpu, t.describe().value("numa_socket", 0));
+    run_job(job, t, kEthernetLossTimeout, numa);
+  });
   if (job.o.reflector) dpdk::linger_for_reflector(*conn->ports()[0]);
 }
 

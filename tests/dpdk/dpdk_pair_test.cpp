@@ -53,7 +53,8 @@ am::Frame frame(std::uint32_t session, std::uint16_t handler) {
 }
 
 // Polls rx until `want` more frames were delivered (or a generous number of empty polls).
-void receive(dpdk::Transport& t, Received& r, std::size_t want) {
+template <class Rig>
+void receive(dpdk::Transport<Rig>& t, Received& r, std::size_t want) {
   const std::size_t goal = r.frames.size() + want;
   for (long i = 0; i < 50000000L && r.frames.size() < goal; ++i) t.poll(r);
 }
@@ -84,7 +85,7 @@ void pair_test(const std::string& name, const std::vector<std::string>& vdevs, b
   auto alive = [] { return true; };
   dpdk::TransportOptions tob = to;
   tob.rank = 1;
-  dpdk::Transport ta(a, b.mac(), to, alive), tb(b, a.mac(), tob, alive);
+  dpdk::Transport<> ta(a, b.mac(), to, alive), tb(b, a.mac(), tob, alive);
   Received rb;
   // The memif server (a) transmits into buffers the client (b) supplies from its rx path: nothing goes
   // from a to b until b has polled once. (af_xdp: the link may take a moment to pass frames.)
@@ -184,7 +185,7 @@ void pair_test(const std::string& name, const std::vector<std::string>& vdevs, b
   dpdk::Port r(pr);
   dpdk::TransportOptions tor = to;
   tor.reflector = true;  // a loopback: our own frames come back, as from a reflector (rank 1)
-  dpdk::Transport tr(r, r.mac(), tor, alive);
+  dpdk::Transport<dpdk::Rigged> tr(r, r.mac(), tor, alive);
   Received rr;
   tr.track_next();
   am::Frame f = frame(session, 5);
