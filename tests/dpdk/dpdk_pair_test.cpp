@@ -6,7 +6,8 @@
 //    nothing of it is copied;
 //  - local completion: memif (copy mode) completes inside tx_burst; net_ring only once the frame has
 //    been received and freed, and tx_completed() must not claim it earlier;
-//  - max_credits(): the receiver's ring bounds the credits, an impossible window is refused by name.
+//  - max_credits(): the receiver's ring bounds the credits, an impossible window is refused by name;
+//  - Transport<Plain> refuses injection (Transport<Rigged> has it).
 // Prints what each PMD's local completion meant. Exit 0: all held; 1: a check failed.
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -176,6 +178,18 @@ void pair_test(const std::string& name, const std::vector<std::string>& vdevs, b
     std::printf("      refused: %s\n", e.what());
   }
   check(refused, "a window of half the rx ring is refused, naming --rx-ring and --window");
+
+  // The plain datapath has no test machinery: injection asked of it is refused, naming the policy that has it.
+  bool plain_refused = false;
+  try {
+    dpdk::TransportOptions inject = to;
+    inject.drop_rate = 0.1;
+    dpdk::Transport<> plain(a, b.mac(), inject, alive);
+  } catch (const std::logic_error& e) {
+    plain_refused = std::string(e.what()).find("Rigged") != std::string::npos;
+    std::printf("      refused: %s\n", e.what());
+  }
+  check(plain_refused, "Transport<Plain> refuses --drop-rate, naming Transport<Rigged>");
   if (!ring) return;
 
   // net_ring: tx enqueues the mbuf itself on the ring its own rx reads, so a sent frame is complete only
