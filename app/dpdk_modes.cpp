@@ -5,6 +5,7 @@
 // reflector nobody here wrote (testpmd in macswap mode). dpdk/setup.hpp holds the control path.
 #include <cstdio>
 
+#include "app/dpdk_job.hpp"
 #include "app/job.hpp"
 #include "app/modes.hpp"
 #include "app/modes_common.hpp"
@@ -14,8 +15,6 @@
 
 namespace logpb::app {
 namespace {
-
-constexpr double kEthernetLossTimeout = 0.05;  // an Ethernet may drop frames: re-measure after 50 ms of silence
 
 dpdk::JobPlace place(const Job& job) {
   dpdk::JobPlace p;
@@ -35,7 +34,6 @@ dpdk::JobPlace place(const Job& job) {
 
 void run_dpdk(Job& job) {
   auto conn = dpdk::connect(job.ranks, dpdk::connect_options(job.o, place(job)));
-  dpdk::Transport& t = conn->transport();
   if (job.o.mode == "server" && !job.leader())
     std::fprintf(stderr, "logpbench server: DPDK port %u (%s)\n", conn->ports()[0]->id(),
                  conn->ports()[0]->mac_string().c_str());
@@ -43,8 +41,8 @@ void run_dpdk(Job& job) {
     job.doc.j["meta"]["no_huge"] = job.o.no_huge;
     job.doc.j["meta"]["dpdk_job"] = conn->describe();
   }
-  const nlohmann::json numa = numa_placement(job.o.cpu, t.describe().value("numa_socket", 0));
-  run_job(job, t, kEthernetLossTimeout, numa);
+  // Transport<Plain>, or Transport<Rigged> for injected faults and the reflector (dpdk/transport.hpp).
+  conn->with_transport([&](auto& t) { run_dpdk_job(job, t); });
   if (job.o.reflector) dpdk::linger_for_reflector(*conn->ports()[0]);
 }
 

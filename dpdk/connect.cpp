@@ -94,9 +94,18 @@ std::string memif_socket(const std::string& job, int lo, int hi) {
 }
 
 Connection::~Connection() {
-  transport_.reset();
+  plain_.reset();
+  rigged_.reset();
   for (auto& p : ports_) static_cast<void>(p.release());  // see connect.hpp: left open on purpose
   static_cast<void>(eal_.release());
+}
+
+void Connection::make_transport(std::vector<Port*> ports, const std::vector<PeerAddress>& peers,
+                                const TransportOptions& opt, std::function<bool()> peer_alive) {
+  if (rigged(opt))
+    rigged_ = std::make_unique<Transport<Rigged>>(std::move(ports), peers, opt, std::move(peer_alive));
+  else
+    plain_ = std::make_unique<Transport<Plain>>(std::move(ports), peers, opt, std::move(peer_alive));
 }
 
 std::unique_ptr<Connection> connect(Ranks& ranks, const ConnectOptions& o) {
@@ -118,7 +127,9 @@ std::unique_ptr<Connection> connect(Ranks& ranks, const ConnectOptions& o) {
     const std::uint8_t reflector_mac[6] = {0x02, 0, 0, 0, 0, 0x01};
     topt.size = 2;
     const std::uint16_t id = port.id();
-    c->transport_ = std::make_unique<Transport>(port, reflector_mac, topt, [id] { return link_up(id); });
+    PeerAddress reflector{.rank = 1};
+    std::memcpy(reflector.mac, reflector_mac, 6);
+    c->make_transport({&port}, {reflector}, topt, [id] { return link_up(id); });
     c->endpoint_size_ = 2;
     c->desc_ = {{"mode", "reflector"}, {"eal_args", args}};
     return c;
@@ -235,7 +246,7 @@ std::unique_ptr<Connection> connect(Ranks& ranks, const ConnectOptions& o) {
         if (!link_up(id)) return false;
       return ranks_alive();
     };
-  c->transport_ = std::make_unique<Transport>(std::move(ports), peers, topt, std::move(alive));
+  c->make_transport(std::move(ports), peers, topt, std::move(alive));
   c->endpoint_size_ = n;
   ranks.barrier();  // everyone's transport exists: nobody sends before everyone can receive
   return c;

@@ -12,7 +12,9 @@
 // ends with a barrier: nobody sends before everyone can receive.
 #pragma once
 
+#include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -47,8 +49,25 @@ class Connection {
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
   ~Connection();
-  Transport& transport() { return *transport_; }
-  const Transport& transport() const { return *transport_; }
+  // body(transport) with the transport connect() built: Transport<Plain>, or Transport<Rigged> when the
+  // options asked for injection or a reflector (rigged()). The one branch between the two, at the top.
+  template <class Body>
+  decltype(auto) with_transport(Body&& body) {
+    if (rigged_) return body(*rigged_);
+    return body(*plain_);
+  }
+  // The transport as a known policy (tests that built their options themselves); a logic error if
+  // connect() built the other one.
+  template <class Rig = Plain>
+  Transport<Rig>& transport() {
+    if constexpr (Rig::rigged) {
+      if (!rigged_) throw std::logic_error("dpdk::Connection: the transport is Transport<Plain>, not Rigged");
+      return *rigged_;
+    } else {
+      if (!plain_) throw std::logic_error("dpdk::Connection: the transport is Transport<Rigged>, not Plain");
+      return *plain_;
+    }
+  }
   const std::vector<std::unique_ptr<Port>>& ports() const { return ports_; }
   // The size the AM endpoint must have: the job's, or 2 with a reflector (it is rank 1).
   int endpoint_size() const { return endpoint_size_; }
@@ -59,7 +78,11 @@ class Connection {
   friend std::unique_ptr<Connection> connect(Ranks& ranks, const ConnectOptions& o);
   std::unique_ptr<Eal> eal_;
   std::vector<std::unique_ptr<Port>> ports_;
-  std::unique_ptr<Transport> transport_;
+  // Builds the transport the options ask for (rigged()) over the connection's ports.
+  void make_transport(std::vector<Port*> ports, const std::vector<PeerAddress>& peers, const TransportOptions& opt,
+                      std::function<bool()> peer_alive);
+  std::unique_ptr<Transport<Plain>> plain_;  // exactly one of the two
+  std::unique_ptr<Transport<Rigged>> rigged_;
   int endpoint_size_ = 0;
   nlohmann::json desc_;
 };

@@ -21,7 +21,8 @@ namespace logpb::dpdk {
 
 // One rx burst per port, starting after the port that delivered last, until one has frames: every port
 // gets its turn, and an idle poll costs one burst per port.
-std::uint16_t Transport::rx_round_robin() noexcept {
+template <class Rig>
+std::uint16_t Transport<Rig>::rx_round_robin() noexcept {
   const std::size_t n = ports_.size();
   for (std::size_t k = 0; k < n; ++k) {
     const std::size_t i = rx_next_;
@@ -62,7 +63,8 @@ const std::vector<int>& packet_sockets() {
 }
 }  // namespace
 
-void Transport::kick_stranded() noexcept {
+template <class Rig>
+void Transport<Rig>::kick_stranded() noexcept {
   const std::uint64_t now = rte_get_tsc_cycles();
   if (now - last_kick_ < kick_gap_cycles_) return;
   last_kick_ = now;
@@ -78,7 +80,8 @@ void Transport::kick_stranded() noexcept {
 // it once was, a frame was overtaken only when its follower came in the same rx burst, and a sanitized
 // verify run once held 100 frames and saw none overtaken. Rewrites the burst in rx_ (room for twice a
 // burst and one).
-std::uint16_t Transport::inject_faults(std::uint16_t n) noexcept {
+template <class Rig>
+std::uint16_t Transport<Rig>::inject_faults(std::uint16_t n) noexcept {
   rte_mbuf* in[512];
   std::copy(rx_, rx_ + n, in);
   std::uint16_t out = 0;
@@ -109,7 +112,8 @@ std::uint16_t Transport::inject_faults(std::uint16_t n) noexcept {
   return out;
 }
 
-bool Transport::flush_queue() noexcept {
+template <class Rig>
+bool Transport<Rig>::flush_queue() noexcept {
   const std::uint16_t sent = rte_eth_tx_burst(txq_port_, 0, txq_, txq_n_);
   if (sent != 0) {
     ++counters_.tx_batches;
@@ -130,18 +134,21 @@ bool Transport::flush_queue() noexcept {
 // EAL interrupt thread (its regions unmapped), and a tx_burst racing that teardown crashed in the PMD
 // (SIGSEGV in fault trials that killed the receiver of a flood of 128 KiB stores). Every 1024 tries the
 // peer and link are checked, so the retries stop within microseconds of the link going down.
-void Transport::tx_retry_check(long tries) {
+template <class Rig>
+void Transport<Rig>::tx_retry_check(long tries) {
   if ((tries & 1023) == 1023 && !peer_alive_())
     throw PeerError("a peer is gone (link down or rank exited) while a send waited for the DPDK tx ring");
   if (tries > 100000000L)
     throw PeerError("rte_eth_tx_burst: the DPDK tx ring never drained (link down or device stuck?)");
 }
 
-void Transport::drain_sends() {
+template <class Rig>
+void Transport<Rig>::drain_sends() {
   for (long tries = 0; !flush_sends(); ++tries) tx_retry_check(tries);
 }
 
-void Transport::transmit_until_sent(Peer& p, rte_mbuf* m) {
+template <class Rig>
+void Transport<Rig>::transmit_until_sent(Peer& p, rte_mbuf* m) {
   drain_sends();  // batched frames before it hold earlier sequence numbers
   const bool tracked = track_pending_;
   if (tracked) rte_mbuf_refcnt_update(m, 1);
@@ -163,7 +170,8 @@ void Transport::transmit_until_sent(Peer& p, rte_mbuf* m) {
 // The tracked send's last mbuf keeps one reference of ours beyond the PMD's: when the PMD frees it the
 // count drops back to 1 and the mbuf stays ours until tx_completed() sees that. (A PMD using the
 // MBUF_FAST_FREE offload would ignore reference counts; the port never enables it.)
-bool Transport::transmit_tracked(Peer& p, rte_mbuf* m) noexcept {
+template <class Rig>
+bool Transport<Rig>::transmit_tracked(Peer& p, rte_mbuf* m) noexcept {
   if (batching_) {
     // The tracked frame ends the batch: it joins the queue, and the queue goes to the PMD now.
     rte_mbuf_refcnt_update(m, 1);
@@ -193,7 +201,8 @@ bool Transport::transmit_tracked(Peer& p, rte_mbuf* m) noexcept {
   return true;
 }
 
-void Transport::record_tracked(const Peer& p, rte_mbuf* m) noexcept {
+template <class Rig>
+void Transport<Rig>::record_tracked(const Peer& p, rte_mbuf* m) noexcept {
   // track_next() made room. The operation being sent is the next one: its number is tx_ops_ + 1.
   tracked_[trk_tail_ % kTracked] = {tx_ops_ + 1, m, p.port_id};
   ++trk_tail_;
@@ -204,7 +213,8 @@ void Transport::record_tracked(const Peer& p, rte_mbuf* m) noexcept {
   if (rte_mbuf_refcnt_read(m) == 1) ++counters_.completed_in_tx_burst;
 }
 
-void Transport::track_next() {
+template <class Rig>
+void Transport<Rig>::track_next() {
   if (trk_tail_ - trk_head_ == kTracked) {
     // Every slot holds an operation the PMD has not finished: wait for the oldest, never overwrite it.
     for (long tries = 0; trk_tail_ - trk_head_ == kTracked; ++tries) {
@@ -217,7 +227,8 @@ void Transport::track_next() {
   track_pending_ = true;
 }
 
-std::uint64_t Transport::tx_completed() {
+template <class Rig>
+std::uint64_t Transport<Rig>::tx_completed() {
   flush_sends();
   while (trk_head_ != trk_tail_) {
     const Tracked& t = tracked_[trk_head_ % kTracked];
@@ -236,7 +247,8 @@ std::uint64_t Transport::tx_completed() {
   return tx_done_;
 }
 
-rte_mbuf* Transport::unstash(int src) noexcept {
+template <class Rig>
+rte_mbuf* Transport<Rig>::unstash(int src) noexcept {
   int best = -1;
   for (int i = 0; i < stash_n_; ++i) {
     const Stashed& e = stash_[static_cast<std::size_t>(i)];
@@ -262,7 +274,8 @@ rte_mbuf* Transport::unstash(int src) noexcept {
 
 // The frame's headers: ours (EtherType, wire version, session), long enough, for this rank from a
 // connected peer; counted as received. nullptr when it is not, counted by reason.
-Transport::Peer* Transport::admit(rte_mbuf* m, const std::uint8_t* b, bool again, WireHdr& h) noexcept {
+template <class Rig>
+typename Transport<Rig>::Peer* Transport<Rig>::admit(rte_mbuf* m, const std::uint8_t* b, bool again, WireHdr& h) noexcept {
   if (!again) ++counters_.rx;
   const std::uint32_t len = rte_pktmbuf_data_len(m);
   if (len < kHeaders || m->nb_segs != 1) {
@@ -284,8 +297,8 @@ Transport::Peer* Transport::admit(rte_mbuf* m, const std::uint8_t* b, bool again
     ++counters_.foreign_session;
     return nullptr;
   }
-  if (reflector_) [[unlikely]]
-    std::swap(h.src, h.dst);  // our own frame echoed: it comes from the rank we sent it to
+  if constexpr (Rig::rigged)
+    if (reflector_) std::swap(h.src, h.dst);  // our own frame echoed: it comes from the rank we sent it to
   if (h.dst != rank_ || h.src >= peers_.size() || !peers_[h.src].connected) {
     ++counters_.foreign_rank;
     return nullptr;
@@ -293,9 +306,11 @@ Transport::Peer* Transport::admit(rte_mbuf* m, const std::uint8_t* b, bool again
   Peer& p = peers_[h.src];
   if (!again) {
     ++p.c.rx;
-    if (drop_threshold_ && chance(drop_threshold_)) [[unlikely]] {
-      ++p.c.injected_drops;
-      return nullptr;
+    if constexpr (Rig::rigged) {
+      if (drop_threshold_ && chance(drop_threshold_)) {
+        ++p.c.injected_drops;
+        return nullptr;
+      }
     }
   }
   return &p;
@@ -305,7 +320,8 @@ Transport::Peer* Transport::admit(rte_mbuf* m, const std::uint8_t* b, bool again
 // after a later one and was already given up on as lost (delivering it now could land old bulk data over
 // newer data, or an AM after its own loss timeout): counted and dropped either way. The last 64 frames are
 // told apart by rx_missing; an older one counts as late.
-void Transport::drop_behind(Peer& p, std::int32_t ahead) noexcept {
+template <class Rig>
+void Transport<Rig>::drop_behind(Peer& p, std::int32_t ahead) noexcept {
   const auto behind = static_cast<std::uint32_t>(-(ahead + 1));
   if (behind >= 64 || (p.rx_missing >> behind) & 1) {
     ++p.c.late;
@@ -317,7 +333,8 @@ void Transport::drop_behind(Peer& p, std::int32_t ahead) noexcept {
 
 // Ahead of its stream by less than the stash holds: held until the frames before it come (reordering),
 // unless the stash is full (src kStashFull: the caller flushes it, then offers this frame again).
-void Transport::stash_ahead(rte_mbuf* m, Peer& p, const WireHdr& h, int& src) noexcept {
+template <class Rig>
+void Transport<Rig>::stash_ahead(rte_mbuf* m, Peer& p, const WireHdr& h, int& src) noexcept {
   if (stash_n_ == kStash) {
     src = kStashFull;
     return;
@@ -334,7 +351,8 @@ void Transport::stash_ahead(rte_mbuf* m, Peer& p, const WireHdr& h, int& src) no
 
 // The frame is taken as the next of its stream: frames it skipped (ahead > 0, a gap too wide to be
 // reordering, or frames out of the stash) are lost.
-void Transport::take_in_sequence(Peer& p, const WireHdr& h, std::int32_t ahead, bool again, int& src) noexcept {
+template <class Rig>
+void Transport<Rig>::take_in_sequence(Peer& p, const WireHdr& h, std::int32_t ahead, bool again, int& src) noexcept {
   if (stash_n_ && ahead == 0 && p.stashed > 0 && !again)
     ++p.c.reordered;  // it came after later frames that the stash held
   src = h.src;
@@ -351,7 +369,8 @@ void Transport::take_in_sequence(Peer& p, const WireHdr& h, std::int32_t ahead, 
 }
 
 // A chunk of bulk data, copied into the segment where it says.
-void Transport::store_chunk(Peer& p, const WireHdr& h, const std::uint8_t* body) noexcept {
+template <class Rig>
+void Transport<Rig>::store_chunk(Peer& p, const WireHdr& h, const std::uint8_t* body) noexcept {
   if (h.off > segment_bytes_ || h.len > segment_bytes_ - h.off) {
     ++counters_.malformed;
     p.bulk_broken = true;
@@ -361,7 +380,8 @@ void Transport::store_chunk(Peer& p, const WireHdr& h, const std::uint8_t* body)
 }
 
 // A one-sided get's request, served here (no AM handler runs).
-void Transport::take_get_request(Peer& p, const WireHdr& h, const std::uint8_t* body) {
+template <class Rig>
+void Transport<Rig>::take_get_request(Peer& p, const WireHdr& h, const std::uint8_t* body) {
   if (h.len < sizeof(GetRequest) + sizeof(am::Frame)) {
     ++counters_.malformed;
     return;
@@ -375,7 +395,8 @@ void Transport::take_get_request(Peer& p, const WireHdr& h, const std::uint8_t* 
 
 // An AM frame, copied out to be delivered, with the data of a medium AM put into the segment. nullptr when
 // its data does not fit the segment, or bulk data it announces lost a chunk.
-const am::Frame* Transport::take_am(Peer& p, const WireHdr& h, const std::uint8_t* body) noexcept {
+template <class Rig>
+const am::Frame* Transport<Rig>::take_am(Peer& p, const WireHdr& h, const std::uint8_t* body) noexcept {
   if (h.len < sizeof(am::Frame)) {
     ++counters_.malformed;
     return nullptr;
@@ -397,17 +418,25 @@ const am::Frame* Transport::take_am(Peer& p, const WireHdr& h, const std::uint8_
     return nullptr;
   }
   p.bulk_broken = false;
-  if (reflector_) [[unlikely]] {
-    std::swap(rx_frame_.src, rx_frame_.dst);
-    if (rx_frame_.kind == am::Kind::request) {
-      rx_frame_.kind = am::Kind::reply;
-      rx_frame_.handler = static_cast<std::uint8_t>(reflector_reply_handler_);
-    }
+  if constexpr (Rig::rigged) {
+    if (reflector_) reflect(rx_frame_);
   }
   return &rx_frame_;
 }
 
-const am::Frame* Transport::accept(rte_mbuf* m, bool again, int& src) {
+// An echoed request of ours (the reflector is rank 1): it comes from the rank we sent it to, and is
+// delivered as that rank's reply to the handler the reflector's replies go to.
+template <class Rig>
+void Transport<Rig>::reflect(am::Frame& f) const noexcept {
+  std::swap(f.src, f.dst);
+  if (f.kind == am::Kind::request) {
+    f.kind = am::Kind::reply;
+    f.handler = static_cast<std::uint8_t>(reflector_reply_handler_);
+  }
+}
+
+template <class Rig>
+const am::Frame* Transport<Rig>::accept(rte_mbuf* m, bool again, int& src) {
   const auto* b = rte_pktmbuf_mtod(m, const std::uint8_t*);
   WireHdr h;
   Peer* p = admit(m, b, again, h);
@@ -438,7 +467,8 @@ const am::Frame* Transport::accept(rte_mbuf* m, bool again, int& src) {
 }
 
 // More than a medium AM holds: the first chunk's mbuf is the admission test, then all of it goes out.
-bool Transport::try_store_chunked(Peer& p, const am::Frame& f, const void* src, std::uint32_t n,
+template <class Rig>
+bool Transport<Rig>::try_store_chunked(Peer& p, const am::Frame& f, const void* src, std::uint32_t n,
                                   std::uint32_t remote_off) {
   rte_mbuf* first = frame_mbuf(p, WireType::chunk, std::min(chunk_bytes_, n), remote_off);
   if (!first) return false;
@@ -448,7 +478,8 @@ bool Transport::try_store_chunked(Peer& p, const am::Frame& f, const void* src, 
 }
 
 // The request goes to the rank whose segment is read: the completion's source.
-bool Transport::try_get(const am::Frame& f, std::uint32_t remote_off, std::uint32_t n, std::uint32_t local_off) {
+template <class Rig>
+bool Transport<Rig>::try_get(const am::Frame& f, std::uint32_t remote_off, std::uint32_t n, std::uint32_t local_off) {
   Peer& p = peer(f.src);
   rte_mbuf* m = frame_mbuf(p, WireType::get_req, sizeof(GetRequest) + sizeof(am::Frame), 0);
   if (!m) return false;
@@ -460,7 +491,8 @@ bool Transport::try_get(const am::Frame& f, std::uint32_t remote_off, std::uint3
 
 // Rank `to` asked for part of our segment (a one-sided get: no AM handler runs here). The data and the
 // completion go back to whoever sent the request, whatever the completion frame names.
-void Transport::serve_get(Peer& to, const GetRequest& g, const am::Frame& reply) {
+template <class Rig>
+void Transport<Rig>::serve_get(Peer& to, const GetRequest& g, const am::Frame& reply) {
   if (g.remote_off > segment_bytes_ || g.len > segment_bytes_ - g.remote_off) {
     ++counters_.malformed;
     return;
@@ -478,7 +510,8 @@ void Transport::serve_get(Peer& to, const GetRequest& g, const am::Frame& reply)
 // it, else MTU-sized chunks and then the AM frame (frames stay in order on one queue, so the frame
 // arrives after its data). `first`, when given, is the first chunk's mbuf, already allocated. Waits for
 // pool and ring room.
-void Transport::send_bulk(Peer& p, const std::uint8_t* src, std::uint32_t n, std::uint32_t dest_off, const am::Frame& f,
+template <class Rig>
+void Transport<Rig>::send_bulk(Peer& p, const std::uint8_t* src, std::uint32_t n, std::uint32_t dest_off, const am::Frame& f,
                           rte_mbuf* first) {
   rte_mbuf* m = nullptr;
   if (n <= medium_max_ && !first) {
@@ -509,5 +542,8 @@ void Transport::send_bulk(Peer& p, const std::uint8_t* src, std::uint32_t n, std
   track_pending_ = tracked;
   transmit_until_sent(p, m);
 }
+
+template class Transport<Plain>;
+template class Transport<Rigged>;
 
 }  // namespace logpb::dpdk

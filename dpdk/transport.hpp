@@ -18,7 +18,14 @@
 // mbuf. A tracked operation's last mbuf carries one extra reference; when the PMD has freed it the
 // count is back to 1. Frames on one tx queue complete in order, so that covers every earlier operation
 // on the same port; with several ports, an operation is covered by a later tracked one only on its own
-// port (describe() says so). The methods track the sends of one link, which stay on one port.
+// port (describe() says so). The methods track the sends of one link, which stay on one port. Only a
+// send whose caller asked for it (track_next(): the AM layer's oneway(..., track) before a wait_local)
+// carries the extra reference; every other send, a ping-pong's among them, goes out as it is.
+//
+// The test machinery (injected loss, duplicates and reordering; the reflector's swaps of an echoed frame)
+// is a policy chosen once, when the transport is built (dpdk/connect.cpp), as the shm transport's NI is:
+// Transport<Plain> (every measurement of logpbench's own peers) has none of it in its datapath, the
+// compiler removes each hook; Transport<Rigged> tests each at run time, as one transport did for both.
 #pragma once
 
 #include <rte_byteorder.h>
@@ -84,7 +91,6 @@ struct Counters {
   std::uint64_t get_served = 0;
   std::uint64_t medium_sent = 0, medium_rejected = 0;  // rejected: data length or place outside the segment
   std::uint64_t tracked = 0, completed = 0, completed_in_tx_burst = 0;  // local completion (tracked sends)
-  std::uint64_t rx_mbuf_reused = 0;              // sends that went out in a received mbuf instead of a fresh one
   std::uint64_t tx_batches = 0, tx_batched = 0;  // batched sends: PMD tx bursts and the frames they carried
 };
 struct PeerCounters {
@@ -94,6 +100,21 @@ struct PeerCounters {
                 bulk_incomplete = 0;
 };
 
+// The datapath with nothing in it but the NI: injection and a reflector are refused at construction.
+struct Plain {
+  static constexpr bool rigged = false;
+};
+// Test machinery on receive, each part switched at run time by its option: --drop-rate, --dup-rate,
+// --reorder-rate and --reflector (testpmd macswap echoes our own frames).
+struct Rigged {
+  static constexpr bool rigged = true;
+};
+// Whether these options need Transport<Rigged>.
+inline bool rigged(const TransportOptions& o) {
+  return o.reflector || o.drop_rate != 0 || o.dup_rate != 0 || o.reorder_rate != 0;
+}
+
+template <class Rig = Plain>
 class Transport {
  public:
   // `ports` are this rank's, each peer names the one that reaches it. The ports must outlive this.
@@ -143,8 +164,8 @@ class Transport {
       rx_pos_ = 0;
       rx_n_ = ports_.size() == 1 ? rte_eth_rx_burst(port_ids_[0], 0, rx_, static_cast<std::uint16_t>(burst_))
                                  : rx_round_robin();
-      if (inject_) [[unlikely]]
-        rx_n_ = inject_faults(rx_n_);
+      if constexpr (Rig::rigged)
+        if (inject_) rx_n_ = inject_faults(rx_n_);
       if (rx_n_ == 0) {
         if (kick_gap_cycles_ != 0) [[unlikely]]
           kick_stranded();
@@ -166,17 +187,12 @@ class Transport {
         stashed(m, src, sink, delivered);
         continue;
       }
-      // accept() copied out what it delivers. With the rx-mbuf reuse on, the mbuf is released before the
-      // handler runs: a reply the handler sends goes out in it (frame_mbuf), as testpmd's macswap sends
-      // the received mbuf back. Else it is freed after the handler.
-      if (reuse_rx_mbuf_) [[unlikely]]
-        release(m);
+      // accept() copied out what it delivers; the mbuf is freed after the handler, with the burst's others.
       if (f) {
         sink(static_cast<const void*>(f), sizeof(am::Frame));
         ++delivered;
       }
-      if (!reuse_rx_mbuf_) [[likely]]
-        done[n_done++] = m;
+      done[n_done++] = m;
       if (stash_n_ && src >= 0) [[unlikely]]  // it may be the frame that stashed ones waited for
         if (rte_mbuf* next = unstash(src)) consume(next, true, sink, delivered);
     }
@@ -261,10 +277,9 @@ class Transport {
   }
   [[noreturn]] void no_route(int rank) const;
 
-  // The next send's mbuf: the last received one when it came from the same pool (a reply goes out in the
-  // request's mbuf, still in cache: no mempool get and put per frame), else a fresh one.
-  // While a stream batches its sends, mbufs come from the pool a batch at a time (one mempool call per
-  // tx_burst frames, as testpmd's txonly takes them), kept in tx_mbufs_ until used.
+  // The next send's mbuf, fresh from the pool (whose per-core cache hands back the mbuf the last burst
+  // freed, still in cache). While a stream batches its sends, mbufs come from the pool a batch at a time
+  // (one mempool call per tx_burst frames, as testpmd's txonly takes them), kept in tx_mbufs_ until used.
   rte_mbuf* frame_mbuf(const Peer& p, WireType t, std::uint32_t len, std::uint32_t off) noexcept {
     rte_mbuf* m;
     if (batching_) {
@@ -274,10 +289,6 @@ class Transport {
         m = tx_mbufs_[--tx_mbufs_n_];
       else if (!(m = rte_pktmbuf_alloc(pools_[p.port])))
         return nullptr;
-    } else if (reuse_rx_mbuf_ && (m = spare_) && m->pool == pools_[p.port]) [[unlikely]] {
-      spare_ = nullptr;
-      rte_pktmbuf_reset(m);
-      ++counters_.rx_mbuf_reused;
     } else if (!(m = rte_pktmbuf_alloc(pools_[p.port]))) {
       return nullptr;
     }
@@ -326,15 +337,6 @@ class Transport {
     ++counters_.tx_busy;
     return false;
   }
-  // A consumed rx mbuf: kept as the spare for the next send if it is plainly ours (direct, one segment,
-  // one reference), else freed. Holding one back changes nothing a PMD sees: it refills its ring from
-  // the pool, which holds a full ring's worth and more (dpdk/port.cpp).
-  void release(rte_mbuf* m) noexcept {
-    if (reuse_rx_mbuf_ && !spare_ && RTE_MBUF_DIRECT(m) && m->nb_segs == 1 && rte_mbuf_refcnt_read(m) == 1) [[unlikely]]
-      spare_ = m;
-    else
-      rte_pktmbuf_free(m);
-  }
   bool flush_queue() noexcept;
   std::uint16_t rx_round_robin() noexcept;
   void kick_stranded() noexcept;  // net_af_packet only: see transport.cpp
@@ -362,8 +364,7 @@ class Transport {
     if (txq_n_ == tx_burst_) flush_sends();
     return true;
   }
-  // Batched sends' mbufs (not spare_, the received mbuf kept for reuse): tx_mbufs_ holds what the last
-  // bulk allocation left, all from tx_mbufs_pool_.
+  // Batched sends' mbufs: tx_mbufs_ holds what the last bulk allocation left, all from tx_mbufs_pool_.
   void refill_tx_mbufs(rte_mempool* pool) noexcept {
     release_tx_mbufs();
     if (rte_pktmbuf_alloc_bulk(pool, tx_mbufs_, tx_burst_) == 0) {
@@ -383,14 +384,14 @@ class Transport {
   bool try_store_chunked(Peer& p, const am::Frame& f, const void* src, std::uint32_t n, std::uint32_t remote_off);
 
   // The slow path of poll(), for reordered frames only. One received frame: validated, delivered if it
-  // holds an AM, its mbuf kept as the spare or freed, or (ahead of its stream) held in the stash;
+  // holds an AM, its mbuf freed, or (ahead of its stream) held in the stash;
   // `again`: it comes out of the stash. Counts what it delivers in `delivered` (poll adds it up).
   template <class Sink>
   void consume(rte_mbuf* m, bool again, Sink& sink, int& delivered) {
     int src = -1;
     const am::Frame* f = accept(m, again, src);
     if (src < -1) return stashed(m, src, sink, delivered);
-    release(m);
+    rte_pktmbuf_free(m);
     if (f) {
       ++delivered;
       sink(static_cast<const void*>(f), sizeof(am::Frame));
@@ -427,6 +428,7 @@ class Transport {
   [[gnu::always_inline]] inline void store_chunk(Peer& p, const WireHdr& h, const std::uint8_t* body) noexcept;
   [[gnu::always_inline]] inline void take_get_request(Peer& p, const WireHdr& h, const std::uint8_t* body);
   [[gnu::always_inline]] inline const am::Frame* take_am(Peer& p, const WireHdr& h, const std::uint8_t* body) noexcept;
+  void reflect(am::Frame& f) const noexcept;  // Rigged with a reflector: an echoed request is the reply
   // The stashed frame that comes next: from `src` the one its stream expects (or none), or with src -1
   // the oldest of any stream (or none).
   rte_mbuf* unstash(int src) noexcept;
@@ -451,14 +453,10 @@ class Transport {
   rte_mbuf* rx_[512];
   std::uint16_t rx_n_ = 0, rx_pos_ = 0;
   std::uint32_t session_;
-  bool reflector_;
+  bool reflector_;  // Rigged only (Plain refuses it)
   bool yield_when_idle_;
   std::uint16_t reflector_reply_handler_;
-  bool inject_ = false;  // duplicates or reordering are injected
-  // On with LOGPB_DPDK_MBUF_REUSE=1. Off by default: over memif here it measured slower, not faster
-  // (ping-pong RTT +30 ns of ~1.85 us, same binary alternated): the mempool cache already hands the
-  // PMD's just-freed mbuf back, hot, so the reuse saves a cache get/put and adds a reset.
-  bool reuse_rx_mbuf_ = false;
+  bool inject_ = false;  // Rigged only: duplicates or reordering are injected
   bool batching_ = false;     // batch_sends(true) with tx_burst_ > 1
   bool txq_blocked_ = false;  // the last flush left frames queued (the PMD took fewer than offered)
   std::uint16_t txq_n_ = 0, txq_port_ = 0, tx_burst_ = 1;
@@ -485,13 +483,12 @@ class Transport {
   alignas(64) am::Frame rx_frame_{};  // the delivered frame, copied out of the mbuf to be aligned
   Counters counters_;                 // what is not kept per peer
   double drop_rate_, dup_rate_, reorder_rate_;
-  // Cold: only the injection, the stash (after a gap) and the rx-mbuf reuse touch these.
+  // Cold: only the injection and the stash (after a gap) touch these.
   std::uint64_t dup_threshold_ = 0, reorder_threshold_ = 0;
   rte_mbuf* held_ = nullptr;       // reorder injection: the frame that the next received one overtakes
   std::uint64_t held_at_ = 0;      // when it was held (TSC); released alone after hold_cycles_
   std::uint64_t hold_cycles_ = 0;  // kReorderHoldUs (dpdk/options.hpp) in TSC cycles
   std::uint64_t kick_gap_cycles_ = 0, last_kick_ = 0;  // net_af_packet: kick_stranded() (0: another PMD)
-  rte_mbuf* spare_ = nullptr;      // a received mbuf kept for the next send (release, frame_mbuf)
   // Frames that came ahead of their stream (a gap before them), held until the missing ones arrive, so
   // that reordered frames reach the AM layer in order. Flushed (the gap then counted as lost) when an
   // rx burst comes back empty or the stash is full.

@@ -15,7 +15,8 @@
 
 namespace logpb::dpdk {
 
-Transport::Transport(std::vector<Port*> ports, const std::vector<PeerAddress>& peers, const TransportOptions& opt,
+template <class Rig>
+Transport<Rig>::Transport(std::vector<Port*> ports, const std::vector<PeerAddress>& peers, const TransportOptions& opt,
                      std::function<bool()> peer_alive)
     : ports_(std::move(ports)),
       peer_alive_(std::move(peer_alive)),
@@ -33,6 +34,10 @@ Transport::Transport(std::vector<Port*> ports, const std::vector<PeerAddress>& p
       dup_rate_(opt.dup_rate),
       reorder_rate_(opt.reorder_rate) {
   if (ports_.empty()) throw UsageError("a DPDK transport needs at least one port");
+  if (!Rig::rigged && rigged(opt))
+    throw std::logic_error(
+        "the plain DPDK datapath has no fault injection and no reflector: build a Transport<Rigged> "
+        "for --drop-rate, --dup-rate, --reorder-rate or --reflector (dpdk::connect chooses it)");
   if (size_ < 1 || size_ > am::kMaxRanks || rank_ < 0 || rank_ >= size_)
     throw UsageError("DPDK transport: rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
                      " is not a rank of the job");
@@ -51,7 +56,6 @@ Transport::Transport(std::vector<Port*> ports, const std::vector<PeerAddress>& p
     throw UsageError("--tx-burst must be in 1.." + std::to_string(kMaxTxBurst));
   tx_burst_ = static_cast<std::uint16_t>(opt.tx_burst);
   if (inject_) burst_ = std::min(burst_, 255);  // inject_faults may double a burst and add one: rx_ holds 512
-  if (const char* e = std::getenv("LOGPB_DPDK_MBUF_REUSE")) reuse_rx_mbuf_ = std::string(e) == "1";
   std::uint32_t payload = ports_[0]->max_frame_payload();
   for (Port* p : ports_) {
     port_ids_.push_back(p->id());
@@ -93,23 +97,25 @@ PeerAddress pair_peer(const std::uint8_t mac[6], int rank, int rx_ring) {
 }
 }  // namespace
 
-Transport::Transport(Port& port, const std::uint8_t peer_mac[6], const TransportOptions& opt,
-                     std::function<bool()> peer_alive)
+template <class Rig>
+Transport<Rig>::Transport(Port& port, const std::uint8_t peer_mac[6], const TransportOptions& opt,
+                          std::function<bool()> peer_alive)
     : Transport(std::vector<Port*>{&port}, {pair_peer(peer_mac, opt.reflector ? 1 : 1 - opt.rank, opt.peer_rx_ring)},
                 opt, std::move(peer_alive)) {}
 
-void Transport::no_route(int rank) const {
+template <class Rig>
+void Transport<Rig>::no_route(int rank) const {
   throw UsageError("DPDK transport of rank " + std::to_string(rank_) + ": no route to rank " + std::to_string(rank) +
                    " (not a connected peer in a job of " + std::to_string(size_) + ")");
 }
 
-Transport::~Transport() {
+template <class Rig>
+Transport<Rig>::~Transport() {
   // What a stream left queued goes out if the PMD takes it now; a stuck port does not hold the exit.
   for (int tries = 0; txq_n_ != 0 && tries < 1000; ++tries) flush_queue();
   for (std::uint16_t i = 0; i < txq_n_; ++i) rte_pktmbuf_free(txq_[i]);
   release_tx_mbufs();
   for (std::uint16_t i = rx_pos_; i < rx_n_; ++i) rte_pktmbuf_free(rx_[i]);
-  if (spare_) rte_pktmbuf_free(spare_);
   if (held_) rte_pktmbuf_free(held_);
   for (int i = 0; i < stash_n_; ++i) rte_pktmbuf_free(stash_[static_cast<std::size_t>(i)].m);
   for (; trk_head_ != trk_tail_; ++trk_head_) rte_pktmbuf_free(tracked_[trk_head_ % kTracked].m);  // our references
@@ -130,14 +136,16 @@ int ring_share(int ring, int sources, int window, int burst) {
 }
 }  // namespace
 
-int Transport::own_sources(std::size_t port) const {
+template <class Rig>
+int Transport<Rig>::own_sources(std::size_t port) const {
   int k = 0;
   for (const Peer& p : peers_)
     if (p.connected && p.port == port) ++k;
   return k;
 }
 
-int Transport::max_credits(int window) const {
+template <class Rig>
+int Transport<Rig>::max_credits(int window) const {
   int room = INT32_MAX, ring = 0, sources = 1;
   auto consider = [&](int r, int k) {
     const int share = ring_share(r, k, window, burst_);
@@ -157,7 +165,8 @@ int Transport::max_credits(int window) const {
 }
 
 // What local completion meant in this run, from what the PMD was seen to do with tracked mbufs.
-nlohmann::json Transport::describe_local_completion() const {
+template <class Rig>
+nlohmann::json Transport<Rig>::describe_local_completion() const {
   const Counters& c = counters_;
   nlohmann::json j = {
       {"mechanism", ports_.size() == 1
@@ -186,7 +195,8 @@ nlohmann::json Transport::describe_local_completion() const {
   return j;
 }
 
-Counters Transport::counters() const {
+template <class Rig>
+Counters Transport<Rig>::counters() const {
   Counters c = counters_;
   for (const Peer& p : peers_) {
     c.tx += p.c.tx;
@@ -200,7 +210,8 @@ Counters Transport::counters() const {
   return c;
 }
 
-nlohmann::json Transport::describe() const {
+template <class Rig>
+nlohmann::json Transport<Rig>::describe() const {
   nlohmann::json j = ports_[0]->describe();  // the first port's facts at the top, as for a pair
   j["rank"] = rank_;
   j["size"] = size_;
@@ -208,7 +219,8 @@ nlohmann::json Transport::describe() const {
   // Frames per PMD tx burst: 1 (each send goes out in its own call), or, while a stream batched its sends
   // (bw, flood with --tx-burst), up to tx_burst; counters.tx_batches/tx_batched say what happened.
   j["tx_burst"] = tx_burst_;
-  j["rx_mbuf_reuse"] = reuse_rx_mbuf_;  // a send goes out in the last received mbuf (LOGPB_DPDK_MBUF_REUSE=1)
+  // Plain: nothing but the NI in the datapath; rigged: injection and the reflector's swaps tested per frame.
+  j["datapath"] = Rig::rigged ? "rigged" : "plain";
   j["drop_rate"] = drop_rate_;
   j["dup_rate"] = dup_rate_;
   j["reorder_rate"] = reorder_rate_;
@@ -240,7 +252,6 @@ nlohmann::json Transport::describe() const {
                    {"get_served", c.get_served},
                    {"medium_sent", c.medium_sent},
                    {"medium_rejected", c.medium_rejected},
-                   {"rx_mbuf_reused", c.rx_mbuf_reused},
                    {"tx_batches", c.tx_batches},
                    {"tx_batched", c.tx_batched}};
   j["local_completion"] = describe_local_completion();
@@ -288,5 +299,8 @@ nlohmann::json Transport::describe() const {
   j["peers"] = std::move(peers);
   return j;
 }
+
+template class Transport<Plain>;
+template class Transport<Rigged>;
 
 }  // namespace logpb::dpdk

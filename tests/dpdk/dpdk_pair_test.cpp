@@ -6,7 +6,8 @@
 //    nothing of it is copied;
 //  - local completion: memif (copy mode) completes inside tx_burst; net_ring only once the frame has
 //    been received and freed, and tx_completed() must not claim it earlier;
-//  - max_credits(): the receiver's ring bounds the credits, an impossible window is refused by name.
+//  - max_credits(): the receiver's ring bounds the credits, an impossible window is refused by name;
+//  - Transport<Plain> refuses injection (Transport<Rigged> has it).
 // Prints what each PMD's local completion meant. Exit 0: all held; 1: a check failed.
 #include <unistd.h>
 
@@ -14,6 +15,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -53,7 +55,8 @@ am::Frame frame(std::uint32_t session, std::uint16_t handler) {
 }
 
 // Polls rx until `want` more frames were delivered (or a generous number of empty polls).
-void receive(dpdk::Transport& t, Received& r, std::size_t want) {
+template <class Rig>
+void receive(dpdk::Transport<Rig>& t, Received& r, std::size_t want) {
   const std::size_t goal = r.frames.size() + want;
   for (long i = 0; i < 50000000L && r.frames.size() < goal; ++i) t.poll(r);
 }
@@ -84,7 +87,7 @@ void pair_test(const std::string& name, const std::vector<std::string>& vdevs, b
   auto alive = [] { return true; };
   dpdk::TransportOptions tob = to;
   tob.rank = 1;
-  dpdk::Transport ta(a, b.mac(), to, alive), tb(b, a.mac(), tob, alive);
+  dpdk::Transport<> ta(a, b.mac(), to, alive), tb(b, a.mac(), tob, alive);
   Received rb;
   // The memif server (a) transmits into buffers the client (b) supplies from its rx path: nothing goes
   // from a to b until b has polled once. (af_xdp: the link may take a moment to pass frames.)
@@ -175,6 +178,18 @@ void pair_test(const std::string& name, const std::vector<std::string>& vdevs, b
     std::printf("      refused: %s\n", e.what());
   }
   check(refused, "a window of half the rx ring is refused, naming --rx-ring and --window");
+
+  // The plain datapath has no test machinery: injection asked of it is refused, naming the policy that has it.
+  bool plain_refused = false;
+  try {
+    dpdk::TransportOptions inject = to;
+    inject.drop_rate = 0.1;
+    dpdk::Transport<> plain(a, b.mac(), inject, alive);
+  } catch (const std::logic_error& e) {
+    plain_refused = std::string(e.what()).find("Rigged") != std::string::npos;
+    std::printf("      refused: %s\n", e.what());
+  }
+  check(plain_refused, "Transport<Plain> refuses --drop-rate, naming Transport<Rigged>");
   if (!ring) return;
 
   // net_ring: tx enqueues the mbuf itself on the ring its own rx reads, so a sent frame is complete only
@@ -184,7 +199,7 @@ void pair_test(const std::string& name, const std::vector<std::string>& vdevs, b
   dpdk::Port r(pr);
   dpdk::TransportOptions tor = to;
   tor.reflector = true;  // a loopback: our own frames come back, as from a reflector (rank 1)
-  dpdk::Transport tr(r, r.mac(), tor, alive);
+  dpdk::Transport<dpdk::Rigged> tr(r, r.mac(), tor, alive);
   Received rr;
   tr.track_next();
   am::Frame f = frame(session, 5);

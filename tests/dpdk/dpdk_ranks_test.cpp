@@ -29,7 +29,7 @@
 #include "dpdk/connect.hpp"
 
 using namespace logpb;
-using EP = am::Endpoint<dpdk::Transport>;
+using EP = am::Endpoint<dpdk::Transport<>>;
 
 namespace {
 
@@ -173,7 +173,7 @@ void traffic(Ranks& ranks, const Clock& clock, int rounds) {
   const auto session = ranks.broadcast(static_cast<std::uint32_t>(0x70000000u ^ static_cast<std::uint32_t>(getpid())))
                            .get<std::uint32_t>();
   auto conn = dpdk::connect(ranks, connect_options(ranks, session));
-  dpdk::Transport& t = conn->transport();
+  dpdk::Transport<>& t = conn->transport();
   EP ep(t, clock, endpoint_options(ranks, session, 60));
   State s;
   s.rank = ranks.rank();
@@ -230,7 +230,7 @@ void traffic(Ranks& ranks, const Clock& clock, int rounds) {
   so.rank = ep.rank();
   so.size = kRanks;
   so.segment_bytes = 4096;
-  dpdk::Transport one_port(std::vector<dpdk::Port*>{conn->ports()[0].get()}, shared, so, [] { return true; });
+  dpdk::Transport<> one_port(std::vector<dpdk::Port*>{conn->ports()[0].get()}, shared, so, [] { return true; });
   const int ring = conn->ports()[0]->rx_ring();
   nlohmann::json mine = {{"rank", ep.rank()},
                          {"bad_echo", s.bad_echo},

@@ -110,7 +110,7 @@ struct Sink {
   }
 };
 
-dpdk::Transport make_rank(dpdk::Port& port, int rank, int a, int b) {
+dpdk::Transport<> make_rank(dpdk::Port& port, int rank, int a, int b) {
   std::vector<dpdk::PeerAddress> peers(2);
   peers[0].rank = a;
   peers[1].rank = b;
@@ -124,14 +124,14 @@ dpdk::Transport make_rank(dpdk::Port& port, int rank, int a, int b) {
   to.rank = rank;
   to.size = 3;
   to.segment_bytes = kSegment;
-  return dpdk::Transport({&port}, peers, to, [] { return true; });
+  return dpdk::Transport<>({&port}, peers, to, [] { return true; });
 }
 
 // Seeds (tests/fuzz/corpus/dpdk): what rank 0's transport really puts on the wire toward rank 1 (a small
 // AM, a medium store, a chunked store, a get request), taken off the loopback before any transport reads
 // it. Written when LOGPB_FUZZ_SEEDS names a directory, before any fuzzing.
 void write_seeds(dpdk::Port& port, const std::string& dir) {
-  dpdk::Transport zero = make_rank(port, 0, 1, 2);
+  dpdk::Transport<> zero = make_rank(port, 0, 1, 2);
   std::vector<std::uint8_t> data(3 * zero.medium_max());
   for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::uint8_t>(i * 131 + 7);
   am::Frame f{};
@@ -186,7 +186,7 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static World* w = new World;
   dpdk::Port& port = *w->port;
-  dpdk::Transport t = make_rank(port, 1, 0, 2);
+  dpdk::Transport<> t = make_rank(port, 1, 0, 2);
   std::byte* seg = t.segment().data();
 #ifdef LOGPB_ASAN
   ASAN_POISON_MEMORY_REGION(seg - kGuard, kGuard);

@@ -17,7 +17,6 @@
 #include <rte_ethdev.h>
 #include <rte_ether.h>
 #include <rte_mbuf.h>
-#include <sched.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -28,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/pin.hpp"
 #include "common/clock.hpp"
 #include "common/frame.hpp"
 #include "dpdk/port.hpp"
@@ -40,13 +40,6 @@ using logpb::dpdk::PortOptions;
 
 constexpr std::uint16_t kStopType = logpb::dpdk::kEtherType + 1;  // the client's last frame
 constexpr std::uint32_t kFrameBytes = sizeof(rte_ether_hdr) + sizeof(logpb::dpdk::WireHdr) + sizeof(logpb::am::Frame);
-
-void pin(int cpu) {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  CPU_SET(cpu, &set);
-  if (sched_setaffinity(0, sizeof set, &set) != 0) std::perror("sched_setaffinity");
-}
 
 std::vector<std::string> split(const std::string& s) {
   std::istringstream in(s);
@@ -144,7 +137,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const bool is_server = std::strcmp(argv[1], "server") == 0;
-  pin(std::atoi(argv[2]));
+  if (!logpb::bench::pin(std::atoi(argv[2]))) std::perror("dpdk_bare_pingpong: sched_setaffinity");
   const long iterations = std::max(1L, std::atol(argv[3]));
   try {
     PortOptions po;
