@@ -74,6 +74,15 @@ nlohmann::json signature_record(const methods::SignatureData& d, bool raw) {
           // The interruption length (a tick, a VM exit) the points were judged by: a burst more than half of it
           // per message above its point's lower quartile held one and is left out (the points' "interrupted").
           {"interruption_ns", std::isfinite(d.interruption_ns) ? nlohmann::json(d.interruption_ns) : nlohmann::json(nullptr)},
+          // The replier's timed polls (Culler et al. 3.5): the median is the fit's replier_service; a mean or
+          // 90th percentile well above it says part of its polls were slower (its throughput pays for them).
+          {"replier_polls",
+           {{"median_ns", std::isfinite(d.replier_service_ns) ? nlohmann::json(d.replier_service_ns) : nlohmann::json()},
+            {"mean_ns", std::isfinite(d.replier_service_mean_ns) ? nlohmann::json(d.replier_service_mean_ns)
+                                                                 : nlohmann::json()},
+            {"p90_ns", std::isfinite(d.replier_service_p90_ns) ? nlohmann::json(d.replier_service_p90_ns)
+                                                               : nlohmann::json()},
+            {"requests", d.replier_requests}}},
           {"signature", signature_curves_json(d, raw)}};
 }
 

@@ -71,6 +71,7 @@ struct SignatureData {
   // did not say, e.g. a reflector), and how many requests that covers.
   double replier_service_ns = NAN;
   std::uint64_t replier_requests = 0;
+  double replier_service_mean_ns = NAN, replier_service_p90_ns = NAN;  // the same polls' mean and 90th percentile
   double interruption_ns = NAN;  // the interruption length the points' bursts were judged by (NaN: none)
   bool compute_delta = false;    // Delta was fixed work (--delta-kind compute)
 };
@@ -78,11 +79,15 @@ struct SignatureData {
 // Asks the replier to start (on) or stop timing its own service of requests; stopping returns its busy
 // time per request in ns (NaN when it did not time any).
 template <class EP>
-double replier_service(EP& ep, ClientState& st, bool on, std::uint64_t* requests = nullptr) {
+double replier_service(EP& ep, ClientState& st, bool on, std::uint64_t* requests = nullptr, double* mean_ns = nullptr,
+                       double* p90_ns = nullptr) {
   const std::uint64_t want = st.acks + 1;
   ep.request(kService, on ? 1 : 0);
   if (!ep.wait_until([&] { return st.acks == want; })) return NAN;
   if (requests) *requests = st.last_args[1];
+  // A replier that does not send them (an older peer) leaves them 0: NaN.
+  if (mean_ns) *mean_ns = st.last_args[2] > 0 ? static_cast<double>(st.last_args[2]) / 1000 : NAN;
+  if (p90_ns) *p90_ns = st.last_args[3] > 0 ? static_cast<double>(st.last_args[3]) / 1000 : NAN;
   return !on && st.last_args[1] > 0 ? static_cast<double>(st.last_args[0]) / 1000 : NAN;
 }
 
@@ -245,7 +250,8 @@ SignatureData signature(EP& ep, ClientState& st, const Clock& clock, const Signa
   // times its own service meanwhile, so a replier-bound steady state can be named (Culler et al. 3.5).
   replier_service(ep, st, true);
   d.curves.push_back(signature_curve(ep, clock, 0, cfg, hooks, "signature Delta=0", request));
-  d.replier_service_ns = replier_service(ep, st, false, &d.replier_requests);
+  d.replier_service_ns =
+      replier_service(ep, st, false, &d.replier_requests, &d.replier_service_mean_ns, &d.replier_service_p90_ns);
   hooks.checkpoint(d);
   const std::vector<double> deltas = cfg.deltas_ns.empty() ? hooks.deltas_after_first(d.curves.front()) : cfg.deltas_ns;
   for (double delta : deltas) {
