@@ -36,6 +36,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from lpbtest import load, run  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="logpb-truth-")
+# The replier's polls' mean over their median above which its core is taken too much for the steady state to
+# hold the emulated parameters (signature_rows): the VM's own ticks give about 1.05.
+REPLIER_TAKEN = 1.15
 REL, ABS_NS = 0.05, 100.0
 # The machine's own floor: half the bare cache-line ping-pong between the two cores (bench/shm_bare_pingpong),
 # probed before and after a machine's runs, the larger kept. An emulated overhead is padded from the
@@ -283,6 +286,25 @@ def signature_rows(machine, name, t):
     gap_rows(name, "signature", t, p, steady, bott == "network interface", rows,
              stage=max(t["os"] + t["orr"], rtt(t) / t["W"], turnaround(t), pair))
     rows.append(Row(name, "signature", "bottleneck", bott, p["g"].get("bottleneck"), kind="equals"))
+    # The replier's own core, measured: its timed polls' mean against their median (runs[].replier_polls). The
+    # VM's ticks part them by about 5% (slow state: mean 3017 against median 2855 ns on the replier machine).
+    # In the VM's fast state the replier's core was seen taken far more (modern: mean 2941 against 2254 ns,
+    # +30%), every burst then waits on it, and the steady state holds that time (g 2527 for 2200, named the
+    # network interface). The machine then does not deliver the emulated parameters the truth assumes: the
+    # steady-state rows are shown but not judged, and the output says why.
+    # (Where the replier could set the steady state: see below.)
+    polls = (d.get("runs") or [{}])[0].get("replier_polls") or {}
+    mean, median = polls.get("mean_ns"), polls.get("median_ns")
+    g_got = value(p.get("g"))
+    # Only where the replier can set the steady state: its mean time per request reaches it (a capacity-bound
+    # machine's replier idles between requests, and its mean then holds ticks that cost the stream nothing).
+    if (isinstance(mean, (int, float)) and isinstance(median, (int, float)) and median > 0
+            and mean > REPLIER_TAKEN * median and g_got is not None and mean >= 0.9 * g_got):
+        why = (f"the replier's core was taken: its polls averaged {mean:.0f} ns against a median of {median:.0f} "
+               f"(+{100 * (mean / median - 1):.0f}%, over {REPLIER_TAKEN:.2f}x)")
+        for r in rows:
+            if r.param in ("g (method's sense)", "g_ni", "bottleneck"):
+                r.unjudged = why
     return rows
 
 
