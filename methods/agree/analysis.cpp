@@ -206,10 +206,9 @@ nlohmann::json figure_json(const nlohmann::json& records, const Figure& f, Entry
 
 // What the run itself measured about why a pair parted, where a method records it (e.g. the receive's poll:
 // frames per poll, the empty poll's cost).
-std::string poll_mechanism(const Quantity& q, const nlohmann::json& records);
-
-std::string measured_cause(const Quantity& q, const nlohmann::json& records) {
-  std::string s = poll_mechanism(q, records);
+// `mechanism`: what the poll phase measured of this pair (poll_mechanism), or empty.
+std::string measured_cause(const Quantity& q, const nlohmann::json& records, const std::string& mechanism) {
+  std::string s = mechanism;
   for (const Figure& f : {q.defined_by, q.cross}) {
     const nlohmann::json p = figure_record(records, f);
     if (p.is_object() && p.contains("mechanism") && p["mechanism"].is_string())
@@ -226,9 +225,8 @@ std::string poll_mechanism(const Quantity& q, const nlohmann::json& records) {
   if (std::string(q.name) != "o_r" && std::string(q.name) != "o_r_stream") return {};
   if (!records.contains("poll") || !records["poll"].is_object()) return {};
   const nlohmann::json& rec = records["poll"];
-  const nlohmann::json params = rec.value("parameters", nlohmann::json::object());
   auto value = [&](const char* k) {
-    const auto& p = params.contains(k) ? params[k] : nlohmann::json();
+    const nlohmann::json p = figure_record(records, {"poll", k});
     return p.is_object() && p.contains("value_ns") && p["value_ns"].is_number() ? p["value_ns"].get<double>() : NAN;
   };
   const double reply = value("poll_one_reply"), frame = value("poll_one_frame"),
@@ -292,7 +290,8 @@ nlohmann::json judge(const Quantity& q, const nlohmann::json& records, const nlo
       {"max_rel_diff_beyond_ci95", nullptr},
   };
   // The mechanism that parts the pair, wherever the run measured it, whatever the verdict.
-  if (const std::string m = poll_mechanism(q, records); !m.empty()) r["mechanism"] = m;
+  const std::string mechanism = poll_mechanism(q, records);
+  if (!mechanism.empty()) r["mechanism"] = mechanism;
   if (entries.size() < 2) {
     r["verdict"] = "not compared";
     r["explanation"] = std::string(entries.empty() ? "no method" : "only " + entries.front().method) +
@@ -334,7 +333,7 @@ nlohmann::json judge(const Quantity& q, const nlohmann::json& records, const nlo
     r["explanation"] = how + tail;
     return r;
   }
-  const std::string measured = measured_cause(q, records);
+  const std::string measured = measured_cause(q, records, mechanism);
   std::string text = q.relation == Relation::same
                          ? "differ by " + percent(raw) + " (" + pair + "), though " + q.relation_text
                          : x.method + " " + us(x.value) + " is below " + d.method + " " + us(d.value) + " by " +
