@@ -257,6 +257,20 @@ std::string poll_mechanism(const Quantity& q, const nlohmann::json& records) {
     s += b;
   }
   if (std::isfinite(empty)) s += "; an empty poll " + us(empty);
+  // The overlap test's o_r_stream was read at its knee with the frames per poll it measured there: the poll's
+  // line (a + b x frames) predicts a / f + b at that f.
+  const double a = value("poll_fixed"), b = value("poll_per_frame");
+  const nlohmann::json ov = figure_record(records, {"overlap", "o_r_stream"});
+  if (std::isfinite(a) && std::isfinite(b) && ov.is_object() && ov.value("frames_per_poll", nlohmann::json()).is_number() &&
+      ov.value("value_ns", nlohmann::json()).is_number()) {
+    const double f = ov["frames_per_poll"].get<double>(), got = ov["value_ns"].get<double>();
+    if (f > 0) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "; at the overlap test's knee (%.2f frames per poll) the line a + b x f predicts ",
+                    f);
+      s += buf + us(a / f + b) + " per message against its " + us(got);
+    }
+  }
   s += ". A waiting frame's poll pays the poll and the frame's arrival in this core's cache; a stream's frames "
        "share polls and arrive while earlier ones are handled";
   return s;

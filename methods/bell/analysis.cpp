@@ -1,5 +1,6 @@
 #include "methods/bell/analysis.hpp"
 
+#include <cmath>
 #include <string>
 
 #include "analysis/loggp.hpp"
@@ -36,20 +37,36 @@ nlohmann::json queue_json(const methods::FloodQueue& q) {
            "floods of up to 2000 messages each); messages per run raised until the start and the final reply "
            "cost under 1% (N >= 100 RTT / time per message, at most 4x --messages)"}};
 }
-// What the overlap test's two figures are (Bell et al. 4.3), beside their values. The receive side's computation
-// sits between receives of a saturated stream: the peer floods, so while the receiver computes, frames pile up,
-// and one poll then hands up several of them. The receiver falls behind only when c plus what a message costs
-// at the largest batch exceeds the sender's pace, so both the largest hidden c (the paper's reading) and the
-// rising line past it give the per-message cost of a stream, not one receive of a message alone (o_r).
-nlohmann::json stream_notes(nlohmann::json p, bool send, std::uint32_t bytes) {
+// What the overlap test's two figures are (Bell et al. 4.3), beside their values. Both are read at the knee,
+// as the paper reads them: T(0) less the largest computation that stays hidden, here the non-compute time of
+// the first points past it. The receive side's computation sits between receives of a saturated stream: the
+// peer floods, so while the receiver computes, frames pile up and one poll may hand up several; the figure
+// is a stream's per message, published with the frames per poll measured at the knee (issue 36 item 1).
+nlohmann::json stream_notes(nlohmann::json p, bool send, std::uint32_t bytes, double frames_per_poll) {
   if (!p.is_object()) return p;
   p["definition"] =
       send ? "Bell et al. 4.3's send overhead at " + std::to_string(bytes) +
-                 " B: a send posted, computation, then the wait for its local completion, less the computation"
+                 " B, read at the knee: a send posted, computation, then the wait for its local completion, less "
+                 "the computation"
            : "Bell et al. 4.3's receive overhead at " + std::to_string(bytes) +
-                 " B, per message of a saturated one-way stream: a poll's fixed cost is shared among the frames it "
-                 "hands up, so this is at most o_r, one receive of a message alone";
+                 " B, read at the knee, per message of a saturated one-way stream: a poll's fixed cost is shared "
+                 "among the frames it hands up (frames_per_poll, measured there), so this is at most o_r, one "
+                 "receive of a message alone";
+  if (!send)
+    p["frames_per_poll"] = std::isfinite(frames_per_poll) ? nlohmann::json(frames_per_poll) : nlohmann::json(nullptr);
   return p;
+}
+nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+// Where each side's figure was read: the knee, and the lowest non-compute time past it with its batch.
+nlohmann::json knee_json(const methods::OverlapSide& s) {
+  return {{"c_ns", number_or_null(s.knee_c_ns)},
+          {"frames_per_poll", number_or_null(s.knee_frames_per_poll)},
+          {"lowest_past_knee_ns", number_or_null(s.lowest_ns)},
+          {"lowest_frames_per_poll", number_or_null(s.lowest_frames_per_poll)},
+          {"rule",
+           "the knee's first points: every later point lies over 5% above T(0); the grid's step (T(0)/10) "
+           "that holds the knee is halved three times, and the risen points within half a step of the first "
+           "are read (median)"}};
 }
 }  // namespace
 
@@ -129,8 +146,9 @@ nlohmann::json bell_summary(const std::vector<std::vector<methods::BellSize>>& r
         const auto& b = last[i];
         for (const auto* side : {&b.send, &b.recv}) {
           nlohmann::json c = nlohmann::json::array();
-          for (const auto& p : side->curve) c.push_back({p.c_ns, p.t_ns, p.o_ns});
+          for (const auto& p : side->curve) c.push_back({p.c_ns, p.t_ns, p.o_ns, number_or_null(p.frames_per_poll)});
           e[side == &b.send ? "overlap_send_curve" : "overlap_recv_curve"] = c;
+          e[side == &b.send ? "overlap_send_knee" : "overlap_recv_knee"] = knee_json(*side);
         }
       }
     } else {
@@ -141,7 +159,7 @@ nlohmann::json bell_summary(const std::vector<std::vector<methods::BellSize>>& r
       e["send_curve"] = nlohmann::json::array();
       for (const auto& p : b.send.curve) e["send_curve"].push_back({p.c_ns, p.t_ns, p.o_ns});
       e["recv_curve"] = nlohmann::json::array();
-      for (const auto& p : b.recv.curve) e["recv_curve"].push_back({p.c_ns, p.t_ns, p.o_ns});
+      for (const auto& p : b.recv.curve) e["recv_curve"].push_back({p.c_ns, p.t_ns, p.o_ns, number_or_null(p.frames_per_poll)});
       e["messages_per_run"] = {
           {"send", b.send.messages},
           {"recv", b.recv.messages},
@@ -150,6 +168,8 @@ nlohmann::json bell_summary(const std::vector<std::vector<methods::BellSize>>& r
       e["t0_recv_ns"] = b.recv.t0_ns;
       e["hidden_c_send_ns"] = b.send.hidden_c_ns;
       e["hidden_c_recv_ns"] = b.recv.hidden_c_ns;
+      e["send_knee"] = knee_json(b.send);
+      e["recv_knee"] = knee_json(b.recv);
       for (const auto* side : {&b.send, &b.recv}) {
         const bool ok = side->ok && side->overhead > 0;
         add_check(
@@ -209,8 +229,8 @@ nlohmann::json bell_summary(const std::vector<std::vector<methods::BellSize>>& r
     }
     if (!Gni.empty()) params["G_ni"] = over_runs(Gni);
     if (per.front().contains("o_s_completion")) {
-      params["o_s_completion"] = stream_notes(per.front()["o_s_completion"], true, last.front().bytes);
-      params["o_r_stream"] = stream_notes(per.front()["o_r_stream"], false, last.front().bytes);
+      params["o_s_completion"] = stream_notes(per.front()["o_s_completion"], true, last.front().bytes, NAN);
+      params["o_r_stream"] = stream_notes(per.front()["o_r_stream"], false, last.front().bytes, last.front().recv.knee_frames_per_poll);
     }
     // Issue 36 item 5: the host's kernel time per message of the flood at the smallest size, over every
     // core of this host (system, irq and softirq, as /proc/stat samples them at the tick), beside the o's the
@@ -254,8 +274,8 @@ nlohmann::json bell_summary(const std::vector<std::vector<methods::BellSize>>& r
     if (last.size() >= 2)
       add_check(checks, "G > 0", params["G"]["value_ns"].is_number(), "the flood's time does not grow with size");
   } else if (!last.empty()) {
-    params["o_s_completion"] = stream_notes(per.front()["o_s_completion"], true, last.front().bytes);
-    params["o_r_stream"] = stream_notes(per.front()["o_r_stream"], false, last.front().bytes);
+    params["o_s_completion"] = stream_notes(per.front()["o_s_completion"], true, last.front().bytes, NAN);
+    params["o_r_stream"] = stream_notes(per.front()["o_r_stream"], false, last.front().bytes, last.front().recv.knee_frames_per_poll);
     params["rtt"] = per.front()["rtt"];
   }
   return {{"parameters", params}, {"per_size", per}, {"checks", checks}};

@@ -121,6 +121,10 @@ FloodTime flood_once(EP& ep, ClientState& st, const Clock& clock, std::uint32_t 
 //    any batch holds whole batches, so its mean is o_r per message, the poll's cost shared out.
 struct OverlapPoint {
   double c_ns = NAN, t_ns = NAN, o_ns = NAN;
+  // Receive side: frames per poll that handed any up (issue 36 item 1: a stream's figure is published with the
+  // batch it was measured at). A message whose wait found it already handed up took no poll, so this is the
+  // run's messages over the waits that had to poll. NaN on the send side.
+  double frames_per_poll = NAN;
 };
 
 namespace detail {
@@ -187,25 +191,34 @@ OverlapPoint overlap_recv_once(EP& ep, ClientState& st, const Clock& clock, std:
   std::vector<std::uint64_t> start(static_cast<std::size_t>(messages)), end(static_cast<std::size_t>(messages));
   ep.oneway(kFloodMe, static_cast<std::uint64_t>(messages), n, max_message(ep));
   bool ok = true;
+  int polled = 0;  // waits whose message was not handed up yet: each ends in one poll that hands frames up
   for (int i = 1; i <= messages && ok; ++i) {
     end[static_cast<std::size_t>(i - 1)] = delay.run_stamped(c_cycles, start[static_cast<std::size_t>(i - 1)]);
-    ok = ep.wait_until([&] { return st.arrivals >= base + static_cast<std::uint64_t>(i); });
+    const std::uint64_t want = base + static_cast<std::uint64_t>(i);
+    polled += st.arrivals < want;
+    ok = ep.wait_until([&] { return st.arrivals >= want; });
   }
   OverlapPoint p;
   if (!ok || ep.loss_events() != losses) return p;
   p = detail::overlap_point(clock, start, end, messages);
+  if (polled > 0) p.frames_per_poll = static_cast<double>(messages) / polled;
   return p;
 }
 
-// One side's overlap test over runs: for growing c, the minimum over runs of T(c); then the overhead as
-// the non-compute time of the points on the rising line (detail::infer_overhead).
+// One side's overlap test over runs: for growing c, the minimum over runs of T(c); then the overhead read at
+// the knee, as Bell et al. 4.3 read it, and the lowest non-compute time past it beside.
 struct OverlapSide {
-  std::vector<OverlapPoint> curve;       // c grid, min over runs per point
-  std::vector<double> per_run_overhead;  // the inference repeated on each run's own curve
+  std::vector<OverlapPoint> curve;       // c grid (sorted by c), min over runs per point
+  std::vector<double> per_run_overhead;  // the knee reading repeated on each run's own points
   double t0_ns = NAN;                    // T(0): the q = 1 gap this side sees
-  double overhead = NAN, ci95 = NAN;
+  double overhead = NAN, ci95 = NAN;     // at the knee (the published figure)
   double hidden_c_ns = NAN;  // the largest computation that stayed hidden (T(0) - overhead)
-  int messages = 0;          // per run (the user's count, or fewer within the run budget)
+  double knee_c_ns = NAN;    // the computation of the knee's first point that rose
+  double knee_frames_per_poll = NAN;  // receive side: the batch at the knee
+  // The lowest non-compute time past the knee (detail::infer_overhead) and the batch it was read at: on a NI
+  // that hands several frames up per poll, a standing queue past the knee lowers what a message costs.
+  double lowest_ns = NAN, lowest_frames_per_poll = NAN;
+  int messages = 0;  // per run (the user's count, or fewer within the run budget)
   std::string ci_method;
   bool ok = false;
   std::string note;
@@ -233,13 +246,40 @@ inline double infer_overhead(const std::vector<OverlapPoint>& pts, double rise =
       est.push_back(pts[i].o_ns);
   return est.empty() ? bottom : median_of(est);
 }
+
+// A point rose past the knee when its time per message is above T(0) by more than kKneeRise.
+inline constexpr double kKneeRise = 0.05;
+inline bool rose(const OverlapPoint& p, double t0) { return std::isfinite(p.t_ns) && p.t_ns > (1 + kKneeRise) * t0; }
+
+// The knee of a curve sorted by c whose first point is T(0): the first point from which every later
+// point rose (a point raised by chance before the knee, its peer slowed, does not count: the hidden
+// points after it show it). Its index, or 0 when the last point did not rise.
+inline std::size_t knee_index(const std::vector<OverlapPoint>& pts) {
+  if (pts.size() < 2 || !std::isfinite(pts.front().t_ns)) return 0;
+  const double t0 = pts.front().t_ns;
+  std::size_t k = pts.size();
+  while (k > 1 && rose(pts[k - 1], t0)) --k;
+  return k == pts.size() ? 0 : k;
+}
+
+// Bell et al. 4.3's reading: the overhead where the computation stops hiding. Past the knee T(c) = o + c,
+// so the non-compute time of the knee's first points that rose is o at the batch the knee has; read at
+// the first risen point and every risen one within `width` of its c (the median of them). NaN without a knee.
+inline double knee_overhead(const std::vector<OverlapPoint>& pts, double width) {
+  const std::size_t k = knee_index(pts);
+  if (k == 0) return NAN;
+  std::vector<double> est;
+  for (std::size_t i = k; i < pts.size() && pts[i].c_ns <= pts[k].c_ns + width; ++i)
+    if (std::isfinite(pts[i].o_ns)) est.push_back(pts[i].o_ns);
+  return est.empty() ? NAN : median_of(est);
+}
 }  // namespace detail
 
 template <class Once>
 OverlapSide overlap_side(const Clock& clock, const BellConfig& cfg, Once&& once) {
   OverlapSide s;
-  // T(0) first (its minimum over runs); then c in steps of T(0)/10 until T(c) has risen by half and at
-  // least four points lie on the rising line.
+  // T(0) first (its minimum over runs); then c in steps of T(0)/10 until two points lie past c = T(0);
+  // then the step that holds the knee is halved three times.
   std::vector<std::vector<OverlapPoint>> runs(static_cast<std::size_t>(cfg.runs));
   const OverlapPoint warm = once(0, std::min(cfg.messages, 200));  // warm-up, and the pace for the budget
   s.messages = cfg.messages;
@@ -270,18 +310,58 @@ OverlapSide overlap_side(const Clock& clock, const BellConfig& cfg, Once&& once)
     const OverlapPoint p = point(step * k);
     if (std::isfinite(p.t_ns) && std::isfinite(p.c_ns) && p.c_ns >= s.t0_ns && p.t_ns > 1.1 * s.t0_ns) ++past;
   }
-  s.overhead = detail::infer_overhead(s.curve);
-  for (const auto& r : runs) s.per_run_overhead.push_back(detail::infer_overhead(r));
-  std::vector<double> ok;
-  for (double x : s.per_run_overhead)
-    if (std::isfinite(x)) ok.push_back(x);
+  // The knee lies between the last hidden grid point and the first risen one, a step apart; halving that
+  // bracket three times puts a point within step / 8 past the knee, where a queue has had least time to
+  // stand and the batch is smallest. The requested c (not the measured one, a little longer) brackets.
+  if (const std::size_t k = detail::knee_index(s.curve); k > 0) {
+    double lo = step * static_cast<double>(k - 1), hi = step * static_cast<double>(k);
+    for (int h = 0; h < 3; ++h) {
+      const double mid = (lo + hi) / 2;
+      (detail::rose(point(mid), s.t0_ns) ? hi : lo) = mid;
+    }
+  }
+  // Sorted by c (each run's points alike), so the knee's points are in order.
+  std::vector<std::size_t> order(s.curve.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const auto c_of = [](const OverlapPoint& p) { return std::isfinite(p.c_ns) ? p.c_ns : INFINITY; };
+  std::stable_sort(order.begin() + 1, order.end(),
+                   [&](std::size_t a, std::size_t b) { return c_of(s.curve[a]) < c_of(s.curve[b]); });
+  auto sorted = [&](const std::vector<OverlapPoint>& v) {
+    std::vector<OverlapPoint> out;
+    for (std::size_t i : order) out.push_back(v[i]);
+    return out;
+  };
+  s.curve = sorted(s.curve);
+  for (auto& r : runs) r = sorted(r);
+
+  const double width = step / 2;
+  s.overhead = detail::knee_overhead(s.curve, width);
   if (!std::isfinite(s.overhead)) {
     s.note = "the time per message never rose above T(0): the overhead could not be separated from the gap";
     return s;
   }
-  // The spread of the per-run inferences bounds how well the minimum-based one is known.
+  const std::size_t k = detail::knee_index(s.curve);
+  s.knee_c_ns = s.curve[k].c_ns;
+  s.knee_frames_per_poll = s.curve[k].frames_per_poll;
+  // Each run's own non-compute time at the knee's points gives the interval.
+  std::vector<double> ok;
+  for (const auto& r : runs) {
+    std::vector<double> est;
+    for (std::size_t i = k; i < r.size() && s.curve[i].c_ns <= s.knee_c_ns + width; ++i)
+      if (std::isfinite(r[i].o_ns)) est.push_back(r[i].o_ns);
+    const double v = est.empty() ? NAN : median_of(est);
+    s.per_run_overhead.push_back(v);
+    if (std::isfinite(v)) ok.push_back(v);
+  }
+  s.lowest_ns = detail::infer_overhead(s.curve);
+  double nearest = INFINITY;  // the batch of the point whose non-compute time is nearest the lowest reading
+  for (std::size_t i = k; i < s.curve.size(); ++i)
+    if (std::isfinite(s.curve[i].o_ns) && std::abs(s.curve[i].o_ns - s.lowest_ns) < nearest) {
+      nearest = std::abs(s.curve[i].o_ns - s.lowest_ns);
+      s.lowest_frames_per_poll = s.curve[i].frames_per_poll;
+    }
   s.ci95 = bootstrap_ci95(ok, median_of);
-  s.ci_method = "percentile bootstrap of the median of " + std::to_string(ok.size()) + " per-run inferences";
+  s.ci_method = "percentile bootstrap of the median of " + std::to_string(ok.size()) + " per-run readings at the knee";
   // Nothing hides when the overhead is the whole time per message (the overhead is the bottleneck): an
   // overhead read a few ns above T(0) within its interval is no negative computation.
   s.hidden_c_ns = std::max(0.0, s.t0_ns - s.overhead);

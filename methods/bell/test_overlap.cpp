@@ -73,3 +73,48 @@ TEST_CASE("overlap: NaN points are skipped; no rise, one rise or no T(0) gives N
   CHECK(std::isnan(infer_overhead(headless)));
   CHECK(std::isnan(infer_overhead({})));
 }
+
+using logpb::methods::detail::knee_index;
+using logpb::methods::detail::knee_overhead;
+
+TEST_CASE("overlap: Bell et al.'s reading at the knee") {
+  for (const auto& [t0, o] : {std::pair{3000.0, 1000.0}, {7600.0, 2200.0}, {1500.0, 1400.0}}) {
+    INFO("T(0) " << t0 << " ns, o " << o << " ns");
+    CHECK(knee_overhead(curve(t0, o), t0 / 20) == Approx(o).epsilon(1e-9));
+  }
+  // A NI that hands a standing queue up in batches: just past the knee a message costs o = 1000 alone, and
+  // the further c grows past it the larger the batch and the less a message costs (down to 400; by less
+  // than c grows, or T(c) would fall). The knee reads the single receive; the lowest point past it the
+  // batched stream.
+  const double t0 = 3000;
+  std::vector<OverlapPoint> pts;
+  for (int k = 0; k <= 14; ++k) {
+    const double c = k * 300.0;
+    const double o = c <= 2300 ? 1000 : std::max(400.0, 1000 - 0.5 * (c - 2300));
+    pts.push_back(point(c, t0, o));
+  }
+  // The grid of 300 ns put the knee between 2100 (hidden) and 2400 (risen); halving added 2250 and 2325.
+  pts.insert(pts.begin() + 9, point(2250, t0, 1000));
+  pts.insert(pts.begin() + 10, point(2325, t0, 1000 - 0.5 * 25));
+  std::sort(pts.begin() + 1, pts.end(), [](const auto& a, const auto& b) { return a.c_ns < b.c_ns; });
+  const auto k = knee_index(pts);
+  REQUIRE(k > 0);
+  CHECK(pts[k].c_ns == 2250);
+  CHECK(knee_overhead(pts, 100) == Approx(1000).margin(10));
+  CHECK(infer_overhead(pts) == Approx(400).epsilon(0.06));
+}
+
+TEST_CASE("overlap: the knee ignores a point raised by chance before it, and needs a rise") {
+  const double t0 = 3000, o = 1000;
+  auto pts = curve(t0, o);
+  pts[3] = {900, 3400, 2500};  // the peer lost its core during this point's runs
+  const auto k = knee_index(pts);
+  REQUIRE(k > 3);
+  CHECK(knee_overhead(pts, 150) == Approx(o).epsilon(1e-9));
+
+  std::vector<OverlapPoint> flat;  // the curve stopped before the knee: nothing rose
+  for (int i = 0; i <= 6; ++i) flat.push_back(point(i * 300, 3000, 1000));
+  CHECK(knee_index(flat) == 0);
+  CHECK(std::isnan(knee_overhead(flat, 150)));
+  CHECK(std::isnan(knee_overhead({}, 150)));
+}
