@@ -37,36 +37,57 @@ nlohmann::json queue_json(const methods::FloodQueue& q) {
            "floods of up to 2000 messages each); messages per run raised until the start and the final reply "
            "cost under 1% (N >= 100 RTT / time per message, at most 4x --messages)"}};
 }
-// What the overlap test's two figures are (Bell et al. 4.3), beside their values. Both are read at the knee,
-// as the paper reads them: T(0) less the largest computation that stays hidden, here the non-compute time of
-// the first points past it. The receive side's computation sits between receives of a saturated stream: the
-// peer floods, so while the receiver computes, frames pile up and one poll may hand up several; the figure
-// is a stream's per message, published with the frames per poll measured at the knee (issue 36 item 1).
+// What the overlap test's figures are (Bell et al. 4.3), beside their values. The receive side's computation
+// sits between receives of a saturated stream: the peer floods, so while the receiver computes, frames pile
+// up, and one poll may hand up several. o_r_stream is the lowest non-compute time past the knee, where a
+// queue stands and batches are largest (what a flood's receiver pays), published with the frames per poll
+// measured there (issue 36 item 1); o_r_knee is the paper's own reading, at the knee, with its batch.
+nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 nlohmann::json stream_notes(nlohmann::json p, bool send, std::uint32_t bytes, double frames_per_poll) {
   if (!p.is_object()) return p;
   p["definition"] =
       send ? "Bell et al. 4.3's send overhead at " + std::to_string(bytes) +
-                 " B, read at the knee: a send posted, computation, then the wait for its local completion, less "
-                 "the computation"
+                 " B: a send posted, computation, then the wait for its local completion, less the computation"
            : "Bell et al. 4.3's receive overhead at " + std::to_string(bytes) +
-                 " B, read at the knee, per message of a saturated one-way stream: a poll's fixed cost is shared "
-                 "among the frames it hands up (frames_per_poll, measured there), so this is at most o_r, one "
-                 "receive of a message alone";
-  if (!send)
-    p["frames_per_poll"] = std::isfinite(frames_per_poll) ? nlohmann::json(frames_per_poll) : nlohmann::json(nullptr);
+                 " B, per message of a saturated one-way stream, at its lowest past the knee: a poll's fixed cost is "
+                 "shared among the frames it hands up (frames_per_poll, measured there), so this is at most o_r, "
+                 "one receive of a message alone";
+  if (!send) p["frames_per_poll"] = number_or_null(frames_per_poll);
   return p;
 }
-nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
-// Where each side's figure was read: the knee, and the lowest non-compute time past it with its batch.
+// Where each side's figures were read: the knee (its first risen point's c and batch, Bell et al.'s reading
+// there) and the batch of the lowest point.
 nlohmann::json knee_json(const methods::OverlapSide& s) {
   return {{"c_ns", number_or_null(s.knee_c_ns)},
           {"frames_per_poll", number_or_null(s.knee_frames_per_poll)},
-          {"lowest_past_knee_ns", number_or_null(s.lowest_ns)},
-          {"lowest_frames_per_poll", number_or_null(s.lowest_frames_per_poll)},
+          {"overhead_ns", number_or_null(s.knee_ns)},
+          {"ci95_ns", number_or_null(s.knee_ci95)},
+          {"runs_ns", s.per_run_knee},
+          {"lowest_ns", number_or_null(s.overhead)},
+          {"lowest_frames_per_poll", number_or_null(s.frames_per_poll)},
           {"rule",
            "the knee's first points: every later point lies over 5% above T(0); the grid's step (T(0)/10) "
            "that holds the knee is halved three times, and the risen points within half a step of the first "
            "are read (median)"}};
+}
+// Bell et al. 4.3's receive reading at the knee over the runs, with the batch measured there (the last run's).
+nlohmann::json knee_param(const std::vector<std::vector<methods::BellSize>>& runs) {
+  std::vector<Param> v;
+  for (const auto& run : runs) {
+    const auto& s = run.front().recv;
+    v.push_back(std::isfinite(s.knee_ns) && s.knee_ns > 0
+                    ? param_of(s.knee_ns, s.knee_ci95, "", "percentile bootstrap of the median of the per-run readings")
+                    : Param::invalid(s.ok ? "no knee: no point from which every later one rose over 5% above T(0)"
+                                          : (s.note.empty() ? "overlap test not run at this size" : s.note)));
+  }
+  const auto& last = runs.back().front();
+  nlohmann::json j = over_runs(v);
+  j["definition"] = "Bell et al. 4.3's receive overhead at " + std::to_string(last.bytes) +
+                    " B as the paper reads it, at the knee (the first points past the largest hidden computation), "
+                    "at the frames per poll measured there: a stream's per message where its queue has had least "
+                    "time to stand; a poll that just misses a frame is part of it";
+  j["frames_per_poll"] = number_or_null(last.recv.knee_frames_per_poll);
+  return j;
 }
 }  // namespace
 
@@ -230,7 +251,7 @@ nlohmann::json bell_summary(const std::vector<std::vector<methods::BellSize>>& r
     if (!Gni.empty()) params["G_ni"] = over_runs(Gni);
     if (per.front().contains("o_s_completion")) {
       params["o_s_completion"] = stream_notes(per.front()["o_s_completion"], true, last.front().bytes, NAN);
-      params["o_r_stream"] = stream_notes(per.front()["o_r_stream"], false, last.front().bytes, last.front().recv.knee_frames_per_poll);
+      params["o_r_stream"] = stream_notes(per.front()["o_r_stream"], false, last.front().bytes, last.front().recv.frames_per_poll);
     }
     // Issue 36 item 5: the host's kernel time per message of the flood at the smallest size, over every
     // core of this host (system, irq and softirq, as /proc/stat samples them at the tick), beside the o's the
@@ -275,7 +296,8 @@ nlohmann::json bell_summary(const std::vector<std::vector<methods::BellSize>>& r
       add_check(checks, "G > 0", params["G"]["value_ns"].is_number(), "the flood's time does not grow with size");
   } else if (!last.empty()) {
     params["o_s_completion"] = stream_notes(per.front()["o_s_completion"], true, last.front().bytes, NAN);
-    params["o_r_stream"] = stream_notes(per.front()["o_r_stream"], false, last.front().bytes, last.front().recv.knee_frames_per_poll);
+    params["o_r_knee"] = knee_param(runs);
+    params["o_r_stream"] = stream_notes(per.front()["o_r_stream"], false, last.front().bytes, last.front().recv.frames_per_poll);
     params["rtt"] = per.front()["rtt"];
   }
   return {{"parameters", params}, {"per_size", per}, {"checks", checks}};

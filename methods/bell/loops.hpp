@@ -205,19 +205,23 @@ OverlapPoint overlap_recv_once(EP& ep, ClientState& st, const Clock& clock, std:
   return p;
 }
 
-// One side's overlap test over runs: for growing c, the minimum over runs of T(c); then the overhead read at
-// the knee, as Bell et al. 4.3 read it, and the lowest non-compute time past it beside.
+// One side's overlap test over runs: for growing c, the minimum over runs of T(c); then the lowest
+// non-compute time past the knee (a stream's cost per message at the batch a standing queue gives), and the
+// reading at the knee itself, as Bell et al. 4.3 read it, beside.
 struct OverlapSide {
   std::vector<OverlapPoint> curve;       // c grid (sorted by c), min over runs per point
-  std::vector<double> per_run_overhead;  // the knee reading repeated on each run's own points
-  double t0_ns = NAN;                    // T(0): the q = 1 gap this side sees
-  double overhead = NAN, ci95 = NAN;     // at the knee (the published figure)
-  double hidden_c_ns = NAN;  // the largest computation that stayed hidden (T(0) - overhead)
-  double knee_c_ns = NAN;    // the computation of the knee's first point that rose
-  double knee_frames_per_poll = NAN;  // receive side: the batch at the knee
-  // The lowest non-compute time past the knee (detail::infer_overhead) and the batch it was read at: on a NI
-  // that hands several frames up per poll, a standing queue past the knee lowers what a message costs.
-  double lowest_ns = NAN, lowest_frames_per_poll = NAN;
+  // The lowest non-compute time past the knee (detail::infer_overhead), each run's own, and the batch it was
+  // read at: on a NI that hands several frames up per poll, a standing queue past the knee lowers what a
+  // message costs, and a flood's receiver runs at this.
+  std::vector<double> per_run_overhead;
+  double t0_ns = NAN;                 // T(0): the q = 1 gap this side sees
+  double overhead = NAN, ci95 = NAN;  // the lowest reading
+  double frames_per_poll = NAN;       // receive side: the batch of the lowest reading
+  double hidden_c_ns = NAN;           // the largest computation that stayed hidden (T(0) - overhead)
+  // Bell et al. 4.3's reading at the knee (detail::knee_overhead), each run's own, its interval, the
+  // computation of the knee's first risen point and the batch there.
+  std::vector<double> per_run_knee;
+  double knee_ns = NAN, knee_ci95 = NAN, knee_c_ns = NAN, knee_frames_per_poll = NAN;
   int messages = 0;  // per run (the user's count, or fewer within the run budget)
   std::string ci_method;
   bool ok = false;
@@ -334,34 +338,42 @@ OverlapSide overlap_side(const Clock& clock, const BellConfig& cfg, Once&& once)
   s.curve = sorted(s.curve);
   for (auto& r : runs) r = sorted(r);
 
-  const double width = step / 2;
-  s.overhead = detail::knee_overhead(s.curve, width);
+  s.overhead = detail::infer_overhead(s.curve);
+  for (const auto& r : runs) s.per_run_overhead.push_back(detail::infer_overhead(r));
+  std::vector<double> ok;
+  for (double x : s.per_run_overhead)
+    if (std::isfinite(x)) ok.push_back(x);
   if (!std::isfinite(s.overhead)) {
     s.note = "the time per message never rose above T(0): the overhead could not be separated from the gap";
     return s;
   }
+  // The spread of the per-run inferences bounds how well the minimum-based one is known.
+  s.ci95 = bootstrap_ci95(ok, median_of);
+  s.ci_method = "percentile bootstrap of the median of " + std::to_string(ok.size()) + " per-run inferences";
   const std::size_t k = detail::knee_index(s.curve);
-  s.knee_c_ns = s.curve[k].c_ns;
-  s.knee_frames_per_poll = s.curve[k].frames_per_poll;
-  // Each run's own non-compute time at the knee's points gives the interval.
-  std::vector<double> ok;
-  for (const auto& r : runs) {
-    std::vector<double> est;
-    for (std::size_t i = k; i < r.size() && s.curve[i].c_ns <= s.knee_c_ns + width; ++i)
-      if (std::isfinite(r[i].o_ns)) est.push_back(r[i].o_ns);
-    const double v = est.empty() ? NAN : median_of(est);
-    s.per_run_overhead.push_back(v);
-    if (std::isfinite(v)) ok.push_back(v);
-  }
-  s.lowest_ns = detail::infer_overhead(s.curve);
   double nearest = INFINITY;  // the batch of the point whose non-compute time is nearest the lowest reading
   for (std::size_t i = k; i < s.curve.size(); ++i)
-    if (std::isfinite(s.curve[i].o_ns) && std::abs(s.curve[i].o_ns - s.lowest_ns) < nearest) {
-      nearest = std::abs(s.curve[i].o_ns - s.lowest_ns);
-      s.lowest_frames_per_poll = s.curve[i].frames_per_poll;
+    if (std::isfinite(s.curve[i].o_ns) && std::abs(s.curve[i].o_ns - s.overhead) < nearest) {
+      nearest = std::abs(s.curve[i].o_ns - s.overhead);
+      s.frames_per_poll = s.curve[i].frames_per_poll;
     }
-  s.ci95 = bootstrap_ci95(ok, median_of);
-  s.ci_method = "percentile bootstrap of the median of " + std::to_string(ok.size()) + " per-run readings at the knee";
+  // At the knee: each run's own non-compute time at the knee's points gives the interval.
+  const double width = step / 2;
+  s.knee_ns = detail::knee_overhead(s.curve, width);
+  if (k > 0 && std::isfinite(s.knee_ns)) {
+    s.knee_c_ns = s.curve[k].c_ns;
+    s.knee_frames_per_poll = s.curve[k].frames_per_poll;
+    std::vector<double> at;
+    for (const auto& r : runs) {
+      std::vector<double> est;
+      for (std::size_t i = k; i < r.size() && s.curve[i].c_ns <= s.knee_c_ns + width; ++i)
+        if (std::isfinite(r[i].o_ns)) est.push_back(r[i].o_ns);
+      const double v = est.empty() ? NAN : median_of(est);
+      s.per_run_knee.push_back(v);
+      if (std::isfinite(v)) at.push_back(v);
+    }
+    s.knee_ci95 = bootstrap_ci95(at, median_of);
+  }
   // Nothing hides when the overhead is the whole time per message (the overhead is the bottleneck): an
   // overhead read a few ns above T(0) within its interval is no negative computation.
   s.hidden_c_ns = std::max(0.0, s.t0_ns - s.overhead);
