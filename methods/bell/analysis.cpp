@@ -158,6 +158,11 @@ nlohmann::json bell_summary(const std::vector<std::vector<methods::BellSize>>& r
           "they returned): the bottleneck's steady pace, start-up and interruptions left out; "
           "minimum over runs";
       e["queue"] = queue_json(last[i].queue);
+      e["core_taken_repeats"] = {
+          {"count", last[i].taken_repeats},
+          {"rule", "a flood run whose thread lost over 10% of its wall time to other tasks on its core "
+                   "(/proc/thread-self/schedstat) is repeated, at most " +
+                       std::to_string(methods::kTakenRepeats) + " times"}};
       e["rtt"] = over_runs(rtt);
       if (!gni.empty()) {
         e["g_ni"] = over_runs(gni);
