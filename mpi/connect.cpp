@@ -141,7 +141,7 @@ Connection::Connection(Ranks& ranks, const TransportOptions& opt) : opt_(opt) {
               {"standard", std::to_string(major) + "." + std::to_string(minor)},
               {"mca_from_environment", mca_environment()}};
   const auto t_settings = std::chrono::steady_clock::now();
-  library_["mpi_t_settings"] = opt.read_settings ? mpit_settings() : nlohmann::json("not read (--mpi-settings off)");
+  library_["mpi_t_settings"] = opt.read_settings ? mpit_settings() : nlohmann::json("not read (--mpi-settings off; on reads them through MPI_T)");
   settings_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_settings).count();
 
   void* seg = nullptr;
