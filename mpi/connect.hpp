@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/clock.hpp"
 #include "common/ranks.hpp"
 #include "mpi/transport.hpp"
 
@@ -30,6 +31,13 @@ class Connection {
   // Wall time of MPI_Init (with the communicator's set-up) and of reading the settings through MPI_T (ms).
   double init_ms() const { return init_ms_; }
   double settings_ms() const { return settings_ms_; }
+  // The floor under the transport's datapath, measured in this job after the method (collective: every rank
+  // calls it): a bare MPI ping-pong of `bytes` between ranks 0 and 1 with nothing but MPI_Send, a pre-posted
+  // MPI_Irecv and MPI_Wait in its loop (bench/mpi_bare_pingpong's loop), on this job's communicator and
+  // cores. What a small AM's round trip takes beyond it is logpbench's: its AM layer (meta.harness) and its
+  // MPI transport's own code (the rest). Rank 0 gets the record (meta.transport_floor); other ranks, and jobs
+  // of other than two ranks, get null.
+  nlohmann::json measure_floor(const Clock& clock, int bytes, int iterations);
 
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
