@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "analysis/figures.hpp"
+#include "analysis/results_json.hpp"
 
 namespace logpb::analysis::compare {
 
@@ -378,6 +379,16 @@ std::vector<std::string> harness_lines(const std::vector<json>& docs, const std:
                   "(meta.harness), inside its o_s and o_r",
                   names[i].c_str(), s, r);
     out.push_back(buf);
+    if (const auto t = transport_share(docs[i])) {
+      char tb[480];
+      std::snprintf(tb, sizeof tb,
+                    "harness %s: its %s transport's own code adds %.1f +- %.1f ns per message (a send and its "
+                    "receive), also inside o_s and o_r: its small AM's rtt, %.0f ns, over a bare %s loop in the "
+                    "same run (meta.transport_floor), %.0f ns, is %.1f ns per message, %.1f of it the AM layer",
+                    names[i].c_str(), t->transport.c_str(), t->transport_ns, t->ci95_ns, t->rtt_ns,
+                    t->transport.c_str(), t->floor_rtt_ns, t->over_floor_ns, t->am_layer_ns);
+      out.push_back(tb);
+    }
     if (i == 0) continue;
     const double s0 = share(docs[0], "send_ns"), r0 = share(docs[0], "recv_ns");
     if (!std::isfinite(s0) || !std::isfinite(r0)) continue;

@@ -64,4 +64,31 @@ void add_check(nlohmann::json& checks, const std::string& name, bool ok, const s
   checks.push_back({{"name", name}, {"ok", ok}, {"detail", ok ? "" : detail}});
 }
 
+std::optional<TransportShare> transport_share(const nlohmann::json& doc) {
+  using nlohmann::json;
+  const json meta = doc.value("meta", json::object());
+  const json floor = meta.value("transport_floor", json::object()).value("rtt", json::object());
+  const json rtt = doc.value("parameters", json::object()).value("rtt", json::object());
+  const json h = meta.value("harness", json::object());
+  auto number = [](const json& j, const char* k) {
+    return j.is_object() && j.contains(k) && j[k].is_number() ? std::optional<double>(j[k].get<double>())
+                                                               : std::nullopt;
+  };
+  const auto f = number(floor, "value_ns"), r = number(rtt, "value_ns");
+  const auto s = number(h.value("send_ns", json::object()), "value_ns");
+  const auto v = number(h.value("recv_ns", json::object()), "value_ns");
+  const json size = meta.value("flags", json::object()).value("size", json(0));
+  if (!f || !r || !s || !v || (size.is_number() && size.get<double>() != 0)) return std::nullopt;
+  TransportShare t;
+  t.transport = meta.value("transport", json::object()).value("kind", std::string("transport"));
+  t.rtt_ns = *r;
+  t.floor_rtt_ns = *f;
+  t.over_floor_ns = (*r - *f) / 2;
+  t.am_layer_ns = *s + *v;
+  t.transport_ns = t.over_floor_ns - t.am_layer_ns;
+  const double ci_r = number(rtt, "ci95_ns").value_or(0), ci_f = number(floor, "ci95_ns").value_or(0);
+  t.ci95_ns = std::sqrt(ci_r * ci_r + ci_f * ci_f) / 2;
+  return t;
+}
+
 }  // namespace logpb::analysis

@@ -2,6 +2,7 @@
 // a parameter over runs, a check in words.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,5 +25,19 @@ Param param_of(double v, double ci, const std::string& note = "", const std::str
 nlohmann::json over_runs(const std::vector<Param>& v);
 // Appends {name, ok, detail} to a JSON array of checks (detail only when the check failed).
 void add_check(nlohmann::json& checks, const std::string& name, bool ok, const std::string& detail);
+
+// What a small AM's round trip took beyond the transport's own bare loop in the same run
+// (meta.transport_floor, where the transport records one: MPI), per message (a send and its receive, half
+// the difference), and how that splits into the AM layer (meta.harness send + receive) and the transport's
+// own code (the rest). Only for a run whose rtt is the small AM's (not a ping-pong of -s n > 0).
+struct TransportShare {
+  std::string transport;  // meta.transport.kind
+  double rtt_ns = 0, floor_rtt_ns = 0;
+  double over_floor_ns = 0;  // (rtt - floor) / 2
+  double am_layer_ns = 0;    // meta.harness send_ns + recv_ns
+  double transport_ns = 0;   // over_floor - am_layer
+  double ci95_ns = 0;        // of over_floor and transport: the two round trips' intervals in quadrature, halved
+};
+std::optional<TransportShare> transport_share(const nlohmann::json& doc);
 
 }  // namespace logpb::analysis

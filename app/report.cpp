@@ -75,6 +75,8 @@ void print_table(std::FILE* out, const nlohmann::json& doc) {
       how += (how.empty() ? "" : "; ") + p["note"].get<std::string>();
     if (const std::string share = harness_share(doc, key); !share.empty())
       how = share + (how.empty() ? "" : "; ") + how;
+    if (const std::string share = transport_share_note(doc, key); !share.empty())
+      how += (how.empty() ? "" : "; ") + share;
     std::fprintf(out, "  %-7s %12.4f %12.4f %25s  %s\n", k, p["value_ns"].get<double>() / 1e3, ci / 1e3, range.c_str(),
                  how.c_str());
   }

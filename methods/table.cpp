@@ -4,6 +4,7 @@
 #include <cmath>
 #include <string_view>
 
+#include "analysis/results_json.hpp"
 #include "common/errors.hpp"
 #include "common/results.hpp"
 #include "methods/all_methods.hpp"
@@ -83,6 +84,27 @@ std::string harness_share(const nlohmann::json& doc, const std::string& key) {
   return b;
 }
 
+// Beside the AM layer's share, the transport's own (analysis::transport_share): per message, from the small
+// AM's round trip over the transport's bare loop in the same run. Said on rtt, and on o_s and o_r, which
+// each hold a part of it that the round trip cannot tell apart.
+std::string transport_share_note(const nlohmann::json& doc, const std::string& key) {
+  if (key != "rtt" && key != "o_s" && key != "o_r") return {};
+  const auto t = analysis::transport_share(doc);
+  if (!t) return {};
+  char b[240];
+  if (key == "rtt")
+    std::snprintf(b, sizeof b,
+                  "of which logpbench, over a bare %s loop in this run (%.0f ns): AM layer 2 x %.1f ns, %s "
+                  "transport 2 x %.1f +- %.1f ns",
+                  t->transport.c_str(), t->floor_rtt_ns, t->am_layer_ns, t->transport.c_str(), t->transport_ns,
+                  t->ci95_ns);
+  else
+    std::snprintf(b, sizeof b,
+                  "%s transport %.1f +- %.1f ns per message, send and receive together (meta.transport_floor)",
+                  t->transport.c_str(), t->transport_ns, t->ci95_ns);
+  return b;
+}
+
 Table parameters_table(const nlohmann::json& doc) {
   Table t{"parameters", {"parameter", "value", "95% CI", "runs min", "runs max", "unit", "note"}, {}, 4, {}, {}};
   const auto& params = doc.value("parameters", nlohmann::json::object());
@@ -107,6 +129,8 @@ Table parameters_table(const nlohmann::json& doc) {
     }
     if (note.empty()) note = p.value("ci_method", std::string());
     if (const std::string share = harness_share(doc, key); !share.empty()) note += (note.empty() ? "" : "; ") + share;
+    if (const std::string share = transport_share_note(doc, key); !share.empty())
+      note += (note.empty() ? "" : "; ") + share;
     t.rows.push_back({key, scaled(value), scaled(p.value("ci95_ns", nlohmann::json(nullptr))),
                       scaled(spread.value("min", nlohmann::json(nullptr))),
                       scaled(spread.value("max", nlohmann::json(nullptr))), unit, note});

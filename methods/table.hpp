@@ -29,6 +29,9 @@ Table parameters_table(const nlohmann::json& doc);
 // The harness's own share of o_s or o_r (meta.harness: the AM layer against a null NI), as the words
 // printed beside the figure ("of which logpbench: 12.3 ns"); empty for other keys or when not measured.
 std::string harness_share(const nlohmann::json& doc, const std::string& key);
+// The transport's own share beside it (on rtt, o_s and o_r; empty where the run recorded no bare loop of its
+// transport, meta.transport_floor): per message, from the small AM's round trip over that loop.
+std::string transport_share_note(const nlohmann::json& doc, const std::string& key);
 
 // The run's tables: the method's own (its tables(doc)), else the parameters table.
 std::vector<Table> run_tables(const nlohmann::json& doc);

@@ -5,8 +5,10 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "common/errors.hpp"
+#include "common/stats.hpp"
 
 namespace logpb::mpi {
 namespace {
@@ -100,7 +102,7 @@ const char* thread_level_name(int level) {
 
 }  // namespace
 
-Connection::Connection(Ranks& ranks, const TransportOptions& opt) : opt_(opt) {
+Connection::Connection(Ranks& ranks, const TransportOptions& opt, const Clock& clock) : opt_(opt) {
   const auto t_init = std::chrono::steady_clock::now();
   int initialized = 0;
   MPI_Initialized(&initialized);
@@ -141,7 +143,7 @@ Connection::Connection(Ranks& ranks, const TransportOptions& opt) : opt_(opt) {
               {"standard", std::to_string(major) + "." + std::to_string(minor)},
               {"mca_from_environment", mca_environment()}};
   const auto t_settings = std::chrono::steady_clock::now();
-  library_["mpi_t_settings"] = opt.read_settings ? mpit_settings() : nlohmann::json("not read (--mpi-settings off)");
+  library_["mpi_t_settings"] = opt.read_settings ? mpit_settings() : nlohmann::json("not read (--mpi-settings off; on reads them through MPI_T)");
   settings_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_settings).count();
 
   void* seg = nullptr;
@@ -156,6 +158,11 @@ Connection::Connection(Ranks& ranks, const TransportOptions& opt) : opt_(opt) {
     // One passive-target epoch toward every rank for the whole run; flushes complete each operation.
     check_setup(MPI_Win_lock_all(MPI_MODE_NOCHECK, win_), "MPI_Win_lock_all");
   }
+  // 5000 round trips: 1-4 ms on a 2-core EPYC VM.
+  const auto t_floor = std::chrono::steady_clock::now();
+  floor_ = measure_floor(clock, opt.frame == FrameMode::compact ? compact_bytes(0) : static_cast<int>(sizeof(am::Frame)),
+                         5000);
+  floor_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_floor).count();
   transport_ = std::make_unique<Transport>(comm_, win_, segment_, opt, [&ranks] { return ranks.all_alive(); });
   // Every ring is posted before anyone measures, and MPI itself is known to connect all ranks.
   check_setup(MPI_Barrier(comm_), "MPI_Barrier (after posting the receive rings)");
@@ -173,6 +180,56 @@ Connection::~Connection() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();
+}
+
+nlohmann::json Connection::measure_floor(const Clock& clock, int bytes, int iterations) {
+  int rank = 0, size = 0;
+  check_setup(MPI_Comm_rank(comm_, &rank), "MPI_Comm_rank");
+  check_setup(MPI_Comm_size(comm_, &size), "MPI_Comm_size");
+  if (size != 2) return nullptr;
+  // A tag of its own: the transport's ring (kTagAm) never matches these messages, nor these receives its.
+  constexpr int kTagFloor = kTagAm + 3;
+  const int peer = 1 - rank, warmup = iterations / 10 + 100, total = warmup + iterations;
+  alignas(64) std::byte sbuf[64] = {}, rbuf[2][64] = {};
+  MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  std::vector<std::uint64_t> cyc(static_cast<std::size_t>(total));
+  check_setup(MPI_Barrier(comm_), "MPI_Barrier (before the bare MPI ping-pong)");
+  // Each end keeps the next round trip's receive posted (bench/mpi_bare_pingpong): posted before the message
+  // it matches can leave, and re-posted off the critical path.
+  if (rank == 0) {
+    check(MPI_Irecv(rbuf[0], bytes, MPI_BYTE, peer, kTagFloor, comm_, &r[0]), "MPI_Irecv (bare loop)");
+    for (int k = 0; k < total; ++k) {
+      const std::uint64_t t0 = tsc::now();
+      check(MPI_Send(sbuf, bytes, MPI_BYTE, peer, kTagFloor, comm_), "MPI_Send (bare loop)");
+      if (k + 1 < total)
+        check(MPI_Irecv(rbuf[(k + 1) & 1], bytes, MPI_BYTE, peer, kTagFloor, comm_, &r[(k + 1) & 1]),
+              "MPI_Irecv (bare loop)");
+      check(MPI_Wait(&r[k & 1], MPI_STATUS_IGNORE), "MPI_Wait (bare loop)");
+      cyc[static_cast<std::size_t>(k)] = tsc::now_end() - t0;
+    }
+  } else {
+    for (int k = 0; k < 2 && k < total; ++k)
+      check(MPI_Irecv(rbuf[k], bytes, MPI_BYTE, peer, kTagFloor, comm_, &r[k]), "MPI_Irecv (bare loop)");
+    for (int k = 0; k < total; ++k) {
+      check(MPI_Wait(&r[k & 1], MPI_STATUS_IGNORE), "MPI_Wait (bare loop)");
+      check(MPI_Send(sbuf, bytes, MPI_BYTE, peer, kTagFloor, comm_), "MPI_Send (bare loop)");
+      if (k + 2 < total)
+        check(MPI_Irecv(rbuf[k & 1], bytes, MPI_BYTE, peer, kTagFloor, comm_, &r[k & 1]), "MPI_Irecv (bare loop)");
+    }
+  }
+  if (rank != 0) return nullptr;
+  std::vector<double> ns;
+  ns.reserve(static_cast<std::size_t>(iterations));
+  for (int k = warmup; k < total; ++k)
+    ns.push_back(clock.ns(static_cast<double>(cyc[static_cast<std::size_t>(k)]) - clock.timer_cost_cycles()));
+  const Summary sm = summarize(ns);
+  return {{"loop", "a bare MPI ping-pong between ranks 0 and 1 before the transport posts its receives: MPI_Send, "
+                   "the next round trip's MPI_Irecv posted ahead, MPI_Wait; no AM layer, this job's communicator and "
+                   "cores"},
+          {"bytes", bytes},
+          {"iterations", iterations},
+          {"rtt", {{"value_ns", sm.median}, {"ci95_ns", sm.ci95_median}}},
+          {"rtt_min_ns", sm.min}};
 }
 
 nlohmann::json Connection::describe() const {

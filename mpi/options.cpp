@@ -53,8 +53,9 @@ po::options_description describe(CliOptions& o) {
                    "during a blocking send (recv)")("mpi-pool", po::value(&o.mpi_pool)->default_value(o.mpi_pool),
                                                     "MPI_Isend in flight at most (power of two)")(
       "mpi-settings", po::value(&o.mpi_settings)->default_value(o.mpi_settings),
-      "on: record the library's settings (eager limits, pml, btl) read through MPI_T in meta.mpi | off: skip it (MPI_T "
-      "opens every MCA component, which can take 200 ms; meta.startup_ms.mpi_t_settings)");
+      "on: record the library's settings (eager limits, pml, btl) read through MPI_T in meta.mpi (MPI_T opens every MCA "
+      "component, which took 250 ms with Debian's Open MPI; meta.startup_ms.mpi_t_settings) | off: skip it (no figure "
+      "reads them)");
   return mpi;
 }
 

@@ -64,9 +64,12 @@ struct TransportOptions {
   std::uint32_t segment_bytes = 1 << 20;
   bool yield_when_idle = false;  // more ranks than cores: give the core away after an empty poll
   // Read the library's settings (eager limits, pml, btl) through MPI_T into describe(). MPI_T_init opens
-  // every MCA component to list its variables, and some run slow constructors (Debian's PSM libraries
-  // sleep for about 200 ms): off spares that start-up and records nothing of the settings.
-  bool read_settings = true;
+  // every MCA component to list its variables, and some run slow constructors: Debian's Open MPI loads
+  // libfabric and the PSM libraries through its mtl components, whose constructors sleep (243-266 ms of a
+  // Kielmann run over vader, a 2-core EPYC VM). No figure of a run reads them (they explain one: where
+  // the eager limit puts a protocol switch), so they are read only when asked (--mpi-settings on), and
+  // scripts/vs-logp-mpi asks once per session, in a run of its own.
+  bool read_settings = false;
 };
 
 // The options as the command line names them; validate() reads them into mpi_options.
@@ -76,7 +79,7 @@ struct CliOptions {
   std::string mpi_source = "auto";                    // auto (the peer in a job of two ranks) | any
   std::string mpi_frame = "compact";                  // compact | full: a small AM's bytes on the wire
   int mpi_inline = 4096 - 64;                         // payload bytes sent inside the frame's message
-  std::string mpi_settings = "on";                    // read the library's settings through MPI_T into meta.mpi
+  std::string mpi_settings = "off";                   // read the library's settings through MPI_T into meta.mpi
   // 0: by the receive mode. irecv posts 8: a message lands in a receive posted 8 messages earlier, still in
   // cache, and a burst beyond them waits in MPI's own unexpected queue, as it does for an MPI program that
   // receives one message at a time (LogP/MPI's gap loop). In one session (scripts/vs-logp-mpi, send:irecv), a

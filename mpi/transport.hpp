@@ -1,5 +1,6 @@
 // MPI datapath: the AM layer over MPI point-to-point, to show what a messaging layer adds to an NI
 // (Bell et al. section 5, Figure 3 and Table 2: the same network through its native API and through MPI).
+// docs/mpi.md says where a round trip's nanoseconds go against the bare loop, in both of the VM's states.
 // It is built to cost what an MPI program of the same messages pays, so that raw-vs-MPI charges MPI with
 // MPI's own cost only. What a round trip still carries over the same MPI calls without an AM layer
 // (bench/mpi_bare_pingpong --shape transport) is the AM layer's own work on each side: TSC stamps around it

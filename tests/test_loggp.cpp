@@ -138,3 +138,25 @@ TEST_CASE("classify_flood: a flood at the credit bound RTT / (C/2) measured the 
   // Unknown overheads: hidden, never a value.
   CHECK_FALSE(classify_flood(5100, 20, Param::invalid("not run"), Param::invalid("not run")).ni.valid);
 }
+
+TEST_CASE("transport_share: a small AM's round trip over its transport's bare loop, split per message") {
+  nlohmann::json d = {
+      {"parameters", {{"rtt", {{"value_ns", 361.0}, {"ci95_ns", 10.0}}}}},
+      {"meta",
+       {{"transport", {{"kind", "mpi"}}},
+        {"flags", {{"size", 0}}},
+        {"harness", {{"send_ns", {{"value_ns", 6.3}}}, {"recv_ns", {{"value_ns", 4.5}}}}},
+        {"transport_floor", {{"rtt", {{"value_ns", 271.0}, {"ci95_ns", 10.0}}}}}}}};
+  auto t = transport_share(d);
+  REQUIRE(t);
+  CHECK(t->transport == "mpi");
+  CHECK(t->over_floor_ns == Approx(45.0));
+  CHECK(t->am_layer_ns == Approx(10.8));
+  CHECK(t->transport_ns == Approx(34.2));
+  CHECK(t->ci95_ns == Approx(std::sqrt(200.0) / 2));
+  d["meta"]["flags"]["size"] = 64;  // a ping-pong of -s 64: its rtt is not the small AM's
+  CHECK_FALSE(transport_share(d));
+  d["meta"]["flags"]["size"] = 0;
+  d["meta"].erase("transport_floor");  // a transport that records no bare loop
+  CHECK_FALSE(transport_share(d));
+}
