@@ -31,10 +31,10 @@ struct flood {
       opt::kQueueDepth,
       opt::kMessages,
       opt::kBellRuns,
-      {"flood-overlap", "yes|no", "flood: also run the CPU overlap test at the end sizes (names the limiting stage)",
+      {"flood-overlap", "yes|no", "also run the CPU overlap test at the end sizes (names the limiting stage)",
        "yes"},
       {"flood-queue", "adapt|fixed",
-       "flood: adapt doubles --queue-depth while a deeper queue is faster (local completion on RC waits for the ACK)",
+       "adapt doubles --queue-depth while a deeper queue is faster (local completion on RC waits for the ACK)",
        "adapt"}};
   static void check(const Settings& o) {
     const std::string& v = o.method_arg("flood-overlap");
