@@ -8,12 +8,17 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <sstream>
+#include <utility>
+
+#include <unistd.h>
 
 #include <boost/program_options.hpp>
 
 #include "common/errors.hpp"
 #include "common/options.hpp"
+#include "common/ranks.hpp"
 #include "common/results.hpp"
 #include "methods/descriptor.hpp"
 
@@ -29,6 +34,9 @@ using cli::given;
 // Options read as text and parsed once the command line is in.
 struct Text {
   std::string cpus, estimator = "median", sizes;
+  // --size is read signed: Boost reads "-5" into an unsigned field as 4294967291, which then "exceeds half
+  // the segment". Checked and handed to Options::size once parsed.
+  std::int64_t size = 0;
 };
 
 po::options_description run_section(Options& o) {
@@ -81,7 +89,7 @@ po::options_description methods_section(Options& o, Text& t) {
   method.add_options()("iters,n", po::value(&o.iterations)->default_value(o.iterations),
                        "ping-pong iterations (timed)")("warmup", po::value(&o.warmup)->default_value(o.warmup),
                                                        "ping-pong iterations before timing")(
-      "size,s", po::value(&o.size)->default_value(o.size),
+      "size,s", po::value(&t.size)->default_value(o.size),
       "ping-pong message bytes: 0 = one small AM (64-byte frame), n = a bulk store of n bytes")(
       "window", po::value(&o.window)->default_value(o.window),
       "AM outstanding window: the network capacity (an emulation's C overrides)");
@@ -254,11 +262,28 @@ void check_sizes_options(Options& o, const po::variables_map& vm, const std::str
 
 // The job's settings and those the methods share: lists, durations, the stop rule and their ranges.
 void check_settings(Options& o, const Text& t) {
-  if (!o.csv_path.empty()) {  // refused now, not after the run
-    const std::filesystem::path dir = std::filesystem::path(o.csv_path).parent_path();
+  // Output paths are refused now, not after the run: a long run's results would be lost. Only the job's
+  // leader writes them, so a launcher's other ranks (on nodes that may not see the path) do not look.
+  const bool writes = [] {
+    try {
+      const auto li = detect_launcher();
+      return !li || li->rank == 0;
+    } catch (const UsageError&) {
+      return true;  // malformed launcher variables are refused later, with their own message
+    }
+  }();
+  for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--csv", o.csv_path},
+                                   std::pair<const char*, const std::string&>{"--json", o.json_path}}) {
+    if (!writes || path.empty()) continue;
+    const std::filesystem::path dir = std::filesystem::path(path).parent_path();
     std::error_code ec;
     if (!dir.empty() && !std::filesystem::is_directory(dir, ec))
-      throw UsageError("--csv " + o.csv_path + ": no directory " + dir.string() + " to write it in");
+      throw UsageError(std::string(flag) + " " + path + ": no directory " + dir.string() + " to write it in");
+    if (::access(dir.empty() ? "." : dir.c_str(), W_OK) != 0)
+      throw UsageError(std::string(flag) + " " + path + ": the directory " + (dir.empty() ? "." : dir.string()) +
+                       " is not writable (the results are written beside it, then renamed)");
+    if (std::filesystem::is_directory(path, ec))
+      throw UsageError(std::string(flag) + " " + path + ": is a directory, not a file name");
   }
   if (!t.sizes.empty()) {
     for (int v : cli::parse_int_list("--sizes", t.sizes)) o.sizes.push_back(static_cast<std::uint32_t>(v));
@@ -304,7 +329,9 @@ void record_flags(Options& o, const po::variables_map& vm) {
     else if (a.type() == typeid(std::uint16_t))
       o.flags[name] = v.as<std::uint16_t>();
     else if (a.type() == typeid(std::uint32_t))
-      o.flags[name] = v.as<std::uint32_t>();  // --size
+      o.flags[name] = v.as<std::uint32_t>();
+    else if (a.type() == typeid(std::int64_t))
+      o.flags[name] = v.as<std::int64_t>();  // --size
     else
       o.flags[name] = "(recorded as given: unknown type)";
   }
@@ -334,6 +361,9 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   } catch (const po::error& e) {
     throw UsageError(e.what());
   }
+  if (t.size < 0 || t.size > std::numeric_limits<std::int32_t>::max())
+    throw UsageError("--size: " + std::to_string(t.size) + " is not a message size (bytes, 0 or more)");
+  o.size = static_cast<std::uint32_t>(t.size);
   if (vm.count("help")) {
     std::cout << "usage: logpbench [local | server | client HOST] [options]\n"
                  "With no arguments: logpbench agree, one LogP table for the shm link (the embedded default);\n"

@@ -147,6 +147,13 @@ static void init_eal(const std::vector<std::string>& eal_args) {
           "another DPDK process holds this file prefix: give each process its own --file-prefix, or use --in-memory";
     else if (e == ENODEV || e == EINVAL)
       advice = "no such device or bad vdev arguments: check --eal \"--vdev ...\"";
+    // Arguments EAL cannot parse (an unknown option: it printed its usage above) are the user's input: exit 2.
+    if (e == EINVAL) {
+      std::string given;
+      for (const auto& a : eal_args) given += (given.empty() ? "" : " ") + a;
+      throw UsageError("--eal: DPDK's EAL refused its arguments (rte_eal_init: EINVAL; its own message is above): " +
+                       given);
+    }
     throw dpdk_error("rte_eal_init", e, advice);
   }
 }

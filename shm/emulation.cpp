@@ -1,6 +1,8 @@
 #include "shm/emulation.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -101,6 +103,13 @@ Emulation parse_emulation(const std::string& spec) {
       e.waiting = v;
       continue;
     }
+    // An unknown key is named before its value is read ('bogus=3' is not a duration problem).
+    static const char* const kTimes[] = {"os", "o_s", "or", "o_r", "g", "L", "G", "os_per_byte", "or_per_byte",
+                                         "h", "handler", "cq", "jitter"};
+    if (std::find(std::begin(kTimes), std::end(kTimes), k) == std::end(kTimes))
+      throw UsageError("--emulate: unknown key '" + k +
+                       "' (known: os, or, g, L, C, G, os_per_byte, or_per_byte, h, wait, batch, cq, signal, rs, "
+                       "jitter, stall, seed)");
     const double ns = parse_duration_ns(v);
     if (ns < 0) throw UsageError("--emulate: " + k + " = " + v + " is negative; LogP parameters are times >= 0");
     if (k == "os" || k == "o_s")

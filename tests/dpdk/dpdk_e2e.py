@@ -77,6 +77,9 @@ def test_drop_signature():
 def test_errors():
     expect_fail(["local", "--transport", "dpdk", "--reflector", "--eal", "--no-pci --vdev=net_nosuchpmd0"], "rte_eal_init")
     expect_fail(["local", "--transport", "dpdk", "--reflector", "--eal", "--no-pci"], "no DPDK port", codes=(2,))
+    # An EAL option EAL does not know is the user's input: a usage error naming --eal (before: exit 1).
+    expect_fail(["local", "--transport", "dpdk", "--eal", "--bogus"], "--eal: DPDK's EAL refused its arguments",
+                codes=(2,))
     expect_fail(["local", "--transport", "dpdk", "--reflector", "--dpdk-port", "7",
                  "--eal", "--no-pci --vdev=net_ring0"], "no such port", codes=(2,))
     # A reflector that is not there: memif's link never comes up.

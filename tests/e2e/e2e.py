@@ -54,6 +54,14 @@ def test_cli_errors():
     expect_usage_error(["--emulate", "os=1,g=2us"], "unit")
     expect_usage_error(["--emulate", "os=1us,g=2us", "--transport", "dpdk"], "only with --transport shm")
     expect_usage_error(["--deltas", "5us,2us"], "ascending")
+    # Issue 37's four bad inputs, each named (before: "'3' needs a unit", "exceeds half the segment", EAL's usage
+    # and exit 1, and a whole run measured before "cannot write results").
+    expect_usage_error(["--emulate", "os=1us,bogus=3"], "unknown key 'bogus'")
+    expect_usage_error(["--bench", "bw", "-s", "-5"], "--size: -5 is not a message size")
+    t0 = time.time()
+    expect_usage_error(["--bench", "pingpong", "--json", "/nonexistent/dir/x.json"], "no directory /nonexistent/dir")
+    assert time.time() - t0 < 5, "the output path is refused before anything is measured"
+    expect_usage_error(["--json", "/tmp"], "is a directory")
     expect_usage_error(["--window", "200", "--ring", "256"], "twice --window")
     # An NI that reports completion only every k-th send, tracked or not: the methods that wait for one send's
     # completion say so at once (before, the wait stalled until the watchdog named a lost peer, exit 3).
