@@ -104,8 +104,8 @@ Emulation parse_emulation(const std::string& spec) {
       continue;
     }
     // An unknown key is named before its value is read ('bogus=3' is not a duration problem).
-    static const char* const kTimes[] = {"os", "o_s", "or", "o_r", "g", "L", "G", "os_per_byte", "or_per_byte",
-                                         "h", "handler", "cq", "jitter"};
+    static const char* const kTimes[] = {"os",          "o_s",         "or", "o_r",     "g",  "L",     "G",
+                                         "os_per_byte", "or_per_byte", "h",  "handler", "cq", "jitter"};
     if (std::find(std::begin(kTimes), std::end(kTimes), k) == std::end(kTimes))
       throw UsageError("--emulate: unknown key '" + k +
                        "' (known: os, or, g, L, C, G, os_per_byte, or_per_byte, h, wait, batch, cq, signal, rs, "

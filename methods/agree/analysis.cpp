@@ -266,13 +266,15 @@ std::string poll_mechanism(const Quantity& q, const nlohmann::json& records) {
   for (const char* key : {"o_r_stream", "o_r_knee"}) {
     const nlohmann::json ov = figure_record(records, {"overlap", key});
     if (!std::isfinite(a) || !std::isfinite(b) || !ov.is_object() ||
-        !ov.value("frames_per_poll", nlohmann::json()).is_number() || !ov.value("value_ns", nlohmann::json()).is_number())
+        !ov.value("frames_per_poll", nlohmann::json()).is_number() ||
+        !ov.value("value_ns", nlohmann::json()).is_number())
       continue;
     const double f = ov["frames_per_poll"].get<double>(), got = ov["value_ns"].get<double>();
     if (!(f > 0)) continue;
     char buf[200];
-    std::snprintf(buf, sizeof buf, "; the overlap test's %s at %.2f frames per poll %s, where the line a + b x f predicts ",
-                  key, f, us(got).c_str());
+    std::snprintf(buf, sizeof buf,
+                  "; the overlap test's %s at %.2f frames per poll %s, where the line a + b x f predicts ", key, f,
+                  us(got).c_str());
     s += buf + us(a / f + b);
   }
   s += ". A waiting frame's poll pays the poll and the frame's arrival in this core's cache; a stream's frames "

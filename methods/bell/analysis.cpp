@@ -158,11 +158,11 @@ nlohmann::json bell_summary(const std::vector<std::vector<methods::BellSize>>& r
           "they returned): the bottleneck's steady pace, start-up and interruptions left out; "
           "minimum over runs";
       e["queue"] = queue_json(last[i].queue);
-      e["core_taken_repeats"] = {
-          {"count", last[i].taken_repeats},
-          {"rule", "a flood run whose thread lost over 10% of its wall time to other tasks on its core "
-                   "(/proc/thread-self/schedstat) is repeated, at most " +
-                       std::to_string(methods::kTakenRepeats) + " times"}};
+      e["core_taken_repeats"] = {{"count", last[i].taken_repeats},
+                                 {"rule",
+                                  "a flood run whose thread lost over 10% of its wall time to other tasks on its core "
+                                  "(/proc/thread-self/schedstat) is repeated, at most " +
+                                      std::to_string(methods::kTakenRepeats) + " times"}};
       e["rtt"] = over_runs(rtt);
       if (!gni.empty()) {
         e["g_ni"] = over_runs(gni);
@@ -185,7 +185,8 @@ nlohmann::json bell_summary(const std::vector<std::vector<methods::BellSize>>& r
       e["send_curve"] = nlohmann::json::array();
       for (const auto& p : b.send.curve) e["send_curve"].push_back({p.c_ns, p.t_ns, p.o_ns});
       e["recv_curve"] = nlohmann::json::array();
-      for (const auto& p : b.recv.curve) e["recv_curve"].push_back({p.c_ns, p.t_ns, p.o_ns, number_or_null(p.frames_per_poll)});
+      for (const auto& p : b.recv.curve)
+        e["recv_curve"].push_back({p.c_ns, p.t_ns, p.o_ns, number_or_null(p.frames_per_poll)});
       e["messages_per_run"] = {
           {"send", b.send.messages},
           {"recv", b.recv.messages},
@@ -256,7 +257,8 @@ nlohmann::json bell_summary(const std::vector<std::vector<methods::BellSize>>& r
     if (!Gni.empty()) params["G_ni"] = over_runs(Gni);
     if (per.front().contains("o_s_completion")) {
       params["o_s_completion"] = stream_notes(per.front()["o_s_completion"], true, last.front().bytes, NAN);
-      params["o_r_stream"] = stream_notes(per.front()["o_r_stream"], false, last.front().bytes, last.front().recv.frames_per_poll);
+      params["o_r_stream"] =
+          stream_notes(per.front()["o_r_stream"], false, last.front().bytes, last.front().recv.frames_per_poll);
     }
     // Issue 36 item 5: the host's kernel time per message of the flood at the smallest size, over every
     // core of this host (system, irq and softirq, as /proc/stat samples them at the tick), beside the o's the
@@ -302,7 +304,8 @@ nlohmann::json bell_summary(const std::vector<std::vector<methods::BellSize>>& r
   } else if (!last.empty()) {
     params["o_s_completion"] = stream_notes(per.front()["o_s_completion"], true, last.front().bytes, NAN);
     params["o_r_knee"] = knee_param(runs);
-    params["o_r_stream"] = stream_notes(per.front()["o_r_stream"], false, last.front().bytes, last.front().recv.frames_per_poll);
+    params["o_r_stream"] =
+        stream_notes(per.front()["o_r_stream"], false, last.front().bytes, last.front().recv.frames_per_poll);
     params["rtt"] = per.front()["rtt"];
   }
   return {{"parameters", params}, {"per_size", per}, {"checks", checks}};

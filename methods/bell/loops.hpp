@@ -209,7 +209,7 @@ OverlapPoint overlap_recv_once(EP& ep, ClientState& st, const Clock& clock, std:
 // non-compute time past the knee (a stream's cost per message at the batch a standing queue gives), and the
 // reading at the knee itself, as Bell et al. 4.3 read it, beside.
 struct OverlapSide {
-  std::vector<OverlapPoint> curve;       // c grid (sorted by c), min over runs per point
+  std::vector<OverlapPoint> curve;  // c grid (sorted by c), min over runs per point
   // The lowest non-compute time past the knee (detail::infer_overhead), each run's own, and the batch it was
   // read at: on a NI that hands several frames up per poll, a standing queue past the knee lowers what a
   // message costs, and a flood's receiver runs at this.
