@@ -5,6 +5,8 @@
 #include <limits>
 #include <stdexcept>
 
+#include "analysis/results_json.hpp"
+
 namespace logpb::analysis::logpc {
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -245,8 +247,6 @@ json predicted(const RunParameters& in, const std::function<double(const LogGP&)
 }
 
 namespace {
-json finite_or_null(double x) { return std::isfinite(x) ? json(x) : json(nullptr); }
-
 json synchronous(const RunParameters& in, const Setting& st) {
   const double sv = st.s();
   auto sync = [&](const LogGP& p) { return sync_all_to_all(p, st.net, sv); };

@@ -2,6 +2,7 @@
 // a parameter over runs, a check in words.
 #pragma once
 
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -23,6 +24,8 @@ Param rtt_param(const Summary& s);
 Param param_of(double v, double ci, const std::string& note = "", const std::string& ci_method = "");
 // One parameter over the runs (combine_runs), as JSON.
 nlohmann::json over_runs(const std::vector<Param>& v);
+// A number, or null where it is not finite (JSON has no NaN).
+inline nlohmann::json finite_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
 // Appends {name, ok, detail} to a JSON array of checks (detail only when the check failed).
 void add_check(nlohmann::json& checks, const std::string& name, bool ok, const std::string& detail);
 

@@ -42,7 +42,6 @@ nlohmann::json queue_json(const methods::FloodQueue& q) {
 // up, and one poll may hand up several. o_r_stream is the lowest non-compute time past the knee, where a
 // queue stands and batches are largest (what a flood's receiver pays), published with the frames per poll
 // measured there (issue 36 item 1); o_r_knee is the paper's own reading, at the knee, with its batch.
-nlohmann::json number_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 nlohmann::json stream_notes(nlohmann::json p, bool send, std::uint32_t bytes, double frames_per_poll) {
   if (!p.is_object()) return p;
   p["definition"] =
@@ -52,19 +51,19 @@ nlohmann::json stream_notes(nlohmann::json p, bool send, std::uint32_t bytes, do
                  " B, per message of a saturated one-way stream, at its lowest past the knee: a poll's fixed cost is "
                  "shared among the frames it hands up (frames_per_poll, measured there), so this is at most o_r, "
                  "one receive of a message alone";
-  if (!send) p["frames_per_poll"] = number_or_null(frames_per_poll);
+  if (!send) p["frames_per_poll"] = finite_or_null(frames_per_poll);
   return p;
 }
 // Where each side's figures were read: the knee (its first risen point's c and batch, Bell et al.'s reading
 // there) and the batch of the lowest point.
 nlohmann::json knee_json(const methods::OverlapSide& s) {
-  return {{"c_ns", number_or_null(s.knee_c_ns)},
-          {"frames_per_poll", number_or_null(s.knee_frames_per_poll)},
-          {"overhead_ns", number_or_null(s.knee_ns)},
-          {"ci95_ns", number_or_null(s.knee_ci95)},
+  return {{"c_ns", finite_or_null(s.knee_c_ns)},
+          {"frames_per_poll", finite_or_null(s.knee_frames_per_poll)},
+          {"overhead_ns", finite_or_null(s.knee_ns)},
+          {"ci95_ns", finite_or_null(s.knee_ci95)},
           {"runs_ns", s.per_run_knee},
-          {"lowest_ns", number_or_null(s.overhead)},
-          {"lowest_frames_per_poll", number_or_null(s.frames_per_poll)},
+          {"lowest_ns", finite_or_null(s.overhead)},
+          {"lowest_frames_per_poll", finite_or_null(s.frames_per_poll)},
           {"rule",
            "the knee's first points: every later point lies over 5% above T(0); the grid's step (T(0)/10) "
            "that holds the knee is halved three times, and the risen points within half a step of the first "
@@ -86,7 +85,7 @@ nlohmann::json knee_param(const std::vector<std::vector<methods::BellSize>>& run
                     " B as the paper reads it, at the knee (the first points past the largest hidden computation), "
                     "at the frames per poll measured there: a stream's per message where its queue has had least "
                     "time to stand; a poll that just misses a frame is part of it";
-  j["frames_per_poll"] = number_or_null(last.recv.knee_frames_per_poll);
+  j["frames_per_poll"] = finite_or_null(last.recv.knee_frames_per_poll);
   return j;
 }
 }  // namespace
@@ -172,7 +171,7 @@ nlohmann::json bell_summary(const std::vector<std::vector<methods::BellSize>>& r
         const auto& b = last[i];
         for (const auto* side : {&b.send, &b.recv}) {
           nlohmann::json c = nlohmann::json::array();
-          for (const auto& p : side->curve) c.push_back({p.c_ns, p.t_ns, p.o_ns, number_or_null(p.frames_per_poll)});
+          for (const auto& p : side->curve) c.push_back({p.c_ns, p.t_ns, p.o_ns, finite_or_null(p.frames_per_poll)});
           e[side == &b.send ? "overlap_send_curve" : "overlap_recv_curve"] = c;
           e[side == &b.send ? "overlap_send_knee" : "overlap_recv_knee"] = knee_json(*side);
         }
@@ -186,7 +185,7 @@ nlohmann::json bell_summary(const std::vector<std::vector<methods::BellSize>>& r
       for (const auto& p : b.send.curve) e["send_curve"].push_back({p.c_ns, p.t_ns, p.o_ns});
       e["recv_curve"] = nlohmann::json::array();
       for (const auto& p : b.recv.curve)
-        e["recv_curve"].push_back({p.c_ns, p.t_ns, p.o_ns, number_or_null(p.frames_per_poll)});
+        e["recv_curve"].push_back({p.c_ns, p.t_ns, p.o_ns, finite_or_null(p.frames_per_poll)});
       e["messages_per_run"] = {
           {"send", b.send.messages},
           {"recv", b.recv.messages},

@@ -269,13 +269,18 @@ inline std::size_t knee_index(const std::vector<OverlapPoint>& pts) {
 // Bell et al. 4.3's reading: the overhead where the computation stops hiding. Past the knee T(c) = o + c,
 // so the non-compute time of the knee's first points that rose is o at the batch the knee has; read at
 // the first risen point and every risen one within `width` of its c (the median of them). NaN without a knee.
+// The median non-compute time of `of`'s points k.. whose computation on `grid` (the same c grid: the curve
+// for one run's points) lies within `width` of the knee's. NaN when none is finite.
+inline double knee_median(const std::vector<OverlapPoint>& grid, const std::vector<OverlapPoint>& of, std::size_t k,
+                          double width) {
+  std::vector<double> est;
+  for (std::size_t i = k; i < of.size() && grid[i].c_ns <= grid[k].c_ns + width; ++i)
+    if (std::isfinite(of[i].o_ns)) est.push_back(of[i].o_ns);
+  return est.empty() ? NAN : median_of(est);
+}
 inline double knee_overhead(const std::vector<OverlapPoint>& pts, double width) {
   const std::size_t k = knee_index(pts);
-  if (k == 0) return NAN;
-  std::vector<double> est;
-  for (std::size_t i = k; i < pts.size() && pts[i].c_ns <= pts[k].c_ns + width; ++i)
-    if (std::isfinite(pts[i].o_ns)) est.push_back(pts[i].o_ns);
-  return est.empty() ? NAN : median_of(est);
+  return k == 0 ? NAN : knee_median(pts, pts, k, width);
 }
 }  // namespace detail
 
@@ -359,18 +364,14 @@ OverlapSide overlap_side(const Clock& clock, const BellConfig& cfg, Once&& once)
     }
   // At the knee: each run's own non-compute time at the knee's points gives the interval.
   const double width = step / 2;
-  s.knee_ns = detail::knee_overhead(s.curve, width);
-  if (k > 0 && std::isfinite(s.knee_ns)) {
+  if (k > 0) s.knee_ns = detail::knee_median(s.curve, s.curve, k, width);
+  if (std::isfinite(s.knee_ns)) {
     s.knee_c_ns = s.curve[k].c_ns;
     s.knee_frames_per_poll = s.curve[k].frames_per_poll;
     std::vector<double> at;
     for (const auto& r : runs) {
-      std::vector<double> est;
-      for (std::size_t i = k; i < r.size() && s.curve[i].c_ns <= s.knee_c_ns + width; ++i)
-        if (std::isfinite(r[i].o_ns)) est.push_back(r[i].o_ns);
-      const double v = est.empty() ? NAN : median_of(est);
-      s.per_run_knee.push_back(v);
-      if (std::isfinite(v)) at.push_back(v);
+      s.per_run_knee.push_back(detail::knee_median(s.curve, r, k, width));
+      if (std::isfinite(s.per_run_knee.back())) at.push_back(s.per_run_knee.back());
     }
     s.knee_ci95 = bootstrap_ci95(at, median_of);
   }
