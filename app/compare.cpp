@@ -85,7 +85,7 @@ int run_compare(int argc, const char* const* argv) {
 
     std::vector<cmp::Pair> pairs;
     for (std::size_t i = 1; i < docs.size(); ++i)
-      pairs.push_back(cmp::compare_pair(docs[0], docs[i], names[0], names[i], compare_reading));
+      pairs.push_back(cmp::compare_pair(docs[0], docs[i], names[0], names[i], methods::compare_reading));
     const auto warnings = cmp::knob_warnings(docs, names);
     const auto harness = cmp::harness_lines(docs, names);
 
@@ -140,7 +140,7 @@ int run_compare(int argc, const char* const* argv) {
                   {"cpu", m.value("cpu", json(nullptr))},
                   {"version", m.value("version", json(nullptr))},
                   {"emulation", m.value("emulation", json(nullptr))},
-                  {"figure", cmp::figure_inputs(docs[i], compare_reading)}};
+                  {"figure", cmp::figure_inputs(docs[i], methods::compare_reading)}};
         out["runs"].push_back(r);
       }
       out["warnings"] = warnings;

@@ -9,7 +9,7 @@
 
 #include "common/errors.hpp"
 
-namespace logpb {
+namespace logpb::shm {
 
 double parse_duration_ns(const std::string& s) {
   std::size_t used = 0;
@@ -175,4 +175,4 @@ void to_json(nlohmann::json& j, const Emulation& e) {
        {"real_ni_behaviours", e.behaves()}};
 }
 
-}  // namespace logpb
+}  // namespace logpb::shm

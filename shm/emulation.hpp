@@ -33,7 +33,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-namespace logpb {
+namespace logpb::shm {
 
 struct Emulation {
   bool enabled = false;
@@ -60,4 +60,4 @@ void to_json(nlohmann::json& j, const Emulation& e);
 // Parses "250ns", "1.4us", "2ms", "0" into nanoseconds; throws UsageError otherwise.
 double parse_duration_ns(const std::string& s);
 
-}  // namespace logpb
+}  // namespace logpb::shm

@@ -39,8 +39,10 @@
 #include "shm/emulation.hpp"
 
 namespace logpb {
-
 class Ranks;
+}  // namespace logpb
+
+namespace logpb::shm {
 
 // A rank's doorbell (one cache line in the region's control page), used only by an emulated NI that
 // sleeps: the rank sets `sleeping` and waits on `seq` (a futex); a sender that publishes a frame to it
@@ -121,7 +123,7 @@ class ShmPeers {
   std::vector<int> pidfds_;  // -1 for ourselves
 };
 
-namespace shm_detail {
+namespace detail {
 
 struct TxRing {  // toward one peer
   am::Frame* slots = nullptr;
@@ -148,7 +150,7 @@ struct RxRing {  // from one peer
   }
 };
 
-}  // namespace shm_detail
+}  // namespace detail
 
 // The real NI: frames are visible as soon as their slot is written, a send is complete when it
 // returns. Every hook is empty or trivial and the compiler removes it.
@@ -167,7 +169,7 @@ class Wire {
   static constexpr int batch() noexcept { return 1; }
   bool room() const noexcept { return true; }
   // Round robin: the first ring from `start` on whose head is published.
-  int next_arrival(const shm_detail::RxRing* rx, int n, int start, std::uint64_t mask) const noexcept {
+  int next_arrival(const detail::RxRing* rx, int n, int start, std::uint64_t mask) const noexcept {
     for (int k = 0, i = start; k < n; ++k) {
       if (rx[i].ready(mask)) return i;
       if (++i == n) i = 0;
@@ -253,7 +255,7 @@ class EmulatedNI {
   // no sooner than g after this NI's previous arrival. o_r is padded from the moment polling began, so
   // the real cost of pulling the line over from the other core is inside it rather than added on top
   // (as o_s is padded from send entry). A request also holds the receiver for the emulated handler time.
-  int next_arrival(const shm_detail::RxRing* rx, int n, int, std::uint64_t mask) noexcept {
+  int next_arrival(const detail::RxRing* rx, int n, int, std::uint64_t mask) noexcept {
     // The clock is read only once a frame is there: an empty poll (every send's AM poll first) then costs no
     // rdtsc, which is ~20 ns on some AMD VMs and would ride on every emulated overhead, outside its padding.
     const am::Frame* frame = nullptr;
@@ -271,7 +273,7 @@ class EmulatedNI {
     return best;
   }
   // When the next frame already published to us may arrive (UINT64_MAX: none is).
-  std::uint64_t next_due(const shm_detail::RxRing* rx, int n, std::uint64_t mask) const noexcept {
+  std::uint64_t next_due(const detail::RxRing* rx, int n, std::uint64_t mask) const noexcept {
     const am::Frame* frame = nullptr;
     const int best = earliest(rx, n, mask, frame);
     return best < 0 ? UINT64_MAX : unstalled(std::max(rx[best].visible[rx[best].head & mask], last_arrival_ + g_));
@@ -299,7 +301,7 @@ class EmulatedNI {
   const Emulation& emulation() const { return emu_; }
 
  private:
-  static int earliest(const shm_detail::RxRing* rx, int n, std::uint64_t mask, const am::Frame*& frame) noexcept {
+  static int earliest(const detail::RxRing* rx, int n, std::uint64_t mask, const am::Frame*& frame) noexcept {
     int best = -1;
     std::uint64_t best_visible = 0;
     for (int i = 0; i < n; ++i) {
@@ -469,8 +471,8 @@ class ShmTransport {
   nlohmann::json describe() const;
 
  private:
-  using TxRing = shm_detail::TxRing;
-  using RxRing = shm_detail::RxRing;
+  using TxRing = detail::TxRing;
+  using RxRing = detail::RxRing;
   static constexpr std::size_t kLocalSlots = 1024;
   struct LocalCompletion {
     am::Frame frame;
@@ -562,4 +564,4 @@ class ShmTransport {
   ShmPeers peers_;
 };
 
-}  // namespace logpb
+}  // namespace logpb::shm
