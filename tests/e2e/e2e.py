@@ -96,8 +96,8 @@ def test_readme():
         dirs[:] = [x for x in dirs if x != "__pycache__"]
         for name in files:
             known += open(os.path.join(d, name), errors="replace").read()
-    # Flags of other programs the pages show beside ours (dpdk-testpmd's forwarding modes).
-    foreign = {"--forward-mode", "--tx-first"}
+    # Flags of other programs the pages show beside ours (dpdk-testpmd's forwarding modes, cmake --install's).
+    foreign = {"--forward-mode", "--tx-first", "--prefix"}
     bad = []
     for page in pages:
         text = open(os.path.join(SRC, page)).read()
