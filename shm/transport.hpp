@@ -177,7 +177,7 @@ class Wire {
   nlohmann::json describe() const;
 };
 
-// The emulated NI (DESIGN.md, "The shm transport and the emulated NI"). LogP is per NI, not per pair:
+// The emulated NI (docs/design.md §8). LogP is per NI, not per pair:
 // this rank's departures, to whichever peer, are at least g apart (one next-departure time shared by all
 // its outgoing rings), and so are its arrivals, from whichever peer (one last-arrival time shared by all
 // its incoming rings). A replier hit by K requesters thus serves them at 1/g in all, as LogP says (the

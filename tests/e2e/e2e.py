@@ -228,7 +228,7 @@ def test_default_run():
     for k in ("host", "cpu", "tsc", "version", "flags", "transport"):
         assert k in doc["meta"], k
     assert doc["meta"]["flags"]["transport"] == "shm" and doc["meta"]["flags"]["bench"] == "agree"
-    # The AM layer's own cost against a null NI, measured in this run (DESIGN.md: harness cost).
+    # The AM layer's own cost against a null NI, measured in this run (docs/design.md §12).
     h = doc["meta"].get("harness")
     assert isinstance(h, dict), "meta.harness is missing"
     for k in ("send_ns", "recv_ns"):
