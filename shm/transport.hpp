@@ -10,8 +10,9 @@
 // built: Wire is the rings as they are and its hooks fold away, so the real NI's hot path carries no
 // emulation branch; EmulatedNI makes the rings a LogP machine with known parameters (emulation.hpp).
 // The emulator's own time stamps are plain rdtsc, not the fenced reads of a timed interval: they need
-// no ordering against the loads and stores around them, and on some CPUs (an AMD VM seen here: ~20 ns
-// per read) every fence would add to the overheads the emulated NI is meant to set exactly.
+// no ordering against the loads and stores around them, and on some CPUs a fenced read is slow enough
+// (docs/results/lab-notes.md) that every fence would add to the overheads the emulated NI is meant to set
+// exactly.
 //
 // Layout of the mapping: a control page (format, shape, each rank's pid), then per ordered pair
 // (src, dst) the slot ring, the emulation's visibility stamps and the receiver's consumed counter, then
