@@ -1,5 +1,5 @@
 // The emulated NI: LogP parameters the shm transport enforces, so the benchmark code can be run against
-// a machine whose parameters are known (DESIGN.md, "The shm transport and the emulated NI").
+// a machine whose parameters are known (docs/design.md §8).
 //
 // Spec syntax: comma-separated key=value with units, e.g. "os=1.4us,or=2.2us,g=7.6us,L=6.3us,C=32".
 //   os, or   send / receive overhead, spent by the CPU inside send / receive

@@ -10,8 +10,9 @@
 // built: Wire is the rings as they are and its hooks fold away, so the real NI's hot path carries no
 // emulation branch; EmulatedNI makes the rings a LogP machine with known parameters (emulation.hpp).
 // The emulator's own time stamps are plain rdtsc, not the fenced reads of a timed interval: they need
-// no ordering against the loads and stores around them, and on some CPUs (an AMD VM seen here: ~20 ns
-// per read) every fence would add to the overheads the emulated NI is meant to set exactly.
+// no ordering against the loads and stores around them, and on some CPUs a fenced read is slow enough
+// (docs/results/lab-notes.md) that every fence would add to the overheads the emulated NI is meant to set
+// exactly.
 //
 // Layout of the mapping: a control page (format, shape, each rank's pid), then per ordered pair
 // (src, dst) the slot ring, the emulation's visibility stamps and the receiver's consumed counter, then
@@ -179,7 +180,7 @@ class Wire {
   nlohmann::json describe() const;
 };
 
-// The emulated NI (DESIGN.md, "The shm transport and the emulated NI"). LogP is per NI, not per pair:
+// The emulated NI (docs/design.md §8). LogP is per NI, not per pair:
 // this rank's departures, to whichever peer, are at least g apart (one next-departure time shared by all
 // its outgoing rings), and so are its arrivals, from whichever peer (one last-arrival time shared by all
 // its incoming rings). A replier hit by K requesters thus serves them at 1/g in all, as LogP says (the

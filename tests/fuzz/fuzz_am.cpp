@@ -8,7 +8,7 @@
 // op "frame" 64 bytes of frame.
 //
 // What must hold, checked here (a failure aborts, which libFuzzer reports as a crash):
-//  - a handler only ever sees a frame that passes every check of DESIGN.md's AM layer: magic, version,
+//  - a handler only ever sees a frame that passes every check of the AM layer (docs/design.md §4): magic, version,
 //    session, addressed to rank 0 from a rank of the job, registered handler, a known kind, and a bulk
 //    range inside the segment; a reply only while a request to that peer is outstanding;
 //  - every frame written is accounted for exactly once: dispatched, a credit frame, one rejection, or
