@@ -65,8 +65,9 @@ void repeat_method(L& link, methods::ClientState& st, const Clock& clock, const 
   } else {
     methods::RunIO io;
     if constexpr (M::needs.bulk) {
-      const methods::MethodInfo* info = methods::find_method(M::name);
-      io.sizes = methods::method_sizes(*info, o.sizes, methods::max_message(link));
+      std::vector<std::uint32_t> defaults;
+      if constexpr (requires { M::default_sizes; }) defaults = M::default_sizes;
+      io.sizes = methods::method_sizes(defaults, o.sizes, methods::max_message(link));
     }
     std::vector<typename M::Run> runs;
     for (int r = 0; r < o.runs; ++r) {
@@ -89,25 +90,20 @@ void repeat_method(L& link, methods::ClientState& st, const Clock& clock, const 
   }
 }
 
-// The chosen method on one link (requester -> replier).
-template <class L>
-void run_methods(L link, methods::ClientState& st, const Clock& clock, const Options& o, ResultsDoc& doc,
-                 Progress& progress) {
-  const methods::MethodInfo* info = methods::find_method(o.bench);
-  if (!info) throw UsageError("--bench " + o.bench + ": no such method (" + methods::method_names(", ", " or ") + ")");
+// The link-level method M on one link (requester -> replier).
+template <class M, class L>
+void run_method(L link, methods::ClientState& st, const Clock& clock, const Options& o, ResultsDoc& doc,
+                Progress& progress) {
   doc.j["meta"]["method"] = {
-      {"name", info->name},
-      {"summary", info->summary},
-      {"plot", info->plot},
-      {"needs",
-       {{"bulk", info->needs.bulk}, {"get", info->needs.get}, {"local_completion", info->needs.local_completion}}}};
+      {"name", M::name},
+      {"summary", M::summary},
+      {"plot", M::plot},
+      {"needs", {{"bulk", M::needs.bulk}, {"get", M::needs.get}, {"local_completion", M::needs.local_completion}}}};
   if (!doc.j.contains("runs")) doc.j["runs"] = nlohmann::json::array();
-  with_method(o.bench, [&]<class M>() {
-    if constexpr (M::scope == methods::Scope::job)
-      throw UsageError(std::string("--bench ") + M::name + " runs on the whole job, not on one link");
-    else
-      repeat_method<M>(link, st, clock, o, doc, progress);
-  });
+  if constexpr (M::scope == methods::Scope::job)
+    throw UsageError(std::string("--bench ") + M::name + " runs on the whole job, not on one link");
+  else
+    repeat_method<M>(link, st, clock, o, doc, progress);
 }
 
 // The AM layer's own counts (frames refused by reason, losses) go into meta.am.counters.
@@ -119,7 +115,7 @@ void record_counters(const EP& ep, ResultsDoc& doc) {
   doc.j["meta"]["am"]["counters"] = c;
 }
 
-template <class EP>
+template <class M, class EP>
 void run_client_bench(EP& ep, int peer, const Clock& clock, const Options& o, ResultsDoc& doc, Progress& progress) {
   struct Record {  // on every way out, including errors
     const EP& ep;
@@ -129,7 +125,7 @@ void run_client_bench(EP& ep, int peer, const Clock& clock, const Options& o, Re
   methods::ClientState st;
   methods::install_client(ep, st);
   doc.j["runs"] = nlohmann::json::array();
-  run_methods(am::Link<EP>(ep, peer), st, clock, o, doc, progress);
+  run_method<M>(am::Link<EP>(ep, peer), st, clock, o, doc, progress);
 }
 
 }  // namespace logpb::app

@@ -12,7 +12,7 @@
 #include <map>
 #include <thread>
 
-#include "app/modes.hpp"
+#include "common/cpu.hpp"
 #include "common/errors.hpp"
 
 namespace logpb::app {
@@ -66,11 +66,13 @@ void apply_agreement(Options& o, const nlohmann::json& a, int leader) {
     throw UsageError("rank " + std::to_string(leader) + " runs --transport " + a.at("transport").get<std::string>() +
                      ", this rank --transport " + o.transport + ": every rank of a job must use the same");
   o.bench = a.at("bench").get<std::string>();
+  o.method = methods::find_method(o.bench);  // the leader's method, checked there: in every build's catalogue
+  if (!o.method) throw UsageError("rank " + std::to_string(leader) + " runs --bench " + o.bench + ", unknown here");
   o.method_args = a.at("method_args").get<std::map<std::string, std::string>>();
   o.window = a.at("window").get<int>();
   o.credits = a.at("credits").get<int>();
   o.emulate_spec = a.at("emulate").get<std::string>();
-  o.emulation = o.emulate_spec.empty() ? shm::Emulation{} : shm::parse_emulation(o.emulate_spec);
+  o.emulation = o.emulate_spec.empty() ? shm::Emulation{} : shm::parse_emulation(o.emulate_spec);  // as the leader's
   o.ring = a.at("ring").get<int>();
   o.segment_bytes = a.at("segment_bytes").get<std::uint32_t>();
   o.ud = a.at("ud").get<bool>();
@@ -84,9 +86,7 @@ int choose_core(const Options& o, int rank, int host_rank, int size) {
   const std::vector<int> allowed = allowed_cores();
   // A job-level method may order its ranks on the cores (pairs: a requester beside its replier).
   if (o.cpus.empty() && size >= 2 && host_rank == rank)
-    with_method(o.bench, [&]<class M>() {
-      if constexpr (requires { M::core_slot(0, 2); }) rank = host_rank = M::core_slot(rank, size);
-    });
+    if (o.method->core_slot) rank = host_rank = o.method->core_slot(rank, size);
   if (allowed.empty()) throw std::runtime_error("sched_getaffinity found no core to run on");
   if (o.mode == "local") {
     if (!o.cpus.empty()) return o.cpus[static_cast<std::size_t>(rank) % o.cpus.size()];
@@ -125,24 +125,6 @@ struct Children {
   }
 };
 
-void run_transport(Job& job) {
-  const std::string& t = job.o.transport;
-  if (t == "shm") return run_shm(job);
-#ifdef LOGPB_HAVE_DPDK
-  if (t == "dpdk") return run_dpdk(job);
-#endif
-#ifdef LOGPB_HAVE_VERBS
-  if (t == "verbs") return run_verbs(job);
-#endif
-#ifdef LOGPB_HAVE_MPI
-  if (t == "mpi") return run_mpi(job);
-#endif
-#ifdef LOGPB_HAVE_OFI
-  if (t == "ofi") return run_ofi(job);
-#endif
-  throw std::logic_error("--transport " + t + " does not run as a job yet");
-}
-
 // The mode (launched when a launcher's variables are set and no mode was given), and in a local job every
 // rank's core checked before the fork: one clear error, not a child's.
 void settle_mode(Options& o) {
@@ -155,14 +137,8 @@ void settle_mode(Options& o) {
 
 // A link-level method measures one pair; a job-level method checks the size itself.
 void check_job_size(const Options& o, int n) {
-  bool job_level = false;
-  with_method(o.bench, [&]<class M>() {
-    if constexpr (M::scope == methods::Scope::job) {
-      job_level = true;
-      M::check_size(n);
-    }
-  });
-  if (!job_level && n != 2 && !(n == 1 && o.reflector))
+  if (o.method->scope == methods::Scope::job) return o.method->check_size(n);
+  if (n != 2 && !(n == 1 && o.reflector))
     throw UsageError("--bench " + o.bench + " measures one pair: run 2 ranks (this job has " + std::to_string(n) +
                      "), or a method of the whole job (e.g. --bench pairs)");
 }
@@ -286,14 +262,12 @@ methods::Role role_of(const Job& job) {
   const int n = job.ranks.size(), r = job.ranks.rank();
   if (job.leader_rank != 0) return {r == job.leader_rank, 1 - r, 0};  // server/client: the client requests
   methods::Role role{r == 0, r == 0 ? 1 : 0, 0};
-  with_method(job.o.bench, [&]<class M>() {
-    if constexpr (M::scope == methods::Scope::job) role = M::role(r, n);
-  });
+  if (job.o.method->scope == methods::Scope::job) role = job.o.method->role(r, n);
   return role;
 }
 
 void run_job_main(Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress, RankKind& kind,
-                  const std::function<void()>& on_pinned) {
+                  const std::function<void()>& on_pinned, TransportRun run_transport) {
   settle_mode(o);
   Ranks ranks = make_ranks(o);
   const int leader = o.mode == "server" || o.mode == "client" ? 1 : 0;

@@ -20,7 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/bench_runner.hpp"
-#include "app/modes_common.hpp"
+#include "app/job_common.hpp"
 #include "app/options.hpp"
 #include "app/progress.hpp"
 #include "common/am.hpp"
@@ -52,7 +52,9 @@ struct Job {
     lo.bench = bench;
     sub.j["runs"] = nlohmann::json::array();
     Progress quiet(true);
-    run_client_bench(ep, peer, clock, lo, sub, leader() ? progress : quiet);
+    lo.method = methods::find_method(bench);
+    if (!lo.method) throw std::logic_error("measure_link: no method " + bench);
+    with_method(bench, [&]<class M>() { run_client_bench<M>(ep, peer, clock, lo, sub, leader() ? progress : quiet); });
     // The quit gets no reply: sent as a one-way request, so it does not stay counted as an outstanding
     // request, which the next method over this link (pairs' second phase, quick's next method) would
     // wait for in vain (a signature's wait_all ended at the stall timeout).
@@ -72,15 +74,18 @@ enum class RankKind { leader, member, local_child };
 // rank and runs its transport. `kind` is set as soon as it is known: a local child must leave with _exit
 // once this returns or throws, and only the leader keeps a results file. on_pinned runs on every rank once
 // it is on its core, before the transport connects (main measures the core's interruptions there).
+// run_transport: the chosen transport's job (its descriptor's run), which connects this rank and plays its
+// role through run_job below.
+using TransportRun = void (*)(Job&);
 void run_job_main(Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress, RankKind& kind,
-                  const std::function<void()>& on_pinned);
+                  const std::function<void()>& on_pinned, TransportRun run_transport);
 
 namespace detail {
 
-template <class EP>
+template <class M, class EP>
 void run_single(Job& job, EP& ep, const methods::Role& role) {
   if (role.requester) {
-    run_client_bench(ep, role.peer, job.clock, job.o, job.doc, job.progress);
+    run_client_bench<M>(ep, role.peer, job.clock, job.o, job.doc, job.progress);
     ep.request(role.peer, methods::kQuit);
   } else if (role.peer >= 0) {
     methods::serve(ep);
@@ -123,15 +128,14 @@ void run_job(Job& job, T& t, double loss_timeout_s, const nlohmann::json& numa) 
       if (job.leader()) job.doc.j["meta"]["transport"] = t.describe();
     }
   } describe{job, t};
-  // A job-level method (Scope::job) plays the whole job; a link-level one runs on the pair.
-  bool job_level = false;
+  // The method becomes a type here, once: a job-level method (Scope::job) plays the whole job; a link-level
+  // one runs on the pair.
   with_method(job.o.bench, [&]<class M>() {
-    if constexpr (M::scope == methods::Scope::job) {
-      job_level = true;
+    if constexpr (M::scope == methods::Scope::job)
       M::run_job(job, ep, role);
-    }
+    else
+      detail::run_single<M>(job, ep, role);
   });
-  if (!job_level) detail::run_single(job, ep, role);
   // Every rank's AM counters toward each peer, gathered once the job is over; the allgather is also the
   // barrier that keeps each transport up while another rank may still read from it. The leader records
   // them and checks that what each rank sent to another is what that one took in (detail::record_counters).

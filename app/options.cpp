@@ -39,23 +39,43 @@ struct Text {
   std::int64_t size = 0;
 };
 
-po::options_description run_section(Options& o) {
-  po::options_description general("Run");
-  general.add_options()("help,h", "this text")("version", "print the version")(
-      "transport", po::value(&o.transport)->default_value(o.transport),
-      "shm | verbs | dpdk | mpi | ofi (mpi: under mpirun/srun only; ofi: with --provider)")(
-      "bench", po::value(&o.bench)->default_value(o.bench), methods::bench_help().c_str());
-  shm::describe_emulate(general, o);
-  general.add_options()("json", po::value(&o.json_path),
-                        "write results to this file (atomically; checkpointed during the run)")(
+// "--transport shm | verbs | ...", and one line per transport, from the list of transports.
+std::string transport_help() {
+  std::string names, lines;
+  for_each_transport(
+      [&]<class D>() {
+        names += (names.empty() ? "" : " | ") + std::string(D::name);
+        lines += "\n" + std::string(D::name) + std::string(8 - std::min<std::size_t>(7, std::string(D::name).size()), ' ') +
+                 D::summary + (kBuilt<D> ? "" : " (not built here)");
+      },
+      AllTransports{});
+  return names + ":" + lines;
+}
+
+// What a perftest user looks for first: the link, the method, the sizes and counts, the output.
+po::options_description common_section(Options& o, Text& t) {
+  po::options_description d("Common options");
+  d.add_options()("help,h", "this text")("version", "print the version")(
+      "transport", po::value(&o.transport)->default_value(o.transport), transport_help().c_str())(
+      "bench", po::value(&o.bench)->default_value(o.bench), "the method (listed at the end of this text)")(
+      "size,s", po::value(&t.size)->default_value(o.size),
+      "ping-pong message bytes: 0 = one small AM (64-byte frame), n = a bulk store of n bytes")(
+      "iters,n", po::value(&o.iterations)->default_value(o.iterations), "ping-pong iterations (timed)")(
+      "warmup", po::value(&o.warmup)->default_value(o.warmup), "ping-pong iterations before timing")(
+      "all,a", po::bool_switch(&o.all_sizes),
+      "every size 2 .. 2^23 bytes, as perftest's -a (pingpong, bw and the other "
+      "methods over sizes); the segment grows to 16 MiB")(
+      "sizes", po::value(&t.sizes),
+      "message sizes in bytes for pingpong, bw, bulk, flood, overlap, availability (e.g. 8,512,4096)")(
+      "runs", po::value(&o.runs)->default_value(o.runs),
+      "repeat the whole measurement; parameters get run-to-run spread")(
+      "json", po::value(&o.json_path), "write results to this file (atomically; checkpointed during the run)")(
       "csv", po::value(&o.csv_path),
       "also write the run's table as CSV (atomically): pingpong's latency table, bw's "
       "bandwidth table, else the parameters; a second table goes to FILE-NAME.csv")(
-      "raw", po::bool_switch(&o.raw), "also store every raw sample in the JSON")(
-      "runs", po::value(&o.runs)->default_value(o.runs),
-      "repeat the whole measurement; parameters get run-to-run spread")("quiet,q", po::bool_switch(&o.quiet),
-                                                                        "no progress line");
-  return general;
+      "raw", po::bool_switch(&o.raw), "also store every raw sample in the JSON")("quiet,q", po::bool_switch(&o.quiet),
+                                                                                  "no progress line");
+  return d;
 }
 
 po::options_description placement_section(Options& o, Text& t) {
@@ -84,17 +104,10 @@ po::options_description placement_section(Options& o, Text& t) {
   return place;
 }
 
-po::options_description methods_section(Options& o, Text& t) {
-  po::options_description method("Methods");
-  method.add_options()("iters,n", po::value(&o.iterations)->default_value(o.iterations),
-                       "ping-pong iterations (timed)")("warmup", po::value(&o.warmup)->default_value(o.warmup),
-                                                       "ping-pong iterations before timing")(
-      "size,s", po::value(&t.size)->default_value(o.size),
-      "ping-pong message bytes: 0 = one small AM (64-byte frame), n = a bulk store of n bytes")(
-      "window", po::value(&o.window)->default_value(o.window),
-      "AM outstanding window: the network capacity (an emulation's C overrides)");
-  shm::describe_ring(method, o);
-  method.add_options()(
+po::options_description am_section(Options& o, Text& t) {
+  po::options_description d("AM layer and stop rule");
+  d.add_options()("window", po::value(&o.window)->default_value(o.window),
+                  "AM outstanding window: the network capacity (an emulation's C overrides)")(
       "credits", po::value(&o.credits)->default_value(o.credits),
       "one-way requests in flight before the receiver returns credits (flood, saturation, overlap, availability)")(
       "ci", po::value(&o.rule.rel_precision)->default_value(o.rule.rel_precision, "0.05"),
@@ -105,13 +118,8 @@ po::options_description methods_section(Options& o, Text& t) {
       "max-samples", po::value(&o.rule.max_samples)->default_value(o.rule.max_samples), "stop rule: cap per point")(
       "max-point-seconds", po::value(&o.rule.max_seconds)->default_value(o.rule.max_seconds),
       "stop rule: time cap per point")("estimator", po::value(&t.estimator)->default_value(t.estimator),
-                                       "point estimate: median | mean")(
-      "sizes", po::value(&t.sizes),
-      "message sizes in bytes for pingpong, bw, bulk, flood, overlap, availability (e.g. 8,512,4096)")(
-      "all,a", po::bool_switch(&o.all_sizes),
-      "every size 2 .. 2^23 bytes, as perftest's -a (pingpong, bw and the other "
-      "methods over sizes); the segment grows to 16 MiB");
-  return method;
+                                       "point estimate: median | mean");
+  return d;
 }
 
 // Each method's own options, from its descriptors; an option several methods take is listed once.
@@ -226,17 +234,21 @@ void check_job(Options& o, const po::variables_map& vm, const Text& t) {
     throw UsageError("client needs the server's address: logpbench client HOST");
   if (o.mode != "client" && !o.host.empty())
     throw UsageError("unexpected argument '" + o.host + "' (only client takes a HOST)");
-  if (o.transport != "shm" && o.transport != "verbs" && o.transport != "dpdk" && o.transport != "mpi" &&
-      o.transport != "ofi")
-    throw UsageError("--transport must be shm, verbs, dpdk, mpi or ofi, not '" + o.transport + "'");
-  if (!methods::find_method(o.bench))
+  if (!with_transport(o.transport, []<class>() {}, AllTransports{})) {
+    std::string names;
+    for_each_transport([&]<class D>() { names += (names.empty() ? "" : ", ") + std::string(D::name); },
+                       AllTransports{});
+    throw UsageError("--transport must be one of " + names + "; not '" + o.transport + "'");
+  }
+  o.method = methods::find_method(o.bench);
+  if (!o.method)
     throw UsageError("--bench must be " + methods::method_names(", ", " or ") + ", not '" + o.bench + "'");
 }
 
 // -a, --sizes, -s and -n: which method takes them, and that they do not contradict one another. -a fills
 // the sizes and grows the segment so that its largest size (8 MiB) fits half of it, as every bulk size must.
 void check_sizes_options(Options& o, const po::variables_map& vm, const std::string& sizes_arg) {
-  const methods::MethodInfo* m = methods::find_method(o.bench);
+  const methods::MethodInfo* m = o.method;
   o.size_given = given(vm, "size");
   o.iterations_given = given(vm, "iters");
   if (m->budgets) {
@@ -293,7 +305,6 @@ void check_settings(Options& o, const Text& t) {
   }
   if (o.size > o.segment_bytes / 2)
     throw UsageError("--size exceeds half the " + std::to_string(o.segment_bytes) + "-byte segment");
-  shm::validate_emulation(o, o.transport, o.mode, o.window);
   o.rule.estimator = parse_estimator(t.estimator);
   check_range("iters", o.iterations, 1, 1e8);
   check_range("warmup", o.warmup, 0, 1e8);
@@ -338,21 +349,44 @@ void record_flags(Options& o, const po::variables_map& vm) {
   o.flags["window_effective"] = o.window;
 }
 
+
+// Each transport's checks, in the list's order (each refuses its own options for another transport).
+void check_transports(Options& o, const po::variables_map& vm) {
+  const TransportCheck c{vm,          o.transport,  o.mode, o.mode_given, o.window, o.method->takes.ud && o.size == 0,
+                         o.method->takes.tx_burst};
+  for_each_transport([&]<class D>() { D::validate(o, c); }, AllTransports{});
+}
+
+void print_help(const std::vector<const po::options_description*>& sections) {
+  std::cout << "usage: logpbench [local | server | client HOST] [options]   one method (--bench) over one link\n"
+               "       logpbench quick [...]    a first look: ping-pong, message rate and the LogP table in seconds\n"
+               "       logpbench agree [...]    one LogP table, every method's figures side by side\n"
+               "       logpbench compare A.json B.json [...] | logpbench model RESULT.json [...]\n"
+               "With no arguments: logpbench agree, one LogP table for the shm link (the embedded default);\n"
+               "with options and no --bench, the method is the signature.\n"
+               "Like perftest's ib_send_lat over two hosts:\n"
+               "  logpbench server --transport verbs --device mlx5_0 --bench pingpong -a\n"
+               "  logpbench client HOST --transport verbs --device mlx5_0 --bench pingpong -a\n\n";
+  for (const auto* d : sections) std::cout << *d << '\n';
+  std::cout << "Methods (--bench NAME):" << methods::bench_help() << '\n';
+}
+
 }  // namespace
 
 bool parse_options(int argc, const char* const* argv, Options& o) {
   Text t;
-  const po::options_description general = run_section(o), place = placement_section(o, t);
-  const po::options_description verbs = verbs::describe(o), dpdk = dpdk::describe(o), mpi = mpi::describe(o),
-                                ofi = ofi::describe(o);
-  const po::options_description method = methods_section(o, t);
+  const po::options_description common = common_section(o, t), place = placement_section(o, t),
+                                am = am_section(o, t);
+  std::vector<po::options_description> transports;
+  for_each_transport([&]<class D>() { transports.push_back(D::describe(o)); }, AllTransports{});
   MethodOwned owned;
   po::options_description hidden;
   hidden.add_options()("mode", po::value(&o.mode))("host", po::value(&o.host));
   po::positional_options_description pos;
   pos.add("mode", 1).add("host", 1);
   po::options_description all;
-  all.add(general).add(place).add(verbs).add(dpdk).add(mpi).add(ofi).add(method).add(owned.desc).add(hidden);
+  all.add(common).add(place).add(am).add(owned.desc).add(hidden);
+  for (const auto& d : transports) all.add(d);
 
   po::variables_map vm;
   try {
@@ -365,17 +399,10 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
     throw UsageError("--size: " + std::to_string(t.size) + " is not a message size (bytes, 0 or more)");
   o.size = static_cast<std::uint32_t>(t.size);
   if (vm.count("help")) {
-    std::cout << "usage: logpbench [local | server | client HOST] [options]\n"
-                 "With no arguments: logpbench agree, one LogP table for the shm link (the embedded default);\n"
-                 "with options and no --bench, the method is the signature.\n\n"
-              << general << '\n'
-              << place << '\n'
-              << method << '\n'
-              << owned.desc << '\n'
-              << verbs << '\n'
-              << dpdk << '\n'
-              << mpi << '\n'
-              << ofi;
+    std::vector<const po::options_description*> sections{&common};
+    for (const auto& d : transports) sections.push_back(&d);
+    sections.insert(sections.end(), {&place, &am, &owned.desc});
+    print_help(sections);
     return false;
   }
   if (vm.count("version")) {
@@ -384,16 +411,11 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   }
   check_job(o, vm, t);
   owned.apply(o, vm);
-  const methods::MethodInfo* m = methods::find_method(o.bench);
-  if (m->check) m->check(o);
+  if (o.method->check) o.method->check(o);
   check_sizes_options(o, vm, t.sizes);
   check_settings(o, t);
+  check_transports(o, vm);
   owned.read_typed(o, vm);
-  verbs::validate(o, vm, o.transport, m->takes.ud && o.size == 0, o.window);
-  dpdk::validate(o, vm, o.transport, o.mode, m->takes.tx_burst);
-  mpi::validate(o, vm, o.transport, o.mode_given, o.mode);
-  ofi::validate(o, vm, o.transport);
-  shm::validate_ring(o, o.transport, o.window);
   record_flags(o, vm);
   return true;
 }

@@ -9,19 +9,16 @@
 #include <nlohmann/json.hpp>
 
 #include "common/errors.hpp"
-#include "dpdk/options.hpp"
+#include "methods/descriptor.hpp"
 #include "methods/settings.hpp"
-#include "mpi/options.hpp"
-#include "ofi/options.hpp"
-#include "shm/options.hpp"
-#include "verbs/options.hpp"
+#include "transports/all_transports.hpp"
 
 namespace logpb::app {
 
 // The whole command line: the job's options; what the methods read (Settings: the options several share,
-// each method's own by name); each transport's in its own part (<transport>/options.hpp, which also gives
-// its --help section and its checks).
-struct Options : methods::Settings, shm::CliOptions, verbs::CliOptions, dpdk::CliOptions, mpi::CliOptions, ofi::CliOptions {
+// each method's own by name); each transport's in its own part (<transport>/options.hpp; its descriptor
+// gives its --help section and its checks).
+struct Options : methods::Settings, TransportOptions<AllTransports> {
   std::string mode = "local";  // local | server | client | launched (mpirun/srun, no mode given)
   bool mode_given = false;     // the user named a mode (otherwise a launcher's environment makes it "launched")
   int ranks = 2;               // local: processes of the job (-N)
@@ -31,6 +28,7 @@ struct Options : methods::Settings, shm::CliOptions, verbs::CliOptions, dpdk::Cl
   std::string host;            // client: the server's address
   std::string transport = "shm";
   std::string bench = "signature";
+  const methods::MethodInfo* method = nullptr;  // --bench in the catalogue, looked up once (parse_options)
   std::string json_path;
   std::string csv_path;  // --csv: the run's table(s) as CSV (methods/table.hpp)
   int cpu = 0;           // this process's core (local: the client)

@@ -26,6 +26,11 @@ MethodInfo info_of() {
   if constexpr (requires { M::shares; }) i.shares = M::shares;
   if constexpr (requires { M::contention; }) i.contention = M::contention;
   if constexpr (requires { M::own_table; }) i.own_table = M::own_table;
+  if constexpr (M::scope == Scope::job) {
+    i.check_size = &M::check_size;
+    i.role = &M::role;
+  }
+  if constexpr (requires { M::core_slot(0, 2); }) i.core_slot = &M::core_slot;
   return i;
 }
 
@@ -64,9 +69,8 @@ std::string method_names(const char* sep, const char* last_sep) {
   return s;
 }
 
-Needs run_needs(std::string_view bench, const std::map<std::string, std::string>& method_args) {
-  const MethodInfo* m = find_method(bench);
-  if (!m) return {};
+Needs run_needs(const MethodInfo& method, const std::map<std::string, std::string>& method_args) {
+  const MethodInfo* m = &method;
   Needs n = m->needs;
   if (!m->link_option.empty()) {
     const auto it = method_args.find(m->link_option);
@@ -80,20 +84,20 @@ Needs run_needs(std::string_view bench, const std::map<std::string, std::string>
 }
 
 std::string bench_help() {
-  std::string s = "the method:";
+  std::string s;
   for (const auto& m : all_methods())
-    s += "\n" + m.name + std::string(m.name.size() < 13 ? 13 - m.name.size() : 1, ' ') + m.summary;
+    s += "\n  " + m.name + std::string(m.name.size() < 13 ? 13 - m.name.size() : 1, ' ') + m.summary;
   return s;
 }
 
-std::vector<std::uint32_t> method_sizes(const MethodInfo& info, const std::vector<std::uint32_t>& given,
-                                        std::uint32_t max_bytes) {
+std::vector<std::uint32_t> method_sizes(const std::vector<std::uint32_t>& default_sizes,
+                                        const std::vector<std::uint32_t>& given, std::uint32_t max_bytes) {
   for (auto n : given)
     if (n > max_bytes)
       throw UsageError("size " + std::to_string(n) + " exceeds half the segment (" + std::to_string(max_bytes) + ")");
   if (!given.empty()) return given;
   std::vector<std::uint32_t> out;
-  for (auto n : info.default_sizes)
+  for (auto n : default_sizes)
     if (n <= max_bytes) out.push_back(n);
   return out;
 }

@@ -142,6 +142,11 @@ struct MethodInfo {
   std::vector<SharedFigure> shares;                    // the figures it shares with other methods
   ContentionShape contention = ContentionShape::none;  // what `model` reads from its result
   bool own_table = false;  // its print() shows the parameters in a table of its own, in place of the usual one
+  // A job-level method's place in the job (Scope::job; null for a link-level one, and core_slot when it has
+  // no core order of its own).
+  void (*check_size)(int ranks) = nullptr;
+  Role (*role)(int rank, int ranks) = nullptr;
+  int (*core_slot)(int rank, int ranks) = nullptr;
 };
 
 // Every registered method, by name.
@@ -151,7 +156,7 @@ const MethodInfo* find_method(std::string_view name);
 std::string method_names(const char* sep, const char* last_sep);
 // What a run asks of the transport: the method's needs, and for a job-level method that runs a link-level
 // method on each link (its link_option, e.g. --pairs-bench) that method's too. Unknown names need nothing.
-Needs run_needs(std::string_view bench, const std::map<std::string, std::string>& method_args);
+Needs run_needs(const MethodInfo& method, const std::map<std::string, std::string>& method_args);
 // How `compare` reads a result of that method (its descriptor's compare_as; the plain reading for a name
 // no method has, as an old result's may be).
 analysis::compare::Reading compare_reading(const std::string& bench);
@@ -161,8 +166,8 @@ ContentionShape contention_shape(const std::string& bench);
 std::string bench_help();
 // The sizes a method over sizes runs: --sizes, or its defaults that fit; a size past half the segment
 // (max_bytes) is refused.
-std::vector<std::uint32_t> method_sizes(const MethodInfo& info, const std::vector<std::uint32_t>& given,
-                                        std::uint32_t max_bytes);
+std::vector<std::uint32_t> method_sizes(const std::vector<std::uint32_t>& default_sizes,
+                                        const std::vector<std::uint32_t>& given, std::uint32_t max_bytes);
 
 // What a method's run can tell the loop that repeats it.
 struct RunIO {

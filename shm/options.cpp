@@ -6,14 +6,16 @@ namespace po = boost::program_options;
 
 namespace logpb::shm {
 
-void describe_emulate(po::options_description& d, CliOptions& o) {
+po::options_description describe(CliOptions& o) {
+  po::options_description d("shm transport (the default) and its emulated NI");
   d.add_options()("emulate", po::value(&o.emulate_spec),
-                  "shm only: emulated NI, e.g. \"os=1.4us,or=2.2us,g=7.6us,L=6.3us,C=32\"");
+                  "an emulated NI of known parameters, e.g. \"os=1.4us,or=2.2us,g=7.6us,L=6.3us,C=32\" "
+                  "(shm/emulation.hpp lists every key)")(
+      "ring", po::value(&o.ring)->default_value(o.ring), "slots per direction (power of two)");
+  return d;
 }
 
-void describe_ring(po::options_description& d, CliOptions& o) {
-  d.add_options()("ring", po::value(&o.ring)->default_value(o.ring), "shm: slots per direction (power of two)");
-}
+namespace {
 
 void validate_emulation(CliOptions& o, const std::string& transport, const std::string& mode, int& window) {
   if (o.emulate_spec.empty()) return;
@@ -30,6 +32,13 @@ void validate_emulation(CliOptions& o, const std::string& transport, const std::
 void validate_ring(const CliOptions& o, const std::string& transport, int window) {
   if (transport == "shm" && window * 2 > o.ring)
     throw UsageError("--ring must be at least twice --window so replies always find a free slot");
+}
+
+}  // namespace
+
+void validate(CliOptions& o, const std::string& transport, const std::string& mode, int& window) {
+  validate_emulation(o, transport, mode, window);
+  validate_ring(o, transport, window);
 }
 
 }  // namespace logpb::shm

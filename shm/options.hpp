@@ -1,5 +1,5 @@
 // The shm transport's part of the command line: the emulated NI (--emulate, parsed by shm/emulation.hpp)
-// and the ring of slots per direction. --help lists them among the run's and the methods' options.
+// and the ring of slots per direction.
 #pragma once
 
 #include <string>
@@ -17,13 +17,11 @@ struct CliOptions {
   int ring = 1024;
 };
 
-// The --emulate and --ring lines of --help, added to the section each is listed in.
-void describe_emulate(boost::program_options::options_description& d, CliOptions& o);
-void describe_ring(boost::program_options::options_description& d, CliOptions& o);
-// Parses --emulate (UsageError unless --transport shm on the client); an emulated capacity C, when given,
-// becomes the AM window.
-void validate_emulation(CliOptions& o, const std::string& transport, const std::string& mode, int& window);
-// Replies need a free slot whatever the requests in flight: the ring holds twice the window.
-void validate_ring(const CliOptions& o, const std::string& transport, int window);
+// The section "shm transport" of --help (--emulate, --ring), bound to `o`.
+boost::program_options::options_description describe(CliOptions& o);
+// Parses --emulate (UsageError unless --transport shm on the client; an emulated capacity C, when given,
+// becomes the AM window), then checks that the ring holds twice the window, so replies need a free slot
+// whatever the requests in flight.
+void validate(CliOptions& o, const std::string& transport, const std::string& mode, int& window);
 
 }  // namespace logpb::shm

@@ -49,11 +49,11 @@ TEST_CASE("with_method hands over the descriptor type named") {
 
 TEST_CASE("sizes: --sizes, else the method's defaults that fit; too large is refused") {
   const MethodInfo& flood = *find_method("flood");
-  CHECK(method_sizes(flood, {16, 32}, 1 << 15) == std::vector<std::uint32_t>{16, 32});
-  const auto d = method_sizes(flood, {}, 4096);
+  CHECK(method_sizes(flood.default_sizes, {16, 32}, 1 << 15) == std::vector<std::uint32_t>{16, 32});
+  const auto d = method_sizes(flood.default_sizes, {}, 4096);
   REQUIRE_FALSE(d.empty());
   CHECK(d.back() <= 4096);
-  CHECK_THROWS_AS(method_sizes(flood, {8, 1 << 20}, 1 << 15), UsageError);
+  CHECK_THROWS_AS(method_sizes(flood.default_sizes, {8, 1 << 20}, 1 << 15), UsageError);
 }
 
 namespace {
@@ -114,7 +114,7 @@ TEST_CASE("--runs repeats any method through the one loop: pingpong") {
   Link l;
   ResultsDoc doc;
   Progress quiet(true);
-  run_client_bench(*l.client, 1, test_clock(), small("pingpong", 3), doc, quiet);
+  run_client_bench<methods::method::pingpong>(*l.client, 1, test_clock(), small("pingpong", 3), doc, quiet);
   REQUIRE(doc.j["runs"].size() == 3);
   for (const auto& r : doc.j["runs"]) CHECK(r["rtt"]["summary"]["n"].get<int>() == 300);
   const auto& rtt = doc.j["parameters"]["rtt"];
@@ -130,7 +130,7 @@ TEST_CASE("--runs repeats the self-check too, and every run's cases are recorded
   Link l;
   ResultsDoc doc;
   Progress quiet(true);
-  run_client_bench(*l.client, 1, test_clock(), small("verify", 2), doc, quiet);
+  run_client_bench<methods::method::verify>(*l.client, 1, test_clock(), small("verify", 2), doc, quiet);
   REQUIRE(doc.j["runs"].size() == 2);
   for (const auto& r : doc.j["runs"]) {
     REQUIRE_FALSE(r["verify"].empty());
@@ -140,11 +140,11 @@ TEST_CASE("--runs repeats the self-check too, and every run's cases are recorded
   CHECK(doc.j["checks"][0]["ok"].get<bool>());
 }
 
-TEST_CASE("a job-level or unknown method is refused on one link") {
+TEST_CASE("a job-level method is refused on one link") {
   Link l;
   ResultsDoc doc;
   Progress quiet(true);
-  CHECK_THROWS_WITH(run_client_bench(*l.client, 1, test_clock(), small("pairs", 1), doc, quiet),
-                    Catch::Contains("runs on the whole job"));
-  CHECK_THROWS_AS(run_client_bench(*l.client, 1, test_clock(), small("nope", 1), doc, quiet), UsageError);
+  CHECK_THROWS_WITH(
+      run_client_bench<methods::method::pairs>(*l.client, 1, test_clock(), small("pairs", 1), doc, quiet),
+      Catch::Contains("runs on the whole job"));
 }

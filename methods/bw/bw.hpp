@@ -36,8 +36,8 @@ struct bw {
 
   // The sizes: -a or --sizes, else -s n, else the defaults; each within half the segment.
   static std::vector<std::uint32_t> sizes(const Settings& o, std::uint32_t max_bytes) {
-    if (o.sizes.empty() && o.size_given) return method_sizes(*find_method(name), {o.size}, max_bytes);
-    return method_sizes(*find_method(name), o.sizes, max_bytes);
+    if (o.sizes.empty() && o.size_given) return method_sizes(default_sizes, {o.size}, max_bytes);
+    return method_sizes(default_sizes, o.sizes, max_bytes);
   }
   static int iterations(const Settings& o) { return o.iterations_given ? o.iterations : kDefaultIterations; }
 

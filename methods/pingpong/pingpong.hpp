@@ -53,7 +53,7 @@ struct pingpong {
       run.sizes.push_back({o.size, methods::pingpong(link, st, clock, config(o, o.size))});
       return run;
     }
-    const std::vector<std::uint32_t> sizes = method_sizes(*find_method(name), o.sizes, methods::max_message(link));
+    const std::vector<std::uint32_t> sizes = method_sizes({}, o.sizes, methods::max_message(link));
     // The share of the sweep each size is, for the progress display: its bytes plus a fixed cost.
     double total = 0, so_far = 0;
     for (auto n : sizes) total += n + 4096.0;

@@ -6,26 +6,28 @@
 // otherwise verbs::Transport, which has no idle_wait, so its waiting loops never read the clock per
 // empty poll.
 #include "app/job.hpp"
-#include "app/modes_common.hpp"
-#include "app/modes.hpp"
+#include "verbs/descriptor.hpp"
+#include "app/job_common.hpp"
 #include "verbs/connect.hpp"
 #include "verbs/transport.hpp"
 
-namespace logpb::app {
+namespace logpb::verbs {
+
+using app::Job;
 namespace {
 
 template <class T>
 void run_as(Job& job) {
   const verbs::CliOptions& v = job.o;
   // Only runs with a get let peers read the segment (the same on every rank: the bench is agreed).
-  const bool remote_read = methods::run_needs(job.o.bench, job.o.method_args).get;
+  const bool remote_read = methods::run_needs(*job.o.method, job.o.method_args).get;
   auto t = verbs::connect<T>(job.ranks, v.device(job.o.segment_bytes, remote_read), v.transport());
-  run_job(job, *t, v.default_loss_timeout_s(), numa_placement(job.o.cpu, t->context().numa_node()));
+  app::run_job(job, *t, v.default_loss_timeout_s(), app::numa_placement(job.o.cpu, t->context().numa_node()));
 }
 
 }  // namespace
 
-void run_verbs(Job& job) {
+void Descriptor::run(Job& job) {
   if (job.o.event_mode)
     run_as<verbs::EventTransport>(job);
   else if (job.oversubscribed)
@@ -34,4 +36,4 @@ void run_verbs(Job& job) {
     run_as<verbs::Transport>(job);
 }
 
-}  // namespace logpb::app
+}  // namespace logpb::verbs

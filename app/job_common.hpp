@@ -1,4 +1,4 @@
-// What every transport's run modes share: the session id, the AM endpoint's options and the NUMA
+// What every transport's job shares: the session id, the AM endpoint's options and the NUMA
 // placement record.
 #pragma once
 

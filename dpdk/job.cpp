@@ -5,15 +5,17 @@
 // reflector nobody here wrote (testpmd in macswap mode). dpdk/setup.hpp holds the control path.
 #include <cstdio>
 
-#include "app/dpdk_job.hpp"
+#include "dpdk/job.hpp"
 #include "app/job.hpp"
-#include "app/modes.hpp"
-#include "app/modes_common.hpp"
+#include "dpdk/descriptor.hpp"
+#include "app/job_common.hpp"
 #include "methods/protocol.hpp"
 #include "dpdk/connect.hpp"
 #include "dpdk/setup.hpp"
 
-namespace logpb::app {
+namespace logpb::dpdk {
+
+using app::Job;
 namespace {
 
 dpdk::JobPlace place(const Job& job) {
@@ -32,7 +34,7 @@ dpdk::JobPlace place(const Job& job) {
 
 }  // namespace
 
-void run_dpdk(Job& job) {
+void Descriptor::run(Job& job) {
   auto conn = dpdk::connect(job.ranks, dpdk::connect_options(job.o, place(job)));
   if (job.o.mode == "server" && !job.leader())
     std::fprintf(stderr, "logpbench server: DPDK port %u (%s)\n", conn->ports()[0]->id(),
@@ -46,4 +48,4 @@ void run_dpdk(Job& job) {
   if (job.o.reflector) dpdk::linger_for_reflector(*conn->ports()[0]);
 }
 
-}  // namespace logpb::app
+}  // namespace logpb::dpdk

@@ -1,4 +1,4 @@
-#include "app/modes_common.hpp"
+#include "app/job_common.hpp"
 
 #include <numa.h>
 #include <sys/prctl.h>

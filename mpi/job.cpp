@@ -4,13 +4,15 @@
 // role in run_job like any other transport; before posting its ring it runs a bare MPI ping-pong
 // (meta.transport_floor). MPI has no emulated NI: --emulate is shm's alone.
 #include "app/job.hpp"
-#include "app/modes.hpp"
-#include "app/modes_common.hpp"
+#include "mpi/descriptor.hpp"
+#include "app/job_common.hpp"
 #include "mpi/connect.hpp"
 
-namespace logpb::app {
+namespace logpb::mpi {
 
-void run_mpi(Job& job) {
+using app::Job;
+
+void Descriptor::run(Job& job) {
   mpi::TransportOptions t = job.o.mpi_options;
   t.segment_bytes = job.o.segment_bytes;
   t.yield_when_idle = job.oversubscribed;
@@ -26,7 +28,7 @@ void run_mpi(Job& job) {
   // is logpbench's, and the table and compare split that into the AM layer (meta.harness) and the MPI
   // transport's own code.
   if (job.leader() && !conn.floor().is_null()) job.doc.j["meta"]["transport_floor"] = conn.floor();
-  run_job(job, conn.transport(), 0, nullptr);  // MPI never loses a message
+  app::run_job(job, conn.transport(), 0, nullptr);  // MPI never loses a message
 }
 
-}  // namespace logpb::app
+}  // namespace logpb::mpi
