@@ -343,7 +343,7 @@ std::vector<std::string> knob_warnings(const std::vector<json>& docs, const std:
     }
     if (bench_of(docs[0]) != bench_of(docs[i]))
       w.push_back(names[0] + " ran " + bench_of(docs[0]) + ", " + names[i] + " ran " + bench_of(docs[i]) +
-                  ": the methods define a parameter of the same name differently (DESIGN.md, regimes), so a difference "
+                  ": the methods define a parameter of the same name differently (docs/design.md §9), so a difference "
                   "may be the method's, not the interface's");
     for (const char* k : {"host", "cpu"}) {
       const std::string a = trim(str(m0, k)), b = trim(str(mi, k));

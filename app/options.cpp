@@ -350,11 +350,18 @@ void record_flags(Options& o, const po::variables_map& vm) {
 }
 
 
-// Each transport's checks, in the list's order (each refuses its own options for another transport).
+// Each transport's checks: first the transports not chosen (each refuses its own options, given for
+// another transport), then the chosen one's own, so an option given to the wrong transport is named before
+// what the chosen one lacks (--transport mpi --emulate ...: MPI has no emulated NI, before the launcher).
 void check_transports(Options& o, const po::variables_map& vm) {
-  const TransportCheck c{vm,          o.transport,  o.mode, o.mode_given, o.window, o.method->takes.ud && o.size == 0,
+  const TransportCheck c{vm,     o.transport, o.mode, o.mode_given, o.window, o.method->takes.ud && o.size == 0,
                          o.method->takes.tx_burst};
-  for_each_transport([&]<class D>() { D::validate(o, c); }, AllTransports{});
+  for_each_transport(
+      [&]<class D>() {
+        if (o.transport != D::name) D::validate(o, c);
+      },
+      AllTransports{});
+  with_transport(o.transport, [&]<class D>() { D::validate(o, c); }, AllTransports{});
 }
 
 void print_help(const std::vector<const po::options_description*>& sections) {
