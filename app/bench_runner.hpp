@@ -28,12 +28,12 @@ namespace logpb::app {
 // Calls f.template operator()<M>() for the registered method named `name`; false when there is none.
 // The job runner finds a job-level method (Scope::job) this way.
 template <class F, class... M>
-bool with_method(std::string_view name, F&& f, MethodList<M...>) {
+bool with_method(std::string_view name, F&& f, methods::MethodList<M...>) {
   return ((name == M::name ? (f.template operator()<M>(), true) : false) || ...);
 }
 template <class F>
 bool with_method(std::string_view name, F&& f) {
-  return with_method(name, std::forward<F>(f), AllMethods{});
+  return with_method(name, std::forward<F>(f), methods::AllMethods{});
 }
 
 // Whether link type L gives what method M needs (decided at compile time: a method is never instantiated
@@ -63,10 +63,10 @@ void repeat_method(L& link, methods::ClientState& st, const Clock& clock, const 
   if constexpr (!can_run<M, L>) {
     refuse_transport<M, L>();
   } else {
-    RunIO io;
+    methods::RunIO io;
     if constexpr (M::needs.bulk) {
-      const MethodInfo* info = find_method(M::name);
-      io.sizes = method_sizes(*info, o.sizes, methods::max_message(link));
+      const methods::MethodInfo* info = methods::find_method(M::name);
+      io.sizes = methods::method_sizes(*info, o.sizes, methods::max_message(link));
     }
     std::vector<typename M::Run> runs;
     for (int r = 0; r < o.runs; ++r) {
@@ -93,8 +93,8 @@ void repeat_method(L& link, methods::ClientState& st, const Clock& clock, const 
 template <class L>
 void run_methods(L link, methods::ClientState& st, const Clock& clock, const Options& o, ResultsDoc& doc,
                  Progress& progress) {
-  const MethodInfo* info = find_method(o.bench);
-  if (!info) throw UsageError("--bench " + o.bench + ": no such method (" + method_names(", ", " or ") + ")");
+  const methods::MethodInfo* info = methods::find_method(o.bench);
+  if (!info) throw UsageError("--bench " + o.bench + ": no such method (" + methods::method_names(", ", " or ") + ")");
   doc.j["meta"]["method"] = {
       {"name", info->name},
       {"summary", info->summary},
@@ -103,7 +103,7 @@ void run_methods(L link, methods::ClientState& st, const Clock& clock, const Opt
        {{"bulk", info->needs.bulk}, {"get", info->needs.get}, {"local_completion", info->needs.local_completion}}}};
   if (!doc.j.contains("runs")) doc.j["runs"] = nlohmann::json::array();
   with_method(o.bench, [&]<class M>() {
-    if constexpr (M::scope == Scope::job)
+    if constexpr (M::scope == methods::Scope::job)
       throw UsageError(std::string("--bench ") + M::name + " runs on the whole job, not on one link");
     else
       repeat_method<M>(link, st, clock, o, doc, progress);

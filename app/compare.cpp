@@ -104,7 +104,7 @@ Comparison compare_files(const CompareArgs& a) {
   for (const auto& p : a.paths) c.docs.push_back(load_result(p));
   c.names = a.names_given ? cmp::parse_names(a.names_list, c.docs.size()) : cmp::default_names(c.docs);
   for (std::size_t i = 1; i < c.docs.size(); ++i)
-    c.pairs.push_back(cmp::compare_pair(c.docs[0], c.docs[i], c.names[0], c.names[i], compare_reading));
+    c.pairs.push_back(cmp::compare_pair(c.docs[0], c.docs[i], c.names[0], c.names[i], methods::compare_reading));
   c.warnings = cmp::knob_warnings(c.docs, c.names);
   c.harness = cmp::harness_lines(c.docs, c.names);
   return c;
@@ -163,7 +163,7 @@ json comparison_json(const Comparison& c, const std::vector<std::string>& paths,
               {"cpu", m.value("cpu", json(nullptr))},
               {"version", m.value("version", json(nullptr))},
               {"emulation", m.value("emulation", json(nullptr))},
-              {"figure", cmp::figure_inputs(c.docs[i], compare_reading)}};
+              {"figure", cmp::figure_inputs(c.docs[i], methods::compare_reading)}};
     out["runs"].push_back(r);
   }
   out["warnings"] = c.warnings;

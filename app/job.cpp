@@ -70,7 +70,7 @@ void apply_agreement(Options& o, const nlohmann::json& a, int leader) {
   o.window = a.at("window").get<int>();
   o.credits = a.at("credits").get<int>();
   o.emulate_spec = a.at("emulate").get<std::string>();
-  o.emulation = o.emulate_spec.empty() ? Emulation{} : parse_emulation(o.emulate_spec);
+  o.emulation = o.emulate_spec.empty() ? shm::Emulation{} : shm::parse_emulation(o.emulate_spec);
   o.ring = a.at("ring").get<int>();
   o.segment_bytes = a.at("segment_bytes").get<std::uint32_t>();
   o.ud = a.at("ud").get<bool>();
@@ -157,7 +157,7 @@ void settle_mode(Options& o) {
 void check_job_size(const Options& o, int n) {
   bool job_level = false;
   with_method(o.bench, [&]<class M>() {
-    if constexpr (M::scope == Scope::job) {
+    if constexpr (M::scope == methods::Scope::job) {
       job_level = true;
       M::check_size(n);
     }
@@ -227,7 +227,7 @@ struct Fitness {
   bool sleeps = false, fit = true;
 };
 
-Fitness fitness_for_timing(const Emulation& em, bool shared) {
+Fitness fitness_for_timing(const shm::Emulation& em, bool shared) {
   double smallest = 1e300;
   for (double v : {em.o_s_ns, em.o_r_ns, em.g_ns, em.L_ns, em.handler_ns})
     if (v > 0) smallest = std::min(smallest, v);
@@ -282,12 +282,12 @@ void check_own_cores(ResultsDoc& doc, bool shared, bool fit, int n) {
 
 }  // namespace
 
-Role role_of(const Job& job) {
+methods::Role role_of(const Job& job) {
   const int n = job.ranks.size(), r = job.ranks.rank();
   if (job.leader_rank != 0) return {r == job.leader_rank, 1 - r, 0};  // server/client: the client requests
-  Role role{r == 0, r == 0 ? 1 : 0, 0};
+  methods::Role role{r == 0, r == 0 ? 1 : 0, 0};
   with_method(job.o.bench, [&]<class M>() {
-    if constexpr (M::scope == Scope::job) role = M::role(r, n);
+    if constexpr (M::scope == methods::Scope::job) role = M::role(r, n);
   });
   return role;
 }

@@ -65,7 +65,7 @@ struct Job {
   }
 };
 
-Role role_of(const Job& job);
+methods::Role role_of(const Job& job);
 
 enum class RankKind { leader, member, local_child };
 // Builds the job's ranks from the mode (forking for local), agrees on settings and placement, pins this
@@ -78,7 +78,7 @@ void run_job_main(Options& o, const Clock& clock, ResultsDoc& doc, Progress& pro
 namespace detail {
 
 template <class EP>
-void run_single(Job& job, EP& ep, const Role& role) {
+void run_single(Job& job, EP& ep, const methods::Role& role) {
   if (role.requester) {
     run_client_bench(ep, role.peer, job.clock, job.o, job.doc, job.progress);
     ep.request(role.peer, methods::kQuit);
@@ -104,7 +104,7 @@ void record_counters(Job& job, const nlohmann::json& per_rank, const nlohmann::j
 template <class T>
 void run_job(Job& job, T& t, double loss_timeout_s, const nlohmann::json& numa) {
   using EP = am::Endpoint<T>;
-  const Role role = role_of(job);
+  const methods::Role role = role_of(job);
   am::EndpointOptions eo = endpoint_options(job.o, job.session, t.segment().size(), !role.requester, loss_timeout_s);
   eo.rank = job.ranks.rank();
   eo.size = std::max(job.ranks.size(), role.peer + 1);  // a reflector (a job of one) is its rank 1
@@ -126,7 +126,7 @@ void run_job(Job& job, T& t, double loss_timeout_s, const nlohmann::json& numa) 
   // A job-level method (Scope::job) plays the whole job; a link-level one runs on the pair.
   bool job_level = false;
   with_method(job.o.bench, [&]<class M>() {
-    if constexpr (M::scope == Scope::job) {
+    if constexpr (M::scope == methods::Scope::job) {
       job_level = true;
       M::run_job(job, ep, role);
     }

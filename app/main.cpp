@@ -60,7 +60,7 @@ int main(int argc, char** argv) {
   }
   install_signal_handlers();
 
-  app::ResultsDoc doc;
+  ResultsDoc doc;
   doc.path = o.json_path;
   doc.j["schema"] = "logpbench/1";
   doc.j["status"] = "running";
@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
         doc.j["meta"]["interruptions"] = interruptions_json(irq);
         // A quarter of the interval: about one burst in four then holds an interruption, which the median of
         // a point leaves out with room to spare (at 0.4 it was one in three, and the median moved).
-        const auto& burst_time = app::method::opt::kMaxBurstTime;  // 0: auto
+        const auto& burst_time = methods::opt::kMaxBurstTime;  // 0: auto
         if (o.get(burst_time) == 0)
           o.set(burst_time, std::isfinite(irq.median_interval_us) && irq.count >= 3
                                 ? std::clamp(0.25 * irq.median_interval_us * 1e3, 1e5, 2e6)
@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
       app::print_table(stdout, doc.j);
       if (!o.json_path.empty()) std::printf("results: %s\n", o.json_path.c_str());
       if (!o.csv_path.empty())
-        for (const auto& f : app::write_csv(o.csv_path, doc.j)) std::printf("csv: %s\n", f.c_str());
+        for (const auto& f : methods::write_csv(o.csv_path, doc.j)) std::printf("csv: %s\n", f.c_str());
     }
   } catch (const UsageError& e) {
     std::fprintf(stderr, "\nlogpbench: %s\n", e.what());

@@ -233,13 +233,13 @@ Measured load_measured(const std::vector<std::string>& paths) {
   for (const auto& p : paths) {
     json m = load_json(p, "--measured");
     const std::string b = bench_of(m);
-    const ContentionShape shape = contention_shape(b);
-    if (shape == ContentionShape::none)
+    const methods::ContentionShape shape = methods::contention_shape(b);
+    if (shape == methods::ContentionShape::none)
       throw UsageError("--measured " + p + ": not a k-to-one, one-to-k or all-to-all result (meta.flags.bench '" + b +
                        "')");
-    if (shape == ContentionShape::all_to_all && !m.contains("all_to_all"))
+    if (shape == methods::ContentionShape::all_to_all && !m.contains("all_to_all"))
       throw UsageError("--measured " + p + ": an all-to-all result without 'all_to_all'");
-    if (shape != ContentionShape::all_to_all && !(m.contains("per_k") && m["per_k"].is_array()))
+    if (shape != methods::ContentionShape::all_to_all && !(m.contains("per_k") && m["per_k"].is_array()))
       throw UsageError("--measured " + p + ": a " + b + " result without a 'per_k' list");
     measured.emplace_back(p, std::move(m));
   }
@@ -355,16 +355,16 @@ json predictions(const Input& in, const lm::Setting& st, int kmax) {
 json comparison(const Input& in, const lm::Setting& st, const Measured& measured, const json& a2a, json& notes) {
   json cmp = json::object();
   for (const auto& [p, m] : measured) {
-    const ContentionShape shape = contention_shape(bench_of(m));
+    const methods::ContentionShape shape = methods::contention_shape(bench_of(m));
     json src = {{"path", p}, {"emulation", m.value("meta", json::object()).value("emulation", json(nullptr))}};
     if (m.contains("label")) src["label"] = m["label"];  // e.g. a document a test made by hand
-    if (shape != ContentionShape::all_to_all) {
+    if (shape != methods::ContentionShape::all_to_all) {
       json rows = json::array();
       for (const auto& e : m["per_k"]) {
         const int K = e.value("k", 0);
         if (K < 1) throw UsageError("--measured " + p + ": a per_k entry without k >= 1");
         json row = {{"k", K}, {"measured_g", measured_value(e.value("g", json(nullptr)))}};
-        if (shape == ContentionShape::k_to_one) {
+        if (shape == methods::ContentionShape::k_to_one) {
           row["measured_ratio"] = e.value("ratio", json(nullptr));
           lm::predict_k_to_one_row(in, K, row);
           if (e.contains("senders")) row["senders"] = e["senders"];
@@ -375,7 +375,7 @@ json comparison(const Input& in, const lm::Setting& st, const Measured& measured
         rows.push_back(row);
       }
       src["per_k"] = rows;
-      cmp[to_key(shape)] = src;
+      cmp[methods::to_key(shape)] = src;
     } else {
       const json& aa = m["all_to_all"];
       src["ranks"] = aa.value("ranks", json(nullptr));

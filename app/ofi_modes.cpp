@@ -12,7 +12,7 @@ namespace logpb::app {
 void run_ofi(Job& job) {
   ofi::TransportOptions t = job.o.ofi_options;
   t.segment_bytes = job.o.segment_bytes;
-  t.remote_read = run_needs(job.o.bench, job.o.method_args).get;  // agreed bench: the same on every rank
+  t.remote_read = methods::run_needs(job.o.bench, job.o.method_args).get;  // agreed bench: the same on every rank
   t.yield_when_idle = job.oversubscribed;
   ofi::Connection conn(job.ranks, t);
   if (job.leader()) job.doc.j["meta"]["ofi"] = conn.describe();

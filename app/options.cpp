@@ -44,7 +44,7 @@ po::options_description run_section(Options& o) {
   general.add_options()("help,h", "this text")("version", "print the version")(
       "transport", po::value(&o.transport)->default_value(o.transport),
       "shm | verbs | dpdk | mpi | ofi (mpi: under mpirun/srun only; ofi: with --provider)")(
-      "bench", po::value(&o.bench)->default_value(o.bench), bench_help().c_str());
+      "bench", po::value(&o.bench)->default_value(o.bench), methods::bench_help().c_str());
   shm::describe_emulate(general, o);
   general.add_options()("json", po::value(&o.json_path),
                         "write results to this file (atomically; checkpointed during the run)")(
@@ -117,19 +117,19 @@ po::options_description methods_section(Options& o, Text& t) {
 // Each method's own options, from its descriptors; an option several methods take is listed once.
 struct MethodOwned {
   po::options_description desc{"Options of single methods"};
-  std::vector<const MethodOption*> first;  // each option as first listed, in the catalogue's order
+  std::vector<const methods::MethodOption*> first;  // each option as first listed, in the catalogue's order
   std::map<std::string, std::vector<std::string>> owners;
   MethodOwned() {
-    for (const auto& m : all_methods())
+    for (const auto& m : methods::all_methods())
       for (const auto& mo : m.options) {
         auto& who = owners[mo.name];
         if (who.empty()) first.push_back(&mo);
         who.push_back(m.name);
       }
-    for (const MethodOption* mo : first) describe(*mo);
+    for (const methods::MethodOption* mo : first) describe(*mo);
   }
   // A typed option's help names its methods itself.
-  void describe(const MethodOption& mo) {
+  void describe(const methods::MethodOption& mo) {
     std::string help = mo.help;
     if (!mo.typed()) {
       std::string who;
@@ -138,17 +138,17 @@ struct MethodOwned {
     }
     auto add = desc.add_options();
     switch (mo.cli) {
-      case MethodOption::Cli::integer:
+      case methods::MethodOption::Cli::integer:
         add(mo.name, po::value<int>()->default_value(std::get<int>(mo.initial)), help.c_str());
         break;
-      case MethodOption::Cli::real:
+      case methods::MethodOption::Cli::real:
         add(mo.name, po::value<double>()->default_value(std::get<double>(mo.initial)), help.c_str());
         break;
-      case MethodOption::Cli::flag:
+      case methods::MethodOption::Cli::flag:
         add(mo.name, help.c_str());
         if (mo.no_help) add(("no-" + std::string(mo.name)).c_str(), mo.no_help);
         break;
-      case MethodOption::Cli::text: {
+      case methods::MethodOption::Cli::text: {
         auto* v = po::value<std::string>()->value_name(mo.value_name);
         add(mo.name, mo.default_value ? v->default_value(mo.default_value) : v, help.c_str());
         break;
@@ -161,39 +161,39 @@ struct MethodOwned {
     for (const auto& owner : owners) {
       const auto& name = owner.first;  // not a structured binding: clang 14 cannot capture one in a lambda
       const auto& who = owner.second;
-      const auto mo = std::find_if(first.begin(), first.end(), [&](const MethodOption* m) { return m->name == name; });
+      const auto mo = std::find_if(first.begin(), first.end(), [&](const methods::MethodOption* m) { return m->name == name; });
       const bool takes = std::find(who.begin(), who.end(), o.bench) != who.end();
       if (!(*mo)->refused_elsewhere || !given(vm, name.c_str()) || takes) continue;
       std::string list;
       for (std::size_t i = 0; i < who.size(); ++i) list += (i ? " or " : "") + who[i];
       throw UsageError("--" + name + " belongs to --bench " + list + ", not " + o.bench);
     }
-    for (const MethodOption* mo : first)
+    for (const methods::MethodOption* mo : first)
       if (!mo->typed())
         o.method_args[mo->name] = vm.count(mo->name) ? vm[mo->name].as<std::string>()
                                                      : std::string(mo->default_value ? mo->default_value : "");
   }
   // Reads and checks the typed options, but for those a method's budgets already set (Options::set).
   void read_typed(Options& o, const po::variables_map& vm) const {
-    for (const MethodOption* mo : first) {
+    for (const methods::MethodOption* mo : first) {
       const char* n = mo->name;
       if (!mo->typed() || o.method_values.count(n)) continue;
-      MethodValue given_value;
+      methods::MethodValue given_value;
       switch (mo->cli) {
-        case MethodOption::Cli::integer:
+        case methods::MethodOption::Cli::integer:
           given_value = vm[n].as<int>();
           break;
-        case MethodOption::Cli::real:
+        case methods::MethodOption::Cli::real:
           given_value = vm[n].as<double>();
           break;
-        case MethodOption::Cli::flag: {
+        case methods::MethodOption::Cli::flag: {
           const std::string no = "no-" + std::string(n);
           if (mo->no_help && vm.count(n) && vm.count(no))
             throw UsageError("--" + std::string(n) + " and --" + no + " contradict each other: give one");
           given_value = vm.count(n) != 0;
           break;
         }
-        case MethodOption::Cli::text:
+        case methods::MethodOption::Cli::text:
           given_value = vm.count(n) ? vm[n].as<std::string>() : std::string();
           break;
       }
@@ -229,14 +229,14 @@ void check_job(Options& o, const po::variables_map& vm, const Text& t) {
   if (o.transport != "shm" && o.transport != "verbs" && o.transport != "dpdk" && o.transport != "mpi" &&
       o.transport != "ofi")
     throw UsageError("--transport must be shm, verbs, dpdk, mpi or ofi, not '" + o.transport + "'");
-  if (!find_method(o.bench))
-    throw UsageError("--bench must be " + method_names(", ", " or ") + ", not '" + o.bench + "'");
+  if (!methods::find_method(o.bench))
+    throw UsageError("--bench must be " + methods::method_names(", ", " or ") + ", not '" + o.bench + "'");
 }
 
 // -a, --sizes, -s and -n: which method takes them, and that they do not contradict one another. -a fills
 // the sizes and grows the segment so that its largest size (8 MiB) fits half of it, as every bulk size must.
 void check_sizes_options(Options& o, const po::variables_map& vm, const std::string& sizes_arg) {
-  const MethodInfo* m = find_method(o.bench);
+  const methods::MethodInfo* m = methods::find_method(o.bench);
   o.size_given = given(vm, "size");
   o.iterations_given = given(vm, "iters");
   if (m->budgets) {
@@ -244,7 +244,7 @@ void check_sizes_options(Options& o, const po::variables_map& vm, const std::str
     return;
   }
   // A method over sizes has default sizes that -a replaces, or sweeps a list (pingpong).
-  const bool over_sizes = m->scope == Scope::link && (!m->default_sizes.empty() || m->takes.size_sweep);
+  const bool over_sizes = m->scope == methods::Scope::link && (!m->default_sizes.empty() || m->takes.size_sweep);
   if (o.all_sizes) {
     if (!sizes_arg.empty()) throw UsageError("-a runs every size 2 .. 2^23: give it or --sizes, not both");
     if (o.size_given) throw UsageError("-a runs every size 2 .. 2^23: give it or -s, not both");
@@ -384,7 +384,7 @@ bool parse_options(int argc, const char* const* argv, Options& o) {
   }
   check_job(o, vm, t);
   owned.apply(o, vm);
-  const MethodInfo* m = find_method(o.bench);
+  const methods::MethodInfo* m = methods::find_method(o.bench);
   if (m->check) m->check(o);
   check_sizes_options(o, vm, t.sizes);
   check_settings(o, t);

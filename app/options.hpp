@@ -21,7 +21,7 @@ namespace logpb::app {
 // The whole command line: the job's options; what the methods read (Settings: the options several share,
 // each method's own by name); each transport's in its own part (<transport>/options.hpp, which also gives
 // its --help section and its checks).
-struct Options : Settings, shm::CliOptions, verbs::CliOptions, dpdk::CliOptions, mpi::CliOptions, ofi::CliOptions {
+struct Options : methods::Settings, shm::CliOptions, verbs::CliOptions, dpdk::CliOptions, mpi::CliOptions, ofi::CliOptions {
   std::string mode = "local";  // local | server | client | launched (mpirun/srun, no mode given)
   bool mode_given = false;     // the user named a mode (otherwise a launcher's environment makes it "launched")
   int ranks = 2;               // local: processes of the job (-N)

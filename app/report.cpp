@@ -17,9 +17,9 @@ void print_table(std::FILE* out, const nlohmann::json& doc) {
       !meta["transport"]["emulation"].is_null())
     emu = " emulating " + meta["transport"]["emulation"].value("spec", std::string{});
   const std::string bench = flags.value("bench", "?");
-  const MethodInfo* method = find_method(bench);
+  const methods::MethodInfo* method = methods::find_method(bench);
   std::string runs;  // a job-level method plays the job once; --runs repeats single-pair methods
-  if (!method || method->scope == Scope::link) runs = ", " + std::to_string(flags.value("runs", 1)) + " run(s)";
+  if (!method || method->scope == methods::Scope::link) runs = ", " + std::to_string(flags.value("runs", 1)) + " run(s)";
   std::fprintf(out, "logpbench %s: %s over %s%s%s\n", meta.value("version", "?").c_str(), bench.c_str(),
                flags.value("transport", "?").c_str(), emu.c_str(), runs.c_str());
   const nlohmann::json params =
@@ -50,7 +50,7 @@ void print_table(std::FILE* out, const nlohmann::json& doc) {
     if (p["value_ns"].is_null()) {
       if (p.contains("upper_bound_ns")) {  // not observable here: a bound, never a guessed value
         std::string why = p.value("error", std::string());
-        if (const std::string share = harness_share(doc, key); !share.empty()) why += "; " + share;
+        if (const std::string share = methods::harness_share(doc, key); !share.empty()) why += "; " + share;
         std::fprintf(out, "  %-7s %12s   at most %.4f us (%s)\n", k, "hidden", p["upper_bound_ns"].get<double>() / 1e3,
                      why.c_str());
       } else {
@@ -73,9 +73,9 @@ void print_table(std::FILE* out, const nlohmann::json& doc) {
     // A negative figure is never shown without what explains it.
     if (p["value_ns"].get<double>() < 0 && p.contains("note"))
       how += (how.empty() ? "" : "; ") + p["note"].get<std::string>();
-    if (const std::string share = harness_share(doc, key); !share.empty())
+    if (const std::string share = methods::harness_share(doc, key); !share.empty())
       how = share + (how.empty() ? "" : "; ") + how;
-    if (const std::string share = transport_share_note(doc, key); !share.empty())
+    if (const std::string share = methods::transport_share_note(doc, key); !share.empty())
       how += (how.empty() ? "" : "; ") + share;
     std::fprintf(out, "  %-7s %12.4f %12.4f %25s  %s\n", k, p["value_ns"].get<double>() / 1e3, ci / 1e3, range.c_str(),
                  how.c_str());

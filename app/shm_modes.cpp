@@ -13,11 +13,11 @@ namespace logpb::app {
 // it, all on one host); the NI, real or emulated, is chosen once there. Ranks sharing a core yield it
 // when idle, so each progresses.
 void run_shm(Job& job) {
-  ShmOptions so;
+  shm::ShmOptions so;
   so.ring_slots = job.o.ring;
   so.segment_bytes = job.o.segment_bytes;
   so.yield_when_idle = job.oversubscribed;
-  connect_shm(job.ranks, so, job.clock, job.o.emulation, [&](auto& t) { run_job(job, t, 0, nullptr); });
+  shm::connect_shm(job.ranks, so, job.clock, job.o.emulation, [&](auto& t) { run_job(job, t, 0, nullptr); });
 }
 
 }  // namespace logpb::app

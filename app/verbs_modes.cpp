@@ -18,7 +18,7 @@ template <class T>
 void run_as(Job& job) {
   const verbs::CliOptions& v = job.o;
   // Only runs with a get let peers read the segment (the same on every rank: the bench is agreed).
-  const bool remote_read = run_needs(job.o.bench, job.o.method_args).get;
+  const bool remote_read = methods::run_needs(job.o.bench, job.o.method_args).get;
   auto t = verbs::connect<T>(job.ranks, v.device(job.o.segment_bytes, remote_read), v.transport());
   run_job(job, *t, v.default_loss_timeout_s(), numa_placement(job.o.cpu, t->context().numa_node()));
 }

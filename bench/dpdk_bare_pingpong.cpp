@@ -11,9 +11,8 @@
 //   client: WARMUP = ITERATIONS / 10 untimed round trips, then ITERATIONS timed ones, then the stop frame.
 //   WORK (server only, default 0): a chain of WORK dependent adds (about WORK cycles) between a burst's
 //   arrival and its reflection: a stand-in for what a real server does there (validate, dispatch, build
-//   the reply), to show what a few nanoseconds in that place cost the round trip. Over memif on an AMD EPYC
-//   VM, 50 of them cost about 15 ns in some minutes and 60-540 ns in others; the same work after the
-//   reply cost nothing (scripts/dpdk-vs-testpmd prints it each round).
+//   the reply), to show what a few nanoseconds in that place cost the round trip (scripts/dpdk-vs-testpmd
+//   prints it each round; one lab's figures are in docs/results/lab-notes.md).
 #include <rte_ethdev.h>
 #include <rte_ether.h>
 #include <rte_mbuf.h>

@@ -7,8 +7,8 @@
 // Every receive is pre-posted with MPI_Irecv before the message it matches can leave, so no message ever
 // lands in Open MPI's unexpected queue: the fastest a two-sided MPI ping-pong gets. Each end keeps the
 // next round trip's receive posted as well, and re-posts right after its send returns, while the message
-// is in flight: posting before the send instead put the post on the round trip's critical path, which
-// cost 20-50 ns a round trip over vader on a 2-core AMD VM. Each timed round trip still contains one post,
+// is in flight: posting before the send instead put the post on the round trip's critical path
+// (docs/results/lab-notes.md has what it cost in the lab). Each timed round trip still contains one post,
 // as LogP/MPI's RTT (MPI_Send, then MPI_Recv) contains one receive.
 //
 // --shape transport makes the same MPI calls as logpbench's MPI transport in its default irecv mode

@@ -94,7 +94,7 @@ class Clock {
 // How often and how long this core is taken away from a spinning process (timer ticks, VM exits, other
 // tasks), seen as gaps between consecutive TSC reads in a busy loop. A timed burst longer than the usual
 // interval between interruptions nearly always contains one, so no median can leave it out: the
-// signature keeps its bursts shorter than that where it can (DESIGN.md: machines differ; on one VM seen
+// signature keeps its bursts shorter than that where it can (docs/design.md §13; on one VM seen
 // here the 1 kHz tick costs ~35 us, 3-7% of the core).
 struct Interruptions {
   double window_ms = 0;  // how long the loop watched

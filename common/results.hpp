@@ -30,6 +30,19 @@ void write_fault_record_from_thread() noexcept;
 // The path the staged record goes to ("" when nothing was staged).
 std::string fault_record_path();
 
+// The results file being written: the document, and where it goes ("" for a document kept in memory,
+// as a job's member ranks and a method run inside another keep theirs). save() writes it atomically and
+// stages the fault record when one is armed.
+struct ResultsDoc {
+  nlohmann::json j = nlohmann::json::object();
+  std::string path;
+  void save() const {
+    if (path.empty()) return;
+    write_json_atomic(path, j);
+    if (fault_record_armed()) stage_fault_record(path, j);
+  }
+};
+
 // Host, CPU, kernel, TSC and build facts for `meta`.
 nlohmann::json host_meta(const Clock& clock);
 

@@ -1,5 +1,5 @@
 // What logpbench puts in an Ethernet frame: its own EtherType, a small transport header, then either one
-// 64-byte AM frame or a chunk of bulk data. One AM per frame (DESIGN.md, DPDK mapping).
+// 64-byte AM frame or a chunk of bulk data. One AM per frame (docs/design.md §5, dpdk).
 #pragma once
 
 #include <cstdint>

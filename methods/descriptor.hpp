@@ -1,8 +1,8 @@
-// One descriptor per measurement method, and the catalogue of them (built in app/method.cpp) that option
+// One descriptor per measurement method, and the catalogue of them (built in methods/catalogue.cpp) that option
 // validation, --help, the printed table, the plots (through meta.method.plot) and the run dispatch all read.
 //
 // A method lives in a folder methods/<folder>/ whose CMakeLists.txt names it (logpb_methods(NAME)); its
-// descriptor methods/<folder>/NAME.hpp defines `struct logpb::app::method::NAME`, and methods/CMakeLists.txt
+// descriptor methods/<folder>/NAME.hpp defines `struct logpb::methods::method::NAME`, and methods/CMakeLists.txt
 // generates the list of them, so adding a method edits no shared file. Its members:
 //   static constexpr const char* name, summary, plot;  // --bench NAME; one line for --help; the figure kind
 //                                                      // analysis/logpb_plots.py draws ("" for none)
@@ -65,17 +65,7 @@
 #include "common/results.hpp"
 #include "methods/settings.hpp"
 
-namespace logpb::app {
-
-struct ResultsDoc {
-  nlohmann::json j = nlohmann::json::object();
-  std::string path;
-  void save() const {
-    if (path.empty()) return;
-    write_json_atomic(path, j);
-    if (fault_record_armed()) stage_fault_record(path, j);
-  }
-};
+namespace logpb::methods {
 
 // What a method needs of a transport: bulk store, get (one-sided read), local completion of a send (Bell's
 // flood and Doerfler's loop wait for it). A transport without them is refused before the method runs.
@@ -186,4 +176,4 @@ struct RunIO {
 template <class... M>
 struct MethodList {};
 
-}  // namespace logpb::app
+}  // namespace logpb::methods

@@ -13,7 +13,7 @@
 
 #include "common/options.hpp"
 
-namespace logpb::app {
+namespace logpb::methods {
 
 struct Settings;
 
@@ -106,4 +106,4 @@ inline Typed<bool> flag(const char* name, const char* help, const char* no_help 
 
 }  // namespace option
 
-}  // namespace logpb::app
+}  // namespace logpb::methods

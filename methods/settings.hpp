@@ -15,7 +15,7 @@
 #include "common/stats.hpp"
 #include "methods/method_option.hpp"
 
-namespace logpb::app {
+namespace logpb::methods {
 
 struct Settings {
   int iterations = 10000, warmup = 1000;
@@ -48,4 +48,4 @@ struct Settings {
   }
 };
 
-}  // namespace logpb::app
+}  // namespace logpb::methods

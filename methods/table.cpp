@@ -9,7 +9,7 @@
 #include "common/results.hpp"
 #include "methods/all_methods.hpp"
 
-namespace logpb::app {
+namespace logpb::methods {
 namespace {
 
 // Parameters that are not times carry their own unit in value_ns (app/report.cpp prints them alike).
@@ -192,4 +192,4 @@ std::vector<std::string> write_csv(const std::string& path, const nlohmann::json
   return written;
 }
 
-}  // namespace logpb::app
+}  // namespace logpb::methods

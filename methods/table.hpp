@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace logpb::app {
+namespace logpb::methods {
 
 struct Table {
   std::string name;                               // the CSV file's suffix when a run writes several tables
@@ -47,4 +47,4 @@ std::string csv_text(const Table& t);
 // name + ".csv" (quick.csv, quick-latency.csv, quick-bw.csv). Returns the files written.
 std::vector<std::string> write_csv(const std::string& path, const nlohmann::json& doc);
 
-}  // namespace logpb::app
+}  // namespace logpb::methods

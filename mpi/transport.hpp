@@ -3,12 +3,8 @@
 // docs/mpi.md says where a round trip's nanoseconds go against the bare loop, in both of the VM's states.
 // It is built to cost what an MPI program of the same messages pays, so that raw-vs-MPI charges MPI with
 // MPI's own cost only. What a round trip still carries over the same MPI calls without an AM layer
-// (bench/mpi_bare_pingpong --shape transport) is the AM layer's own work on each side: TSC stamps around it
-// (a scratch build, vader, the VM's fast state, 10 ns steps, each figure with one 20 ns timer read in it)
-// read 20 ns from the request's start to its MPI_Send, 40 from the reply's MPI_Test to the end of the round
-// trip, and 40 from the request's MPI_Test to the reply's MPI_Send. scripts/mpi-vs-bare in the fast state: the
-// round trip 321-351 ns against the shaped loop's 271-291 (one session), 311-391 against 250-321 (another,
-// whose bare loop was faster: 230-281 against 291-301).
+// (bench/mpi_bare_pingpong --shape transport) is the AM layer's own work on each side. The lab's timings of
+// that work, and of scripts/mpi-vs-bare against the shaped loop, are in docs/results/lab-notes.md.
 //
 // An AM is one MPI message on tag kTagAm: its 64-byte frame, and a bulk payload of up to inline_bytes
 // right behind it (a store's data, a reply's data). Larger payloads travel as a message of their own on
@@ -30,8 +26,7 @@
 //    wait Delta) is matched by that post, as MPI_Recv matches it. After a poll has handed something up, it
 //    looks for more with MPI_Improbe + MPI_Mrecv instead, which posts nothing, so no receive is posted before
 //    the program waits again; a blocking send's wait (below) does the same. Polling by MPI_Improbe alone cost
-//    110-150 ns more a round trip than MPI_Recv (vader, slow state: a bare loop 902 vs 792 ns; logpbench's
-//    ping-pong 1012-1052 ns, against irecv's 862-892); posted so, it reads 902 (irecv 872-882).
+//    more a round trip than posting as MPI_Recv does (docs/results/lab-notes.md).
 // Sends (--mpi-send) of the message that carries the frame:
 //  - isend: MPI_Isend from a bounded pool of slots, each with its own copy of the message (the AM layer
 //    patches its frames in place). The pool is a FIFO: slots retire in order as their sends complete, so

@@ -1,10 +1,9 @@
 // libfabric, opened when the ofi transport first calls it rather than when logpbench starts.
 //
 // Debian's libfabric links its PSM providers (libpsm_infinipath, which needs libinfinipath), and
-// libinfinipath's load-time constructor calibrates a clock by sleeping 125 us some 800 times, pinning
-// itself to each core in turn. Linked directly, that cost 0.10-0.20 s at the start of every logpbench
-// process whatever its transport (`logpbench --version` took 0.20 s of wall time and 0.02 s of CPU), which
-// is most of what made Kielmann's method over MPI take 3-4x the wall time of LogP/MPI (issue 23).
+// libinfinipath's load-time constructor calibrates a clock by sleeping many times, pinning itself to each
+// core in turn. Linked directly, that cost a noticeable part of a second at the start of every logpbench
+// process whatever its transport (issue 23; the lab's figures are in docs/results/lab-notes.md).
 //
 // logpbench calls seven libfabric functions by name; every other fi_* is an inline through the
 // provider's ops tables. This file defines those seven with the headers' declarations, and the first call

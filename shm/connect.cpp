@@ -9,7 +9,7 @@
 
 #include "common/errors.hpp"
 
-namespace logpb {
+namespace logpb::shm {
 
 nlohmann::json shm_host_identity() {
   char host[256] = {};
@@ -68,4 +68,4 @@ ShmRegion join_shm_region(Ranks& ranks, const ShmOptions& opt) {
   return std::move(*region);
 }
 
-}  // namespace logpb
+}  // namespace logpb::shm

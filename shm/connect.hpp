@@ -17,7 +17,7 @@
 #include "shm/emulation.hpp"
 #include "shm/transport.hpp"
 
-namespace logpb {
+namespace logpb::shm {
 
 // Steps 1 and 2: the job's region, mapped on every rank.
 ShmRegion join_shm_region(Ranks& ranks, const ShmOptions& opt);
@@ -56,4 +56,4 @@ void with_shm_transport(const ShmRegion& region, int rank, const Clock& clock, c
     run(std::type_identity<Wire>{});
 }
 
-}  // namespace logpb
+}  // namespace logpb::shm

@@ -10,7 +10,7 @@
 
 #include "common/errors.hpp"
 
-namespace logpb {
+namespace logpb::shm {
 
 double parse_duration_ns(const std::string& s) {
   std::size_t used = 0;
@@ -194,4 +194,4 @@ void to_json(nlohmann::json& j, const Emulation& e) {
        {"real_ni_behaviours", e.behaves()}};
 }
 
-}  // namespace logpb
+}  // namespace logpb::shm

@@ -1,5 +1,5 @@
 // The emulated NI: LogP parameters the shm transport enforces, so the benchmark code can be run against
-// a machine whose parameters are known (DESIGN.md, "The shm transport and the emulated NI").
+// a machine whose parameters are known (docs/design.md §8).
 //
 // Spec syntax: comma-separated key=value with units, e.g. "os=1.4us,or=2.2us,g=7.6us,L=6.3us,C=32".
 //   os, or   send / receive overhead, spent by the CPU inside send / receive
@@ -33,7 +33,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-namespace logpb {
+namespace logpb::shm {
 
 struct Emulation {
   bool enabled = false;
@@ -60,4 +60,4 @@ void to_json(nlohmann::json& j, const Emulation& e);
 // Parses "250ns", "1.4us", "2ms", "0" into nanoseconds; throws UsageError otherwise.
 double parse_duration_ns(const std::string& s);
 
-}  // namespace logpb
+}  // namespace logpb::shm

@@ -25,7 +25,7 @@
 #include "common/errors.hpp"
 #include "common/ranks.hpp"
 
-namespace logpb {
+namespace logpb::shm {
 namespace {
 
 constexpr std::uint64_t kShmMagic = 0x6c6f677062736d31ull;  // "logpbsm1"
@@ -445,4 +445,4 @@ nlohmann::json ShmTransport<NI>::describe() const {
 template class ShmTransport<Wire>;
 template class ShmTransport<EmulatedNI>;
 
-}  // namespace logpb
+}  // namespace logpb::shm

@@ -10,8 +10,9 @@
 // built: Wire is the rings as they are and its hooks fold away, so the real NI's hot path carries no
 // emulation branch; EmulatedNI makes the rings a LogP machine with known parameters (emulation.hpp).
 // The emulator's own time stamps are plain rdtsc, not the fenced reads of a timed interval: they need
-// no ordering against the loads and stores around them, and on some CPUs (an AMD VM seen here: ~20 ns
-// per read) every fence would add to the overheads the emulated NI is meant to set exactly.
+// no ordering against the loads and stores around them, and on some CPUs a fenced read is slow enough
+// (docs/results/lab-notes.md) that every fence would add to the overheads the emulated NI is meant to set
+// exactly.
 //
 // Layout of the mapping: a control page (format, shape, each rank's pid), then per ordered pair
 // (src, dst) the slot ring, the emulation's visibility stamps and the receiver's consumed counter, then
@@ -39,8 +40,10 @@
 #include "shm/emulation.hpp"
 
 namespace logpb {
-
 class Ranks;
+}  // namespace logpb
+
+namespace logpb::shm {
 
 // A rank's doorbell (one cache line in the region's control page), used only by an emulated NI that
 // sleeps: the rank sets `sleeping` and waits on `seq` (a futex); a sender that publishes a frame to it
@@ -121,7 +124,7 @@ class ShmPeers {
   std::vector<int> pidfds_;  // -1 for ourselves
 };
 
-namespace shm_detail {
+namespace detail {
 
 struct TxRing {  // toward one peer
   am::Frame* slots = nullptr;
@@ -148,7 +151,7 @@ struct RxRing {  // from one peer
   }
 };
 
-}  // namespace shm_detail
+}  // namespace detail
 
 // The real NI: frames are visible as soon as their slot is written, a send is complete when it
 // returns. Every hook is empty or trivial and the compiler removes it.
@@ -167,7 +170,7 @@ class Wire {
   static constexpr int batch() noexcept { return 1; }
   bool room() const noexcept { return true; }
   // Round robin: the first ring from `start` on whose head is published.
-  int next_arrival(const shm_detail::RxRing* rx, int n, int start, std::uint64_t mask) const noexcept {
+  int next_arrival(const detail::RxRing* rx, int n, int start, std::uint64_t mask) const noexcept {
     for (int k = 0, i = start; k < n; ++k) {
       if (rx[i].ready(mask)) return i;
       if (++i == n) i = 0;
@@ -177,7 +180,7 @@ class Wire {
   nlohmann::json describe() const;
 };
 
-// The emulated NI (DESIGN.md, "The shm transport and the emulated NI"). LogP is per NI, not per pair:
+// The emulated NI (docs/design.md §8). LogP is per NI, not per pair:
 // this rank's departures, to whichever peer, are at least g apart (one next-departure time shared by all
 // its outgoing rings), and so are its arrivals, from whichever peer (one last-arrival time shared by all
 // its incoming rings). A replier hit by K requesters thus serves them at 1/g in all, as LogP says (the
@@ -253,7 +256,7 @@ class EmulatedNI {
   // no sooner than g after this NI's previous arrival. o_r is padded from the moment polling began, so
   // the real cost of pulling the line over from the other core is inside it rather than added on top
   // (as o_s is padded from send entry). A request also holds the receiver for the emulated handler time.
-  int next_arrival(const shm_detail::RxRing* rx, int n, int, std::uint64_t mask) noexcept {
+  int next_arrival(const detail::RxRing* rx, int n, int, std::uint64_t mask) noexcept {
     // The clock is read only once a frame is there: an empty poll (every send's AM poll first) then costs no
     // rdtsc, which is ~20 ns on some AMD VMs and would ride on every emulated overhead, outside its padding.
     const am::Frame* frame = nullptr;
@@ -271,7 +274,7 @@ class EmulatedNI {
     return best;
   }
   // When the next frame already published to us may arrive (UINT64_MAX: none is).
-  std::uint64_t next_due(const shm_detail::RxRing* rx, int n, std::uint64_t mask) const noexcept {
+  std::uint64_t next_due(const detail::RxRing* rx, int n, std::uint64_t mask) const noexcept {
     const am::Frame* frame = nullptr;
     const int best = earliest(rx, n, mask, frame);
     return best < 0 ? UINT64_MAX : unstalled(std::max(rx[best].visible[rx[best].head & mask], last_arrival_ + g_));
@@ -299,7 +302,7 @@ class EmulatedNI {
   const Emulation& emulation() const { return emu_; }
 
  private:
-  static int earliest(const shm_detail::RxRing* rx, int n, std::uint64_t mask, const am::Frame*& frame) noexcept {
+  static int earliest(const detail::RxRing* rx, int n, std::uint64_t mask, const am::Frame*& frame) noexcept {
     int best = -1;
     std::uint64_t best_visible = 0;
     for (int i = 0; i < n; ++i) {
@@ -469,8 +472,8 @@ class ShmTransport {
   nlohmann::json describe() const;
 
  private:
-  using TxRing = shm_detail::TxRing;
-  using RxRing = shm_detail::RxRing;
+  using TxRing = detail::TxRing;
+  using RxRing = detail::RxRing;
   static constexpr std::size_t kLocalSlots = 1024;
   struct LocalCompletion {
     am::Frame frame;
@@ -562,4 +565,4 @@ class ShmTransport {
   ShmPeers peers_;
 };
 
-}  // namespace logpb
+}  // namespace logpb::shm

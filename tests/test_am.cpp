@@ -19,7 +19,7 @@
 #include "shm/connect.hpp"
 
 using namespace logpb;
-using Shm = ShmTransport<Wire>;
+using Shm = shm::ShmTransport<shm::Wire>;
 using EP = am::Endpoint<Shm>;
 
 namespace {
@@ -30,12 +30,12 @@ const Clock& test_clock() {
 }
 
 struct Pair {
-  ShmRegion region = ShmRegion::create_anonymous(2, {64, 1 << 16});
+  shm::ShmRegion region = shm::ShmRegion::create_anonymous(2, {64, 1 << 16});
   std::unique_ptr<Shm> a, b;
   Pair() {
     auto fb = std::async(std::launch::async,
-                         [&] { return std::make_unique<Shm>(region, 1, test_clock(), Emulation{}, ShmOptions{}, 5); });
-    a = std::make_unique<Shm>(region, 0, test_clock(), Emulation{}, ShmOptions{}, 5);
+                         [&] { return std::make_unique<Shm>(region, 1, test_clock(), shm::Emulation{}, shm::ShmOptions{}, 5); });
+    a = std::make_unique<Shm>(region, 0, test_clock(), shm::Emulation{}, shm::ShmOptions{}, 5);
     b = fb.get();
   }
 };
@@ -324,13 +324,13 @@ std::vector<int> reap(const Ranks& ranks) {
 TEST_CASE("four ranks: every rank requests, stores, gets and sends one-way to every other") {
   std::fflush(nullptr);
   Ranks ranks = Ranks::local(kJobRanks, 60);
-  ShmOptions so{64, 1 << 16};
+  shm::ShmOptions so{64, 1 << 16};
   so.yield_when_idle = true;  // four busy ranks on fewer cores
   nlohmann::json all;
   if (ranks.rank() != 0) {
     int code = 0;
     try {
-      connect_shm(ranks, so, test_clock(), Emulation{}, [&](auto& t) { ranks.allgather(exchange(ranks, t)); });
+      shm::connect_shm(ranks, so, test_clock(), shm::Emulation{}, [&](auto& t) { ranks.allgather(exchange(ranks, t)); });
       ranks.barrier();
     } catch (const std::exception& e) {
       std::fprintf(stderr, "rank %d: %s\n", ranks.rank(), e.what());
@@ -338,7 +338,7 @@ TEST_CASE("four ranks: every rank requests, stores, gets and sends one-way to ev
     }
     _exit(code);
   }
-  connect_shm(ranks, so, test_clock(), Emulation{}, [&](auto& t) { all = ranks.allgather(exchange(ranks, t)); });
+  shm::connect_shm(ranks, so, test_clock(), shm::Emulation{}, [&](auto& t) { all = ranks.allgather(exchange(ranks, t)); });
   ranks.barrier();
   CHECK(reap(ranks) == std::vector<int>(kJobRanks - 1, 0));
   REQUIRE(all.size() == kJobRanks);
@@ -391,34 +391,34 @@ TEST_CASE("a rank that dies is seen by every other rank, and a wait on it ends i
     }
     throw std::runtime_error("waiting on the dead rank did not end at once in PeerError");
   };
-  ShmOptions so{64, 1 << 16};
+  shm::ShmOptions so{64, 1 << 16};
   if (ranks.rank() != 0) {
     int code = 0;
     try {
-      connect_shm(ranks, so, test_clock(), Emulation{}, watch);
+      shm::connect_shm(ranks, so, test_clock(), shm::Emulation{}, watch);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "rank %d: %s\n", ranks.rank(), e.what());
       code = 1;
     }
     _exit(code);
   }
-  CHECK_NOTHROW(connect_shm(ranks, so, test_clock(), Emulation{}, watch));
+  CHECK_NOTHROW(shm::connect_shm(ranks, so, test_clock(), shm::Emulation{}, watch));
   CHECK(reap(ranks) == std::vector<int>{0, 0});
 }
 
 TEST_CASE("the connect step builds the emulated NI when asked, and refuses a job it cannot shape") {
   std::fflush(nullptr);
   Ranks ranks = Ranks::local(2, 60);
-  const Emulation emu = parse_emulation("os=100ns,g=200ns");
+  const shm::Emulation emu = shm::parse_emulation("os=100ns,g=200ns");
   bool emulated = false, connected = false, refused = false;
   try {
-    connect_shm(ranks, ShmOptions{64, 1 << 16}, test_clock(), emu, [&](auto& t) {
+    shm::connect_shm(ranks, shm::ShmOptions{64, 1 << 16}, test_clock(), emu, [&](auto& t) {
       emulated = std::decay_t<decltype(t)>::ni_emulated;
       ranks.barrier();
     });
     connected = true;
     // A ring that is not a power of two: rank 0 cannot create the region, and every rank hears why.
-    connect_shm(ranks, ShmOptions{100, 1 << 16}, test_clock(), Emulation{}, [](auto&) {});
+    shm::connect_shm(ranks, shm::ShmOptions{100, 1 << 16}, test_clock(), shm::Emulation{}, [](auto&) {});
   } catch (const UsageError& e) {
     refused = std::string(e.what()).find("power of two") != std::string::npos;
   } catch (const std::exception& e) {

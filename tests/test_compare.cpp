@@ -14,7 +14,7 @@
 
 using nlohmann::json;
 namespace cmp = logpb::analysis::compare;
-namespace app = logpb::app;
+namespace methods = logpb::methods;
 
 namespace {
 
@@ -78,7 +78,7 @@ TEST_CASE("compare: a null value stays null, with its bound and reason, and its 
 
   const json a = result("shm", "flood", {{"g_ni", p(100, 1)}, {"o_s", p(50, 2)}});
   const json b = result("mpi", "flood", {{"g_ni", hidden}, {"o_s", p(80, 3)}});
-  const auto pr = cmp::compare_pair(a, b, "raw", "mpi", app::compare_reading);
+  const auto pr = cmp::compare_pair(a, b, "raw", "mpi", methods::compare_reading);
   const auto line = cmp::format_line(pr, row(pr, "g_ni"));
   CHECK(line ==
         "raw-vs-mpi g_ni: raw 100.0 ± 1.0 ns, mpi hidden, at most 1241.9 ns (hidden: the flood runs at o_r), "
@@ -90,7 +90,7 @@ TEST_CASE("compare: a null value stays null, with its bound and reason, and its 
 TEST_CASE("compare: the line format", "[compare]") {
   const json a = result("shm", "signature", {{"o_s", p(312, 4)}, {"G", p(0.25, 0.01)}});
   const json b = result("mpi", "signature", {{"o_s", p(905, 11)}, {"G", p(0.5, 0.02)}});
-  const auto pr = cmp::compare_pair(a, b, "raw", "mpi", app::compare_reading);
+  const auto pr = cmp::compare_pair(a, b, "raw", "mpi", methods::compare_reading);
   CHECK(cmp::format_line(pr, row(pr, "o_s")) ==
         "raw-vs-mpi o_s: raw 312.0 ± 4.0 ns, mpi 905.0 ± 11.0 ns, added 593.0 ± 11.7 ns");
   CHECK(cmp::format_line(pr, row(pr, "G")) ==
@@ -103,7 +103,7 @@ TEST_CASE("compare: per-size figures are labelled by size and matched by size", 
   const json per_b = json::array({{{"bytes", 4096}, {"g", p(700, 3)}}, {{"bytes", 65536}, {"g", p(900, 9)}}});
   const json a = result("shm", "flood", {{"g", p(100, 1)}}, {{"per_size", per_a}});
   const json b = result("mpi", "flood", {{"g", p(200, 1)}}, {{"per_size", per_b}});
-  const auto pr = cmp::compare_pair(a, b, "raw", "mpi", app::compare_reading);
+  const auto pr = cmp::compare_pair(a, b, "raw", "mpi", methods::compare_reading);
   CHECK(cmp::format_line(pr, row(pr, "g(4096)")) ==
         "raw-vs-mpi g(4096): raw 400.0 ± 4.0 ns, mpi 700.0 ± 3.0 ns, added 300.0 ± 5.0 ns");
   CHECK(pr.only_a == std::vector<std::string>{"g(8)"});
@@ -113,7 +113,7 @@ TEST_CASE("compare: per-size figures are labelled by size and matched by size", 
   const json bulk =
       result("shm", "bulk", {{"T0", p(1, 1)}},
              {{"per_size", json::array({{{"bytes", 1000}, {"rtt", p(2000, 100)}, {"bandwidth_bytes_per_ns", 0.5}}})}});
-  const auto q = cmp::quantities(bulk, app::compare_reading);
+  const auto q = cmp::quantities(bulk, methods::compare_reading);
   bool t = false, bw = false;
   for (const auto& x : q) {
     if (x.label == "T(1000)") t = x.fig.value == 2000;
@@ -134,7 +134,7 @@ TEST_CASE("compare: per-size figures are labelled by size and matched by size", 
               {"o_s", p(10, 1)},
               {"send", {{"availability", 0.9}, {"availability_ci95", 0.02}}},
               {"recv", {{"availability", nullptr}, {"availability_error", "overhead exceeds the transfer time"}}}}})}});
-  for (const auto& x : cmp::quantities(av, app::compare_reading)) {
+  for (const auto& x : cmp::quantities(av, methods::compare_reading)) {
     if (x.label == "availability_send(64)") CHECK(cmp::format_figure(x.fig, x.unit) == "0.900 ± 0.020");
     if (x.label == "availability_recv(64)")
       CHECK(cmp::format_figure(x.fig, x.unit) == "n/a (overhead exceeds the transfer time)");
@@ -169,9 +169,9 @@ TEST_CASE("compare: refusals", "[compare]") {
   const json kto =
       result("shm", "k-to-one", json::object(),
              {{"per_k", json::array({{{"k", 1}, {"g", p(5, 1)}, {"ratio", {{"value", 1.0}, {"ci95", 0.1}}}}})}});
-  CHECK_THROWS_WITH(cmp::compare_pair(pp, kto, "A", "B", app::compare_reading), Catch::Contains("share no parameter"));
+  CHECK_THROWS_WITH(cmp::compare_pair(pp, kto, "A", "B", methods::compare_reading), Catch::Contains("share no parameter"));
   const json sig = result("shm", "signature", {{"rtt", p(900, 10)}});
-  const auto pr = cmp::compare_pair(pp, sig, "A", "B", app::compare_reading);
+  const auto pr = cmp::compare_pair(pp, sig, "A", "B", methods::compare_reading);
   CHECK(pr.rows.size() == 1);
   const auto w = cmp::knob_warnings({pp, sig}, {"A", "B"});
   REQUIRE(w.size() >= 2);
@@ -207,7 +207,7 @@ TEST_CASE("compare: CSV quotes what needs quoting", "[compare]") {
   const json a = result(
       "shm", "flood", {{"g_ni", {{"value_ns", nullptr}, {"error", "hidden, \"behind\" o_r"}, {"upper_bound_ns", 5}}}});
   const json b = result("mpi", "flood", {{"g_ni", p(7, 1)}});
-  const auto s = cmp::csv({cmp::compare_pair(a, b, "raw", "mpi", app::compare_reading)});
+  const auto s = cmp::csv({cmp::compare_pair(a, b, "raw", "mpi", methods::compare_reading)});
   CHECK(s.find("baseline,other,quantity") == 0);
   CHECK(s.find("raw,mpi,g_ni,g_ni,,,ns,,,\"hidden, at most 5: hidden, \"\"behind\"\" o_r\",7,1,,,,") !=
         std::string::npos);

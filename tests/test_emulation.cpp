@@ -13,7 +13,7 @@
 using namespace logpb;
 
 TEST_CASE("emulation spec with units") {
-  const Emulation e = parse_emulation("os=1.4us,or=2200ns,g=7.6us,L=0.0063ms,C=16");
+  const shm::Emulation e = shm::parse_emulation("os=1.4us,or=2200ns,g=7.6us,L=0.0063ms,C=16");
   CHECK(e.enabled);
   CHECK(e.o_s_ns == Approx(1400));
   CHECK(e.o_r_ns == Approx(2200));
@@ -23,7 +23,7 @@ TEST_CASE("emulation spec with units") {
 }
 
 TEST_CASE("bulk emulation keys") {
-  const Emulation e = parse_emulation("os=1us,or=1us,g=2us,L=1us,os_per_byte=0.5ns,G=0.25ns");
+  const shm::Emulation e = shm::parse_emulation("os=1us,or=1us,g=2us,L=1us,os_per_byte=0.5ns,G=0.25ns");
   CHECK(e.o_s_per_byte_ns == Approx(0.5));
   CHECK(e.G_ns == Approx(0.25));
 }
@@ -31,26 +31,26 @@ TEST_CASE("bulk emulation keys") {
 TEST_CASE("today's NIs, g below the overheads, are machines the emulator accepts") {
   // A ConnectX-6 injects every ~5 ns against software overheads of hundreds of ns: the processor is the
   // bottleneck, which the methods must say, not a configuration to refuse.
-  const Emulation e = parse_emulation("os=300ns,or=250ns,g=5ns,L=1us");
+  const shm::Emulation e = shm::parse_emulation("os=300ns,or=250ns,g=5ns,L=1us");
   CHECK(e.g_ns == Approx(5));
   CHECK(e.o_s_ns == Approx(300));
 }
 
 TEST_CASE("impossible or malformed emulations are refused with a reason") {
-  CHECK_THROWS_WITH(parse_emulation("os=-1us,g=2us"), Catch::Contains("negative"));
-  CHECK_THROWS_WITH(parse_emulation("os=1,g=2us"), Catch::Contains("unit"));
-  CHECK_THROWS_WITH(parse_emulation("x=1us"), Catch::Contains("unknown key"));
-  CHECK_THROWS_WITH(parse_emulation("os"), Catch::Contains("key=value"));
-  CHECK_THROWS_WITH(parse_emulation("g=1us,C=0"), Catch::Contains("capacity"));
-  CHECK_THROWS_WITH(parse_emulation(""), Catch::Contains("empty"));
-  CHECK_THROWS_AS(parse_emulation("g=abc"), UsageError);
+  CHECK_THROWS_WITH(shm::parse_emulation("os=-1us,g=2us"), Catch::Contains("negative"));
+  CHECK_THROWS_WITH(shm::parse_emulation("os=1,g=2us"), Catch::Contains("unit"));
+  CHECK_THROWS_WITH(shm::parse_emulation("x=1us"), Catch::Contains("unknown key"));
+  CHECK_THROWS_WITH(shm::parse_emulation("os"), Catch::Contains("key=value"));
+  CHECK_THROWS_WITH(shm::parse_emulation("g=1us,C=0"), Catch::Contains("capacity"));
+  CHECK_THROWS_WITH(shm::parse_emulation(""), Catch::Contains("empty"));
+  CHECK_THROWS_AS(shm::parse_emulation("g=abc"), UsageError);
 }
 
 TEST_CASE("durations") {
-  CHECK(parse_duration_ns("0") == 0);
-  CHECK(parse_duration_ns("2s") == Approx(2e9));
-  CHECK_THROWS(parse_duration_ns("5 us"));
-  CHECK_THROWS(parse_duration_ns("inf us"));
+  CHECK(shm::parse_duration_ns("0") == 0);
+  CHECK(shm::parse_duration_ns("2s") == Approx(2e9));
+  CHECK_THROWS(shm::parse_duration_ns("5 us"));
+  CHECK_THROWS(shm::parse_duration_ns("inf us"));
 }
 
 // ---- LogP per NI, not per pair (emulation.hpp: "departures from one NI, and arrivals at one NI, are at
@@ -61,7 +61,7 @@ TEST_CASE("durations") {
 
 namespace {
 
-using Emu = ShmTransport<EmulatedNI>;
+using Emu = shm::ShmTransport<shm::EmulatedNI>;
 constexpr int kBurst = 20;  // messages per sender or per destination (the rings hold them all)
 constexpr double kGapNs = 1e6;
 
@@ -71,14 +71,14 @@ const Clock& emu_clock() {
 }
 
 struct Trio {
-  ShmRegion region = ShmRegion::create_anonymous(3, {64, 1 << 16});
+  shm::ShmRegion region = shm::ShmRegion::create_anonymous(3, {64, 1 << 16});
   std::unique_ptr<Emu> t[3];
-  explicit Trio(const Emulation& e) {
+  explicit Trio(const shm::Emulation& e) {
     auto f1 = std::async(std::launch::async,
-                         [&] { return std::make_unique<Emu>(region, 1, emu_clock(), e, ShmOptions{}, 5); });
+                         [&] { return std::make_unique<Emu>(region, 1, emu_clock(), e, shm::ShmOptions{}, 5); });
     auto f2 = std::async(std::launch::async,
-                         [&] { return std::make_unique<Emu>(region, 2, emu_clock(), e, ShmOptions{}, 5); });
-    t[0] = std::make_unique<Emu>(region, 0, emu_clock(), e, ShmOptions{}, 5);
+                         [&] { return std::make_unique<Emu>(region, 2, emu_clock(), e, shm::ShmOptions{}, 5); });
+    t[0] = std::make_unique<Emu>(region, 0, emu_clock(), e, shm::ShmOptions{}, 5);
     t[1] = f1.get();
     t[2] = f2.get();
   }
@@ -110,7 +110,7 @@ std::uint64_t receive(Emu& t, int count, std::vector<std::uint64_t>& next_from) 
 }  // namespace
 
 TEST_CASE("emulated receiver g is per NI: two senders to one receiver arrive at 1/g in all, not 2/g") {
-  Trio trio(parse_emulation("g=1ms"));
+  Trio trio(shm::parse_emulation("g=1ms"));
   const std::uint64_t g = emu_clock().cycles(kGapNs);
   const std::uint64_t t0 = __rdtsc();  // before the first departure
   for (int src : {0, 1})
@@ -125,7 +125,7 @@ TEST_CASE("emulated receiver g is per NI: two senders to one receiver arrive at 
 }
 
 TEST_CASE("emulated sender g is per NI: one sender to two receivers departs at 1/g in all, not 2/g") {
-  Trio trio(parse_emulation("g=1ms"));
+  Trio trio(shm::parse_emulation("g=1ms"));
   const std::uint64_t g = emu_clock().cycles(kGapNs);
   const std::uint64_t t0 = __rdtsc();
   for (int k = 0; k < kBurst; ++k)

@@ -15,7 +15,8 @@
 
 using namespace logpb;
 using namespace logpb::app;
-namespace opt = logpb::app::method::opt;
+using namespace logpb::methods;
+namespace opt = logpb::methods::opt;
 
 using test::parse;
 using test::refusal;

@@ -24,6 +24,7 @@
 
 using namespace logpb;
 using namespace logpb::app;
+using namespace logpb::methods;
 
 using test::parse;
 using test::refusal;
@@ -54,14 +55,14 @@ TEST_CASE("-a is refused beside --sizes or -s, and for a method that is not over
 
 TEST_CASE("bw's sizes: -a or --sizes, else -s, else its defaults; -n, else perftest's 5000") {
   Options o = parse({"--bench", "bw"});
-  CHECK(method::bw::sizes(o, 1 << 19) == method::bw::default_sizes);
-  CHECK(method::bw::iterations(o) == 5000);
+  CHECK(methods::method::bw::sizes(o, 1 << 19) == methods::method::bw::default_sizes);
+  CHECK(methods::method::bw::iterations(o) == 5000);
   o = parse({"--bench", "bw", "-s", "0", "-n", "300"});
-  CHECK(method::bw::sizes(o, 1 << 19) == std::vector<std::uint32_t>{0});
-  CHECK(method::bw::iterations(o) == 300);
+  CHECK(methods::method::bw::sizes(o, 1 << 19) == std::vector<std::uint32_t>{0});
+  CHECK(methods::method::bw::iterations(o) == 300);
   o = parse({"--bench", "bw", "--sizes", "8,16"});
-  CHECK(method::bw::sizes(o, 1 << 19) == std::vector<std::uint32_t>{8, 16});
-  CHECK_THROWS_AS(method::bw::sizes(parse({"--bench", "bw", "--sizes", "8,65536"}), 4096), UsageError);
+  CHECK(methods::method::bw::sizes(o, 1 << 19) == std::vector<std::uint32_t>{8, 16});
+  CHECK_THROWS_AS(methods::method::bw::sizes(parse({"--bench", "bw", "--sizes", "8,65536"}), 4096), UsageError);
 }
 
 TEST_CASE("--csv is recorded; logpbench quick is --bench quick with its own budgets") {
@@ -83,18 +84,18 @@ TEST_CASE("logpbench agree is --bench agree: smaller defaults it records, --runs
   const Options a = parse({"agree", "--transport", "shm"});
   CHECK(a.bench == "agree");
   CHECK(a.runs == 1);
-  CHECK(a.get(method::opt::kMessages) == 2000);
-  CHECK(a.get(method::opt::kBellRuns) == 3);
+  CHECK(a.get(methods::opt::kMessages) == 2000);
+  CHECK(a.get(methods::opt::kBellRuns) == 3);
   const Options more = parse({"agree", "--runs", "3", "--messages", "10000", "--bell-runs", "5"});
   CHECK(more.runs == 3);
-  CHECK(more.get(method::opt::kMessages) == 10000);
-  CHECK(more.get(method::opt::kBellRuns) == 5);
+  CHECK(more.get(methods::opt::kMessages) == 10000);
+  CHECK(more.get(methods::opt::kBellRuns) == 5);
   CHECK_THAT(refusal({"agree", "--bench", "kielmann"}), Catch::Contains("drop --bench"));
   for (const char* k : {"--sizes", "--eps", "--max-burst", "-n"})
     CHECK_THAT(refusal({"agree", k, "8"}), Catch::Contains("agree.budgets"));
   CHECK_THAT(refusal({"agree", "--no-saturation-compare"}), Catch::Contains("agree.budgets"));
   // The other methods keep the usual defaults.
-  CHECK(parse({"--bench", "overlap"}).get(method::opt::kMessages) == 10000);
+  CHECK(parse({"--bench", "overlap"}).get(methods::opt::kMessages) == 10000);
 }
 
 TEST_CASE("tables: aligned on screen, CSV with quoting and full precision, null as n/a or empty") {
@@ -110,7 +111,7 @@ TEST_CASE("tables: aligned on screen, CSV with quoting and full precision, null 
   CHECK_THAT(text, Catch::Contains("n/a"));
   CHECK_THAT(text, !Catch::Contains("1.2345"));
   // The pingpong table keeps perftest's header layout.
-  const Table lat = method::pingpong::latency_table({{"runs", nlohmann::json::array()}}, 8);
+  const Table lat = methods::method::pingpong::latency_table({{"runs", nlohmann::json::array()}}, 8);
   std::FILE* g = fmemopen(buf, sizeof buf - 1, "w");
   print_text(g, lat);
   std::fclose(g);

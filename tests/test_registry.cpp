@@ -12,6 +12,7 @@
 
 using namespace logpb;
 using namespace logpb::app;
+using namespace logpb::methods;
 
 TEST_CASE("the catalogue lists every method once, with what --help, the report and the plots need") {
   const auto& all = all_methods();
@@ -57,7 +58,7 @@ TEST_CASE("sizes: --sizes, else the method's defaults that fit; too large is ref
 
 namespace {
 
-using Shm = ShmTransport<Wire>;
+using Shm = shm::ShmTransport<shm::Wire>;
 using EP = am::Endpoint<Shm>;
 
 const Clock& test_clock() {
@@ -78,14 +79,14 @@ am::EndpointOptions ep_options(int rank) {
 
 // A client endpoint and a replier serving on a thread, over one shm region; the client quits on the way out.
 struct Link {
-  ShmRegion region = ShmRegion::create_anonymous(2, {64, 1 << 16});
+  shm::ShmRegion region = shm::ShmRegion::create_anonymous(2, {64, 1 << 16});
   std::unique_ptr<Shm> a, b;
   std::unique_ptr<EP> client, server;
   std::thread srv;
   Link() {
     auto fb = std::async(std::launch::async,
-                         [&] { return std::make_unique<Shm>(region, 1, test_clock(), Emulation{}, ShmOptions{}, 5); });
-    a = std::make_unique<Shm>(region, 0, test_clock(), Emulation{}, ShmOptions{}, 5);
+                         [&] { return std::make_unique<Shm>(region, 1, test_clock(), shm::Emulation{}, shm::ShmOptions{}, 5); });
+    a = std::make_unique<Shm>(region, 0, test_clock(), shm::Emulation{}, shm::ShmOptions{}, 5);
     b = fb.get();
     client = std::make_unique<EP>(*a, test_clock(), ep_options(0));
     server = std::make_unique<EP>(*b, test_clock(), ep_options(1));

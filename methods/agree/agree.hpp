@@ -34,7 +34,7 @@
 #include "methods/signature/options.hpp"
 #include "methods/table.hpp"
 
-namespace logpb::app::method {
+namespace logpb::methods::method {
 
 struct agree {
   static constexpr const char* name = "agree";
@@ -44,7 +44,7 @@ struct agree {
   static constexpr Needs needs{.bulk = true, .local_completion = true};
   static constexpr Scope scope = Scope::job;
   static constexpr bool own_table = true;  // the one LogP table (print) replaces the usual parameters table
-  static constexpr const auto& phases = analysis::kAgreeMethods;
+  static constexpr const auto& phases = methods::kAgreeMethods;
   // The options its overlap and availability phases take from the user.
   static inline const std::vector<MethodOption> options = {opt::kQueueDepth, opt::kMessages, opt::kBellRuns,
                                                            opt::kBaseThreshold, opt::kStopThreshold};
@@ -117,7 +117,7 @@ struct agree {
                          {"stop_threshold", av.get(opt::kStopThreshold)},
                          {"runs", av.runs}};
     b["poll"] = {{"reps", pl.get(opt::kPollReps)}, {"messages", pl.get(opt::kMessages)}, {"runs", pl.runs}};
-    b["tolerance"] = analysis::kAgreeTolerance;
+    b["tolerance"] = methods::kAgreeTolerance;
     return b;
   }
 
@@ -154,13 +154,13 @@ struct agree {
     // std::nan, not NAN: NAN is a float, and value() would read the step as one (10.01915104 ns against a
     // figure of 10.019151037 ns, one clock step, then no longer within it).
     const double step_ns = job.doc.j.value(nlohmann::json::json_pointer("/meta/tsc/resolution_ns"), std::nan(""));
-    const nlohmann::json verdicts = analysis::agreement(records, ep.transport().describe(), timer_cost_ns,
-                                                        analysis::kAgreeTolerance, step_ns);
+    const nlohmann::json verdicts = methods::agreement(records, ep.transport().describe(), timer_cost_ns,
+                                                        methods::kAgreeTolerance, step_ns);
     a.update(verdicts);
     a["records"] = records;
     auto& d = job.doc.j;
     d["agree"] = a;
-    d["parameters"] = analysis::agreed_parameters(records, verdicts, step_ns);
+    d["parameters"] = methods::agreed_parameters(records, verdicts, step_ns);
     nlohmann::json checks = nlohmann::json::array();
     for (const char* bench : phases)
       for (auto c : records[bench].value("checks", nlohmann::json::array())) {
@@ -173,7 +173,7 @@ struct agree {
       }
     // Each cross-check that judged is a check of its own: a relation broken beyond the tolerance and both
     // intervals fails, with its cause.
-    for (const char* k : analysis::kSharedParameters) {
+    for (const char* k : methods::kSharedParameters) {
       const std::string v = verdicts[k].value("verdict", std::string());
       if (v != "agree" && v != "fail") continue;
       const auto& x = verdicts[k]["cross_check"];
@@ -209,7 +209,7 @@ struct agree {
       }
       return nullptr;
     };
-    for (const char* k : analysis::kSharedParameters) {
+    for (const char* k : methods::kSharedParameters) {
       if (!ps.contains(k)) continue;
       const auto& p = ps[k];
       const auto& def = p.value("defined_by", nlohmann::json::object());
@@ -245,7 +245,7 @@ struct agree {
     const auto& a = doc.value("agree", nlohmann::json::object());
     std::fprintf(out, "  one LogP table: each quantity from the method that defines it, held against a second:\n");
     print_text(out, agree_table(doc));
-    for (const char* k : analysis::kSharedParameters)
+    for (const char* k : methods::kSharedParameters)
       if (a.contains(k) && a[k].value("verdict", std::string()) != "agree")
         std::fprintf(out, "  %s: %s: %s\n", k, a[k].value("verdict", std::string()).c_str(),
                      a[k].value("explanation", std::string()).c_str());
@@ -261,4 +261,4 @@ struct agree {
   }
 };
 
-}  // namespace logpb::app::method
+}  // namespace logpb::methods::method

@@ -9,7 +9,9 @@
 #include "analysis/figures.hpp"
 #include "methods/descriptor.hpp"
 
-namespace logpb::analysis {
+namespace logpb::methods {
+
+using namespace analysis;
 namespace {
 
 // How the cross-check's figure must stand to the defining one.
@@ -70,8 +72,8 @@ const Quantity* quantity(const std::string& name) {
   return nullptr;
 }
 
-const app::SharedFigure* shared(const std::string& method, const std::string& param) {
-  if (const app::MethodInfo* m = app::find_method(method))
+const SharedFigure* shared(const std::string& method, const std::string& param) {
+  if (const MethodInfo* m = find_method(method))
     for (const auto& f : m->shares)
       if (f.param == param) return &f;
   return nullptr;
@@ -99,7 +101,7 @@ std::string bottleneck(const nlohmann::json& p) {
 // What the method's figure is, in its own paper's terms, with what only the run knows filled in.
 std::string definition(const std::string& method, const std::string& param, const nlohmann::json& p,
                        const nlohmann::json& record, const nlohmann::json& transport) {
-  const app::SharedFigure* f = shared(method, param);
+  const SharedFigure* f = shared(method, param);
   std::string text = f ? f->definition : method + "'s " + param;
   auto fill = [&](const std::string& hole, const auto& value) {
     const auto at = text.find(hole);
@@ -429,4 +431,4 @@ nlohmann::json agreed_parameters(const nlohmann::json& records, const nlohmann::
   return out;
 }
 
-}  // namespace logpb::analysis
+}  // namespace logpb::methods

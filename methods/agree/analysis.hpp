@@ -19,7 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace logpb::analysis {
+namespace logpb::methods {
 
 // Figures agree when the pair differs by at most this share of the larger one; they fail when they differ
 // by more even once both 95% intervals are taken off; in between (intervals wide enough to cover the
@@ -55,4 +55,4 @@ nlohmann::json agreement(const nlohmann::json& records, const nlohmann::json& tr
 nlohmann::json agreed_parameters(const nlohmann::json& records, const nlohmann::json& agreement_result = {},
                                  double step_ns = NAN);
 
-}  // namespace logpb::analysis
+}  // namespace logpb::methods

@@ -11,8 +11,8 @@
 
 #include "methods/agree/analysis.hpp"
 
-using logpb::analysis::agreed_parameters;
-using logpb::analysis::agreement;
+using logpb::methods::agreed_parameters;
+using logpb::methods::agreement;
 using nlohmann::json;
 
 namespace {

@@ -5,7 +5,9 @@
 
 #include "analysis/results_json.hpp"
 
-namespace logpb::analysis {
+namespace logpb::methods {
+
+using namespace analysis;
 
 nlohmann::json doerfler_record(const std::vector<methods::DoerflerSize>& v, double base_threshold,
                                double stop_threshold) {
@@ -88,4 +90,4 @@ nlohmann::json doerfler_summary(const std::vector<std::vector<methods::DoerflerS
   return {{"parameters", params}, {"per_size", per}, {"checks", checks}};
 }
 
-}  // namespace logpb::analysis
+}  // namespace logpb::methods

@@ -9,11 +9,11 @@
 
 #include "methods/availability/loops.hpp"
 
-namespace logpb::analysis {
+namespace logpb::methods {
 
 nlohmann::json doerfler_record(const std::vector<methods::DoerflerSize>& run, double base_threshold,
                                double stop_threshold);
 // {parameters, per_size, checks} over every run.
 nlohmann::json doerfler_summary(const std::vector<std::vector<methods::DoerflerSize>>& runs);
 
-}  // namespace logpb::analysis
+}  // namespace logpb::methods

@@ -10,7 +10,7 @@
 #include "methods/descriptor.hpp"
 #include "methods/settings.hpp"
 
-namespace logpb::app::method {
+namespace logpb::methods::method {
 
 struct availability {
   static constexpr const char* name = "availability";
@@ -39,11 +39,11 @@ struct availability {
     return methods::doerfler(link, st, clock, cfg, io.progress);
   }
   static nlohmann::json record(const Run& r, const Settings& o) {
-    return analysis::doerfler_record(r, o.get(opt::kBaseThreshold), o.get(opt::kStopThreshold));
+    return methods::doerfler_record(r, o.get(opt::kBaseThreshold), o.get(opt::kStopThreshold));
   }
   static nlohmann::json analyse(const std::vector<Run>& runs, const Settings&) {
-    return analysis::doerfler_summary(runs);
+    return methods::doerfler_summary(runs);
   }
 };
 
-}  // namespace logpb::app::method
+}  // namespace logpb::methods::method

@@ -8,7 +8,7 @@
 #include "methods/method_option.hpp"
 #include "methods/settings.hpp"
 
-namespace logpb::app::method::opt {
+namespace logpb::methods::opt {
 
 inline const Typed<double> kBaseThreshold =
     option::real("base-threshold", "availability: base_t threshold (1.02-1.05)", 1.03, 1.001, 2);
@@ -18,4 +18,4 @@ inline const Typed<double> kStopThreshold =
       return std::pair{so_far.get(kBaseThreshold), 100.0};
     });
 
-}  // namespace logpb::app::method::opt
+}  // namespace logpb::methods::opt

@@ -6,7 +6,9 @@
 #include "analysis/loggp.hpp"
 #include "analysis/results_json.hpp"
 
-namespace logpb::analysis {
+namespace logpb::methods {
+
+using namespace analysis;
 
 namespace {
 FloodLimits limits_of(const methods::BellSize& b) {
@@ -310,4 +312,4 @@ nlohmann::json bell_summary(const std::vector<std::vector<methods::BellSize>>& r
   return {{"parameters", params}, {"per_size", per}, {"checks", checks}};
 }
 
-}  // namespace logpb::analysis
+}  // namespace logpb::methods

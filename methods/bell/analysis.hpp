@@ -10,15 +10,15 @@
 #include "analysis/signature_fit.hpp"
 #include "methods/bell/loops.hpp"
 
-namespace logpb::analysis {
+namespace logpb::methods {
 
 // An overhead inferred by the overlap test: positive, or invalid with the reason (a non-positive one means
 // the computation loop or the timer misbehaved, and is never shown as a figure).
-Param overhead_param(const methods::OverlapSide& s);
+analysis::Param overhead_param(const methods::OverlapSide& s);
 
 // One run's record (the raw per-run figures of each size).
 nlohmann::json bell_record(const std::vector<methods::BellSize>& run, bool flood);
 // {parameters, per_size, checks} over every run; flood false: the overlap test alone.
 nlohmann::json bell_summary(const std::vector<std::vector<methods::BellSize>>& runs, bool flood);
 
-}  // namespace logpb::analysis
+}  // namespace logpb::methods

@@ -11,7 +11,7 @@
 #include "methods/descriptor.hpp"
 #include "methods/settings.hpp"
 
-namespace logpb::app::method {
+namespace logpb::methods::method {
 
 struct flood {
   static constexpr const char* name = "flood";
@@ -59,10 +59,10 @@ struct flood {
                                   o.method_arg("flood-queue") == "adapt"};
     return methods::bell_flood(link, st, clock, cfg, io.progress);
   }
-  static nlohmann::json record(const Run& r, const Settings&) { return analysis::bell_record(r, true); }
+  static nlohmann::json record(const Run& r, const Settings&) { return methods::bell_record(r, true); }
   template <class O>
   static nlohmann::json analyse(const std::vector<Run>& runs, const O& o) {
-    nlohmann::json j = analysis::bell_summary(runs, true);
+    nlohmann::json j = methods::bell_summary(runs, true);
     if (o.tx_burst > 1 && j["parameters"].contains("g"))
       j["parameters"]["g"]["sends"] =
           "batched: up to " + std::to_string(o.tx_burst) +
@@ -72,4 +72,4 @@ struct flood {
   }
 };
 
-}  // namespace logpb::app::method
+}  // namespace logpb::methods::method

@@ -5,7 +5,7 @@
 
 #include "methods/method_option.hpp"
 
-namespace logpb::app::method::opt {
+namespace logpb::methods::opt {
 
 inline const Typed<int> kQueueDepth =
     option::integer("queue-depth", "flood: messages kept in flight (Bell et al.)", 8, 1, 4096);
@@ -13,4 +13,4 @@ inline const Typed<int> kMessages = option::integer("messages", "flood/overlap: 
 inline const Typed<int> kBellRuns =
     option::integer("bell-runs", "flood/overlap: runs; the minimum is reported, the median beside it", 10, 1, 1000);
 
-}  // namespace logpb::app::method::opt
+}  // namespace logpb::methods::opt

@@ -10,7 +10,7 @@
 #include "methods/descriptor.hpp"
 #include "methods/settings.hpp"
 
-namespace logpb::app::method {
+namespace logpb::methods::method {
 
 struct overlap {
   static constexpr const char* name = "overlap";
@@ -37,10 +37,10 @@ struct overlap {
                                   true};
     return methods::bell_overlap(link, st, clock, cfg, io.progress);
   }
-  static nlohmann::json record(const Run& r, const Settings&) { return analysis::bell_record(r, false); }
+  static nlohmann::json record(const Run& r, const Settings&) { return methods::bell_record(r, false); }
   static nlohmann::json analyse(const std::vector<Run>& runs, const Settings&) {
-    return analysis::bell_summary(runs, false);
+    return methods::bell_summary(runs, false);
   }
 };
 
-}  // namespace logpb::app::method
+}  // namespace logpb::methods::method

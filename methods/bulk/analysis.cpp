@@ -4,7 +4,9 @@
 #include "analysis/results_json.hpp"
 #include "methods/signature/analysis.hpp"
 
-namespace logpb::analysis {
+namespace logpb::methods {
+
+using namespace analysis;
 
 nlohmann::json bulk_record(const std::vector<methods::BulkSize>& v, bool raw) {
   methods::SignatureData sig;
@@ -59,4 +61,4 @@ nlohmann::json bulk_summary(const std::vector<std::vector<methods::BulkSize>>& r
   return {{"parameters", params}, {"per_size", per}, {"checks", checks}};
 }
 
-}  // namespace logpb::analysis
+}  // namespace logpb::methods

@@ -9,10 +9,10 @@
 
 #include "methods/bulk/loops.hpp"
 
-namespace logpb::analysis {
+namespace logpb::methods {
 
 nlohmann::json bulk_record(const std::vector<methods::BulkSize>& run, bool raw);
 // {parameters, per_size, checks} over every run.
 nlohmann::json bulk_summary(const std::vector<std::vector<methods::BulkSize>>& runs);
 
-}  // namespace logpb::analysis
+}  // namespace logpb::methods

@@ -11,7 +11,7 @@
 #include "methods/settings.hpp"
 #include "methods/signature/options.hpp"
 
-namespace logpb::app::method {
+namespace logpb::methods::method {
 
 struct bulk {
   static constexpr const char* name = "bulk";
@@ -40,8 +40,8 @@ struct bulk {
     hooks.progress = io.progress;
     return methods::bulk(link, st, clock, io.sizes, cfg, o.get(opt::kDeltas), hooks);
   }
-  static nlohmann::json record(const Run& r, const Settings& o) { return analysis::bulk_record(r, o.raw); }
-  static nlohmann::json analyse(const std::vector<Run>& runs, const Settings&) { return analysis::bulk_summary(runs); }
+  static nlohmann::json record(const Run& r, const Settings& o) { return methods::bulk_record(r, o.raw); }
+  static nlohmann::json analyse(const std::vector<Run>& runs, const Settings&) { return methods::bulk_summary(runs); }
 };
 
-}  // namespace logpb::app::method
+}  // namespace logpb::methods::method

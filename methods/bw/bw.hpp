@@ -20,7 +20,7 @@
 #include "methods/settings.hpp"
 #include "methods/table.hpp"
 
-namespace logpb::app::method {
+namespace logpb::methods::method {
 
 struct bw {
   static constexpr const char* name = "bw";
@@ -143,4 +143,4 @@ struct bw {
   }
 };
 
-}  // namespace logpb::app::method
+}  // namespace logpb::methods::method

@@ -13,7 +13,7 @@
 #include "methods/table.hpp"
 
 using namespace logpb;
-using namespace logpb::app;
+using namespace logpb::methods;
 
 TEST_CASE("bw's peak: the best rate between credit frames a credit window apart, never a shorter span") {
   const Clock clock(Clock::Options{20, true});

@@ -17,7 +17,7 @@
 #include "methods/descriptor.hpp"
 #include "methods/settings.hpp"
 
-namespace logpb::app::method {
+namespace logpb::methods::method {
 
 struct all_to_all {
   static constexpr const char* name = "all-to-all";
@@ -79,4 +79,4 @@ struct all_to_all {
   }
 };
 
-}  // namespace logpb::app::method
+}  // namespace logpb::methods::method

@@ -16,7 +16,7 @@
 #include "methods/descriptor.hpp"
 #include "methods/settings.hpp"
 
-namespace logpb::app::contention {
+namespace logpb::methods::contention {
 
 inline const MethodOption kK{
     "k", "LIST", "the numbers of contending ranks, e.g. 1,3 (auto: 1, 2, 4, ... and the job's most)", "auto"};
@@ -113,4 +113,4 @@ inline nlohmann::json timing_check(bool fit) {
                          : "ranks shared cores on a spinning NI: a functional run, unfit for timing"}};
 }
 
-}  // namespace logpb::app::contention
+}  // namespace logpb::methods::contention

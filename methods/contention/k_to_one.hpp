@@ -18,7 +18,7 @@
 #include "methods/descriptor.hpp"
 #include "methods/settings.hpp"
 
-namespace logpb::app::method {
+namespace logpb::methods::method {
 
 struct k_to_one {
   static constexpr const char* name = "k-to-one";
@@ -125,4 +125,4 @@ struct k_to_one {
   }
 };
 
-}  // namespace logpb::app::method
+}  // namespace logpb::methods::method

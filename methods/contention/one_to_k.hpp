@@ -16,7 +16,7 @@
 #include "methods/descriptor.hpp"
 #include "methods/settings.hpp"
 
-namespace logpb::app::method {
+namespace logpb::methods::method {
 
 struct one_to_k {
   static constexpr const char* name = "one-to-k";
@@ -109,4 +109,4 @@ struct one_to_k {
   }
 };
 
-}  // namespace logpb::app::method
+}  // namespace logpb::methods::method

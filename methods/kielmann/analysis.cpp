@@ -7,7 +7,9 @@
 #include "analysis/loggp.hpp"
 #include "analysis/results_json.hpp"
 
-namespace logpb::analysis {
+namespace logpb::methods {
+
+using namespace analysis;
 
 namespace {
 
@@ -225,4 +227,4 @@ nlohmann::json kielmann_summary(const std::vector<methods::KielmannResult>& runs
   return {{"parameters", p}, {"per_size", per}, {"checks", checks}};
 }
 
-}  // namespace logpb::analysis
+}  // namespace logpb::methods

@@ -9,10 +9,10 @@
 
 #include "methods/kielmann/loops.hpp"
 
-namespace logpb::analysis {
+namespace logpb::methods {
 
 nlohmann::json kielmann_record(const methods::KielmannResult& run);
 // {parameters, per_size, checks} over every run.
 nlohmann::json kielmann_summary(const std::vector<methods::KielmannResult>& runs);
 
-}  // namespace logpb::analysis
+}  // namespace logpb::methods

@@ -13,7 +13,7 @@
 #include "methods/kielmann/options.hpp"
 #include "methods/settings.hpp"
 
-namespace logpb::app::method {
+namespace logpb::methods::method {
 
 struct kielmann {
   static constexpr const char* name = "kielmann";
@@ -70,10 +70,10 @@ struct kielmann {
     };
     return methods::kielmann(link, st, clock, cfg, progress);
   }
-  static nlohmann::json record(const Run& r, const Settings&) { return analysis::kielmann_record(r); }
+  static nlohmann::json record(const Run& r, const Settings&) { return methods::kielmann_record(r); }
   static nlohmann::json analyse(const std::vector<Run>& runs, const Settings&) {
-    return analysis::kielmann_summary(runs);
+    return methods::kielmann_summary(runs);
   }
 };
 
-}  // namespace logpb::app::method
+}  // namespace logpb::methods::method

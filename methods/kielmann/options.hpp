@@ -4,7 +4,7 @@
 
 #include "methods/method_option.hpp"
 
-namespace logpb::app::method::opt {
+namespace logpb::methods::opt {
 
 inline const Typed<double> kEps =
     option::real("eps", "kielmann: relative precision and saturation criterion", 0.01, 1e-4, 0.5);
@@ -12,4 +12,4 @@ inline const Typed<bool> kSaturationCompare =
     option::flag("saturation-compare", "kielmann: also time g(m) by saturation at every size (their Table 2; minutes)",
                  "kielmann: skip that comparison (the default)");
 
-}  // namespace logpb::app::method::opt
+}  // namespace logpb::methods::opt

@@ -39,7 +39,7 @@ methods::KielmannResult cold_start_run() {
 }  // namespace
 
 TEST_CASE("Kielmann: a negative g(m) is never a value, and a check failing at many sizes is one line") {
-  const auto s = analysis::kielmann_summary({cold_start_run()});
+  const auto s = methods::kielmann_summary({cold_start_run()});
   const auto& g = s["parameters"]["g"];
   CHECK(g["value_ns"].is_null());
   REQUIRE(g.contains("upper_bound_ns"));
@@ -75,7 +75,7 @@ TEST_CASE("Kielmann: a saturation the credits may hold back names them and hides
   // 256 credits returned once 128 are spent over a 2 us round trip: at most one message per 15.6 ns.
   r.g0 = 20;
   r.g0_ci = 1;
-  const auto limited = analysis::kielmann_summary({r});
+  const auto limited = methods::kielmann_summary({r});
   const auto& gni = limited["parameters"]["g_ni"];
   CHECK(gni["value_ns"].is_null());
   REQUIRE(gni.contains("upper_bound_ns"));
@@ -86,7 +86,7 @@ TEST_CASE("Kielmann: a saturation the credits may hold back names them and hides
 
   // The same run with 64 times the credits: the credit round trip allows 0.24 ns a message, far below g(0).
   r.credits = 256 * 64;
-  const auto free = analysis::kielmann_summary({r});
+  const auto free = methods::kielmann_summary({r});
   CHECK(free["parameters"]["g0"]["bottleneck"].get<std::string>().find("credits") == std::string::npos);
   CHECK(free["parameters"]["g_ni"]["value_ns"].is_number());
 }

@@ -20,7 +20,7 @@
 #include "methods/protocol.hpp"
 #include "methods/settings.hpp"
 
-namespace logpb::app::method {
+namespace logpb::methods::method {
 
 struct pairs {
   static constexpr const char* name = "pairs";
@@ -142,4 +142,4 @@ struct pairs {
   }
 };
 
-}  // namespace logpb::app::method
+}  // namespace logpb::methods::method

@@ -18,7 +18,7 @@
 #include "methods/settings.hpp"
 #include "methods/table.hpp"
 
-namespace logpb::app::method {
+namespace logpb::methods::method {
 
 struct pingpong {
   static constexpr const char* name = "pingpong";
@@ -153,4 +153,4 @@ struct pingpong {
   }
 };
 
-}  // namespace logpb::app::method
+}  // namespace logpb::methods::method

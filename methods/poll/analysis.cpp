@@ -9,7 +9,9 @@
 
 #include "common/stats.hpp"
 
-namespace logpb::analysis::poll {
+namespace logpb::methods::poll_fit {
+
+using namespace analysis;
 
 namespace {
 
@@ -240,4 +242,4 @@ std::vector<int> frame_counts(int batch, int cap) {
   return ks;
 }
 
-}  // namespace logpb::analysis::poll
+}  // namespace logpb::methods::poll_fit

@@ -21,7 +21,7 @@
 
 #include "analysis/figures.hpp"
 
-namespace logpb::analysis::poll {
+namespace logpb::methods::poll_fit {
 
 // One timed poll: how many frames the peer was asked to send before it, how many it handed up, its time.
 struct Sample {
@@ -89,4 +89,4 @@ int receive_batch(const nlohmann::json& describe, std::string& source);
 // The frame counts a run asks for: 1, 2, 4, ... below the batch, and the batch itself; at most `cap`.
 std::vector<int> frame_counts(int batch, int cap);
 
-}  // namespace logpb::analysis::poll
+}  // namespace logpb::methods::poll_fit

@@ -63,7 +63,7 @@ struct PollRun {
   int empty_block = 0;
   std::vector<double> empty_ns;           // per poll, of each span of empty polls
   std::uint64_t empty_spans_found = 0;    // spans in which a poll found something: not kept
-  std::vector<analysis::poll::Sample> samples;
+  std::vector<methods::poll_fit::Sample> samples;
   std::vector<double> reply_ns;  // one poll that handed up one waiting reply, asked by a request (Kielmann's path)
   std::uint64_t credit_excluded = 0;  // timed polls that also took in or sent a credit frame: not kept
   std::uint64_t short_polls = 0;      // timed polls that handed up fewer than min(k, batch) frames
@@ -157,9 +157,9 @@ PollRun poll_model(EP& ep, ClientState& st, const Clock& clock, const PollConfig
                    const std::function<void(const std::string&)>& progress) {
   PollRun r;
   r.resolution_ns = clock.resolution_ns();
-  r.batch = analysis::poll::receive_batch(ep.transport().describe(), r.batch_source);
+  r.batch = methods::poll_fit::receive_batch(ep.transport().describe(), r.batch_source);
   // The peer's k one-way messages spend its credits toward us: ask no more than it may have in flight.
-  r.counts = analysis::poll::frame_counts(r.batch, std::max(1, ep.credit_limit() - 2));
+  r.counts = methods::poll_fit::frame_counts(r.batch, std::max(1, ep.credit_limit() - 2));
   const PollBeforeSend<EP> no_poll(ep, false);
   const BusyDelay delay(clock);
 

@@ -22,13 +22,13 @@
 #include "methods/poll/loops.hpp"
 #include "methods/settings.hpp"
 
-namespace logpb::app::method {
-
-namespace opt {
+namespace logpb::methods::opt {
 inline const Typed<int> kPollReps =
     option::integer("poll-reps", "poll: timed polls per frame count (k = 1, 2, 4, ... up to the receive batch)", 200,
                     20, 1e6);
-}  // namespace opt
+}  // namespace logpb::methods::opt
+
+namespace logpb::methods::method {
 
 struct poll {
   static constexpr const char* name = "poll";
@@ -89,14 +89,14 @@ struct poll {
 
   // One run's figures.
   struct Figures {
-    analysis::poll::Fit fit;
+    methods::poll_fit::Fit fit;
     analysis::Param empty, single, flood_pred, backlog_pred, backlog_measured, empty_per_message;
     analysis::Param backlog_per_frame;
     analysis::Param one_reply;  // Kielmann's path: one waiting reply to a request that did not poll first  // what a frame of the standing stream cost: measured less a / f
-    analysis::poll::Stream flood, backlog;
+    methods::poll_fit::Stream flood, backlog;
   };
   static Figures figures(const Run& r) {
-    namespace P = analysis::poll;
+    namespace P = methods::poll_fit;
     Figures f;
     f.fit = P::fit_poll(r.samples, r.resolution_ns);
     f.empty = P::empty_poll(r.empty_ns, r.empty_block, r.resolution_ns);
@@ -201,7 +201,7 @@ struct poll {
       std::vector<double> mean, median, share;
       std::uint64_t polls = 0, empty = 0, total = 0;
       for (const auto& f : fs) {
-        const analysis::poll::Stream& s = pick(f);
+        const methods::poll_fit::Stream& s = pick(f);
         mean.push_back(s.mean);
         median.push_back(s.median);
         share.push_back(s.empty_share_of_polls);
@@ -221,8 +221,8 @@ struct poll {
                             {"frames", total}};
     };
     nlohmann::json section = {
-        {"frames_per_poll_stream", frames([](const Figures& f) -> const analysis::poll::Stream& { return f.flood; })},
-        {"frames_per_poll_backlog", frames([](const Figures& f) -> const analysis::poll::Stream& { return f.backlog; })},
+        {"frames_per_poll_stream", frames([](const Figures& f) -> const methods::poll_fit::Stream& { return f.flood; })},
+        {"frames_per_poll_backlog", frames([](const Figures& f) -> const methods::poll_fit::Stream& { return f.backlog; })},
         {"receive_batch", runs.front().batch},
         {"receive_batch_source", runs.front().batch_source},
         {"relation",
@@ -311,4 +311,4 @@ struct poll {
   }
 };
 
-}  // namespace logpb::app::method
+}  // namespace logpb::methods::method

@@ -9,7 +9,7 @@
 
 #include "methods/poll/analysis.hpp"
 
-namespace P = logpb::analysis::poll;
+namespace P = logpb::methods::poll_fit;
 
 namespace {
 

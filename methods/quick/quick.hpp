@@ -27,7 +27,7 @@
 #include "methods/signature/options.hpp"
 #include "methods/table.hpp"
 
-namespace logpb::app::method {
+namespace logpb::methods::method {
 
 struct quick {
   static constexpr const char* name = "quick";
@@ -159,4 +159,4 @@ struct quick {
   }
 };
 
-}  // namespace logpb::app::method
+}  // namespace logpb::methods::method

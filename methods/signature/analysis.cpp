@@ -6,7 +6,9 @@
 
 #include "analysis/results_json.hpp"
 
-namespace logpb::analysis {
+namespace logpb::methods {
+
+using namespace analysis;
 
 nlohmann::json signature_curves_json(const methods::SignatureData& d, bool raw) {
   nlohmann::json curves = nlohmann::json::array();
@@ -152,4 +154,4 @@ nlohmann::json signature_summary(const std::vector<SignatureFit>& fits) {
   return {{"parameters", params}, {"checks", checks}};
 }
 
-}  // namespace logpb::analysis
+}  // namespace logpb::methods

@@ -9,18 +9,18 @@
 #include "analysis/signature_fit.hpp"
 #include "methods/signature/loops.hpp"
 
-namespace logpb::analysis {
+namespace logpb::methods {
 
 // The measured curves as JSON: each point's cost, its cost net of Delta, interval and convergence.
 nlohmann::json signature_curves_json(const methods::SignatureData& d, bool raw);
 // The curves the fit reads. With Delta > 0 each point is its bursts' own cost net of their own Delta,
 // plus the curve's median Delta.
-Curve to_fit_curve(const methods::SignatureCurve& c);
-std::vector<Curve> to_fit_curves(const methods::SignatureData& d);
+analysis::Curve to_fit_curve(const methods::SignatureCurve& c);
+std::vector<analysis::Curve> to_fit_curves(const methods::SignatureData& d);
 
 // One run's record: the round trip, the curves measured so far and, once fitted, the fit.
 nlohmann::json signature_record(const methods::SignatureData& d, bool raw);
 // {parameters, checks} over every run's fit (each parameter by combine_runs; checks carry their run).
-nlohmann::json signature_summary(const std::vector<SignatureFit>& fits);
+nlohmann::json signature_summary(const std::vector<analysis::SignatureFit>& fits);
 
-}  // namespace logpb::analysis
+}  // namespace logpb::methods

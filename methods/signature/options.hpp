@@ -10,7 +10,7 @@
 #include "methods/method_option.hpp"
 #include "shm/emulation.hpp"
 
-namespace logpb::app::method::opt {
+namespace logpb::methods::opt {
 
 inline const Typed<int> kMaxBurst = option::integer("max-burst", "signature: largest M", 512, 1, 1 << 20);
 
@@ -22,7 +22,7 @@ inline const Typed<double> kMaxBurstTime = option::parsed<double>(
     0,
     [](const std::string& s) {
       if (s == "auto") return 0.0;
-      const double ns = parse_duration_ns(s);
+      const double ns = shm::parse_duration_ns(s);
       if (!(ns > 0)) throw UsageError("--max-burst-time must be positive (or auto)");
       return ns;
     },
@@ -50,7 +50,7 @@ inline const Typed<std::vector<double>> kDeltas = option::parsed<std::vector<dou
       std::vector<double> v;
       if (s == "auto") return v;
       for (const auto& x : cli::split_list(s)) {
-        const double d = parse_duration_ns(x);
+        const double d = shm::parse_duration_ns(x);
         if (d < 0 || (!v.empty() && d <= v.back()))
           throw UsageError("--deltas must be ascending non-negative durations");
         v.push_back(d);
@@ -75,4 +75,4 @@ inline const Typed<std::vector<double>> kDeltaFactors = option::parsed<std::vect
       return v;
     });
 
-}  // namespace logpb::app::method::opt
+}  // namespace logpb::methods::opt

@@ -16,7 +16,7 @@
 #include "methods/signature/loops.hpp"
 #include "methods/signature/options.hpp"
 
-namespace logpb::app::method {
+namespace logpb::methods::method {
 
 struct signature {
   static constexpr const char* name = "signature";
@@ -84,20 +84,20 @@ struct signature {
       io.done(std::min(0.99, (*step)++ / steps));
       io.progress(s);
     };
-    hooks.checkpoint = [&](const methods::SignatureData& d) { io.checkpoint(analysis::signature_record(d, o.raw)); };
+    hooks.checkpoint = [&](const methods::SignatureData& d) { io.checkpoint(methods::signature_record(d, o.raw)); };
     hooks.steady_reached = [](const methods::SignatureCurve& c) {
-      return analysis::steady_state_cost(analysis::to_fit_curve(c)).reached;
+      return analysis::steady_state_cost(methods::to_fit_curve(c)).reached;
     };
     // Once every curve is in, the fit judges the Delta = 0 curve against the o_s + o_r the Delta curves read:
     // a slope below it (Idle < 0 beyond its interval) is a curve still filling its window, which longer
     // bursts carry into its steady state (a 1990s NI, g > o_s + o_r, capped at 120 us: g read 2.7 us for 4.5).
     hooks.first_in_transition = [&](const methods::SignatureData& d) {
-      return analysis::fit_signature(analysis::to_fit_curves(d), analysis::rtt_param(d.rtt.summary), 1.2,
+      return analysis::fit_signature(methods::to_fit_curves(d), analysis::rtt_param(d.rtt.summary), 1.2,
                                      link.window())
           .g_in_transition;
     };
     hooks.deltas_after_first = [&](const methods::SignatureCurve& c0) {
-      const auto g = analysis::steady_state_cost(analysis::to_fit_curve(c0)).cost;
+      const auto g = analysis::steady_state_cost(methods::to_fit_curve(c0)).cost;
       if (!g.valid)
         throw std::runtime_error("no steady state on the Delta = 0 curve to base the Delta grid on: " + g.note);
       return analysis::auto_deltas(g.value, cfg.auto_delta_factors);
@@ -115,20 +115,20 @@ struct signature {
           r.data.replier_service_ns, std::max(0.02 * r.data.replier_service_ns, clock.resolution_ns()),
           "the replier's busy time per request over " + std::to_string(r.data.replier_requests) +
               " requests of the Delta = 0 curve: its receive, handler and reply (Culler et al. 3.5)");
-    r.fit = analysis::fit_signature(analysis::to_fit_curves(r.data), analysis::rtt_param(r.data.rtt.summary), 1.2,
+    r.fit = analysis::fit_signature(methods::to_fit_curves(r.data), analysis::rtt_param(r.data.rtt.summary), 1.2,
                                     link.window(), replier, clock.resolution_ns());
     return r;
   }
   static nlohmann::json record(const Run& r, const Settings& o) {
-    nlohmann::json j = analysis::signature_record(r.data, o.raw);
+    nlohmann::json j = methods::signature_record(r.data, o.raw);
     j["fit"] = r.fit;
     return j;
   }
   static nlohmann::json analyse(const std::vector<Run>& runs, const Settings&) {
     std::vector<analysis::SignatureFit> fits;
     for (const auto& r : runs) fits.push_back(r.fit);
-    return analysis::signature_summary(fits);
+    return methods::signature_summary(fits);
   }
 };
 
-}  // namespace logpb::app::method
+}  // namespace logpb::methods::method

@@ -11,7 +11,7 @@
 #include "methods/settings.hpp"
 #include "methods/verify/loops.hpp"
 
-namespace logpb::app::method {
+namespace logpb::methods::method {
 
 struct verify {
   static constexpr const char* name = "verify";
@@ -74,4 +74,4 @@ struct verify {
   }
 };
 
-}  // namespace logpb::app::method
+}  // namespace logpb::methods::method

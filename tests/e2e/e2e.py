@@ -85,23 +85,32 @@ def wait_for_children(pid, timeout=10):
 
 
 def test_readme():
-    """The README stays true: every long flag it names exists (logpbench's --help, its model and compare
-    subcommands, or the scripts in scripts/), and every scripts/NAME it names is an executable file."""
-    readme = open(os.path.join(SRC, "README.md")).read()
+    """The README and the reference in docs/*.md stay true: every long flag they name exists (logpbench's
+    --help, its model and compare subcommands, or the scripts in scripts/), and every scripts/NAME they name
+    is an executable file."""
+    pages = ["README.md"] + sorted(os.path.join("docs", f) for f in os.listdir(os.path.join(SRC, "docs"))
+                                   if f.endswith(".md"))
     known = "".join(run(args + ["--help"]).stdout for args in ([], ["model"], ["compare"]))
     scripts = os.path.join(SRC, "scripts")
     for d, dirs, files in os.walk(scripts):
         dirs[:] = [x for x in dirs if x != "__pycache__"]
         for name in files:
             known += open(os.path.join(d, name), errors="replace").read()
-    # Flags of other programs the README shows beside ours (dpdk-testpmd's forwarding modes).
-    foreign = {"--forward-mode", "--tx-first"}
-    missing = sorted(f for f in set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", readme))
-                     if f not in foreign and not re.search(re.escape(f) + r"(?![a-z0-9-])", known))
-    assert not missing, f"README names flags that nothing here has: {missing}"
-    for name in sorted(set(re.findall(r"\bscripts/([a-z][a-z0-9-]*)", readme))):
-        path = os.path.join(scripts, name)
-        assert os.path.isfile(path) and os.access(path, os.X_OK), f"README names scripts/{name}: not an executable"
+    # Flags of other programs the pages show beside ours (dpdk-testpmd's forwarding modes, cmake --install's).
+    foreign = {"--forward-mode", "--tx-first", "--prefix"}
+    bad = []
+    for page in pages:
+        text = open(os.path.join(SRC, page)).read()
+        missing = sorted(f for f in set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", text))
+                         if f not in foreign and not re.search(re.escape(f) + r"(?![a-z0-9-])", known))
+        if missing:
+            bad.append(f"{page} names flags that nothing here has: {missing}")
+        for name in sorted(set(re.findall(r"\bscripts/([a-z][a-z0-9-]*)", text))):
+            path = os.path.join(scripts, name)
+            if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+                bad.append(f"{page} names scripts/{name}: not an executable")
+    assert not bad, "\n".join(bad)
+    print(f"readme: {len(pages)} pages checked: {', '.join(pages)}")
 
 
 def test_peer_death():
@@ -219,7 +228,7 @@ def test_default_run():
     for k in ("host", "cpu", "tsc", "version", "flags", "transport"):
         assert k in doc["meta"], k
     assert doc["meta"]["flags"]["transport"] == "shm" and doc["meta"]["flags"]["bench"] == "agree"
-    # The AM layer's own cost against a null NI, measured in this run (DESIGN.md: harness cost).
+    # The AM layer's own cost against a null NI, measured in this run (docs/design.md §12).
     h = doc["meta"].get("harness")
     assert isinstance(h, dict), "meta.harness is missing"
     for k in ("send_ns", "recv_ns"):

@@ -14,7 +14,7 @@ and fails otherwise. Each machine is measured once: the only retry is scripts/te
 test, which it names. Each machine's figures are also judged against another machine's truth: that
 negative control must fail, so the tolerance really tells machines apart.
 
-What each method can observe (DESIGN.md, "Regimes"), for a LogGP machine with overheads o_s + a n and
+What each method can observe (docs/design.md §9), for a LogGP machine with overheads o_s + a n and
 o_r + b n, gap g, per-byte gap G, latency L, window W:
   signature  o_s, o_s + o_r (its o_s_plus_o_r; o_r_remainder = that - o_s), L, RTT; its g (Culler) is the
              steady state max(g, o_s + o_r, RTT/W), and the NI's own gap is seen only when it is the largest

@@ -8,7 +8,7 @@
 // op "frame" 64 bytes of frame.
 //
 // What must hold, checked here (a failure aborts, which libFuzzer reports as a crash):
-//  - a handler only ever sees a frame that passes every check of DESIGN.md's AM layer: magic, version,
+//  - a handler only ever sees a frame that passes every check of the AM layer (docs/design.md §4): magic, version,
 //    session, addressed to rank 0 from a rank of the job, registered handler, a known kind, and a bulk
 //    range inside the segment; a reply only while a request to that peer is outstanding;
 //  - every frame written is accounted for exactly once: dispatched, a credit frame, one rejection, or
@@ -28,7 +28,7 @@
 #include "shm/transport.hpp"
 
 using namespace logpb;
-using Shm = ShmTransport<Wire>;
+using Shm = shm::ShmTransport<shm::Wire>;
 using EP = am::Endpoint<Shm>;
 
 namespace {
@@ -46,16 +46,16 @@ enum : std::uint16_t { kRequest = 1, kReply = 2, kOneway = 3 };  // 4..31: never
 
 struct World {
   Clock clock{Clock::Options{10, true}};
-  ShmRegion region = ShmRegion::create_anonymous(kRanks, {1024, kSegment});
+  shm::ShmRegion region = shm::ShmRegion::create_anonymous(kRanks, {1024, kSegment});
   std::unique_ptr<Shm> t[kRanks];
   std::uint64_t tail[kRanks] = {};  // frames written into ring (r -> 0)
   World() {
     // Each constructor waits for the others' pids: build them side by side.
     auto f1 = std::async(std::launch::async,
-                         [&] { return std::make_unique<Shm>(region, 1, clock, Emulation{}, ShmOptions{}, 5); });
+                         [&] { return std::make_unique<Shm>(region, 1, clock, shm::Emulation{}, shm::ShmOptions{}, 5); });
     auto f2 = std::async(std::launch::async,
-                         [&] { return std::make_unique<Shm>(region, 2, clock, Emulation{}, ShmOptions{}, 5); });
-    t[0] = std::make_unique<Shm>(region, 0, clock, Emulation{}, ShmOptions{}, 5);
+                         [&] { return std::make_unique<Shm>(region, 2, clock, shm::Emulation{}, shm::ShmOptions{}, 5); });
+    t[0] = std::make_unique<Shm>(region, 0, clock, shm::Emulation{}, shm::ShmOptions{}, 5);
     t[1] = f1.get();
     t[2] = f2.get();
   }

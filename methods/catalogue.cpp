@@ -3,7 +3,7 @@
 #include "common/errors.hpp"
 #include "methods/all_methods.hpp"
 
-namespace logpb::app {
+namespace logpb::methods {
 
 namespace {
 
@@ -98,4 +98,4 @@ std::vector<std::uint32_t> method_sizes(const MethodInfo& info, const std::vecto
   return out;
 }
 
-}  // namespace logpb::app
+}  // namespace logpb::methods
