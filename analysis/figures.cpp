@@ -51,21 +51,10 @@ Param within_step(const Param& p, double step_ns) {
 
 double point_ci95(std::vector<double> v, bool median, double step_ns, double messages) {
   const double floor = step_ns > 0 && messages >= 1 ? step_ns / messages : 0;
-  const double n = static_cast<double>(v.size());
-  if (!median) {
-    if (v.size() < 2) return std::nan("");
-    double s = 0, ss = 0;
-    for (double x : v) s += x;
-    const double mean = s / n;
-    for (double x : v) ss += (x - mean) * (x - mean);
-    return std::max(ci95_of_mean(std::sqrt(ss / (n - 1)), n), floor);
-  }
+  if (!median) return v.size() < 2 ? std::nan("") : std::max(mean_ci95(v).ci95, floor);
   if (v.size() < 6) return std::nan("");
   std::sort(v.begin(), v.end());
-  const double half = 1.96 * std::sqrt(n) / 2;
-  const auto lo = static_cast<std::size_t>(std::max(0.0, std::floor(n / 2 - half)));
-  const auto hi = static_cast<std::size_t>(std::min(n - 1, std::ceil(n / 2 + half)));
-  return std::max((v[hi] - v[lo]) / 2, floor);
+  return std::max(median_ci95_of_sorted(v), floor);
 }
 
 void to_json(nlohmann::json& j, const Param& p) {

@@ -151,7 +151,7 @@ Steady steady_state_cost(const Curve& c_all) {
   std::vector<double> x, y, w;
   for (std::size_t i = first; i < n; ++i) {
     const double ci = safe_ci(c.ci95_ns[i], c.cost_ns[i]) * c.M[i];
-    const double sd = ci / 1.96;
+    const double sd = ci / kZ95;
     x.push_back(c.M[i]);
     y.push_back(c.M[i] * c.cost_ns[i]);
     w.push_back(1 / (sd * sd));
@@ -169,7 +169,7 @@ Steady steady_state_cost(const Curve& c_all) {
     return r;
   }
   r.cost.value = f.slope;
-  r.cost.ci95 = 1.96 * f.slope_se;
+  r.cost.ci95 = slope_ci95_points(f);  // the points' own intervals propagated (known variances)
   r.cost.raw = f.slope;
   r.cost.valid = f.slope > 0;
   if (!r.cost.valid) r.cost = Param::invalid("the issue time does not grow with M: no steady state", f.slope);
@@ -181,14 +181,14 @@ Steady steady_state_cost(const Curve& c_all) {
   if (b >= a + 2) {
     auto slope = [&](std::size_t i, std::size_t j, double& var) {
       const double ti = c.M[i] * c.cost_ns[i], tj = c.M[j] * c.cost_ns[j];
-      const double si = safe_ci(c.ci95_ns[i], c.cost_ns[i]) * c.M[i] / 1.96,
-                   sj = safe_ci(c.ci95_ns[j], c.cost_ns[j]) * c.M[j] / 1.96;
+      const double si = safe_ci(c.ci95_ns[i], c.cost_ns[i]) * c.M[i] / kZ95,
+                   sj = safe_ci(c.ci95_ns[j], c.cost_ns[j]) * c.M[j] / kZ95;
       var = (si * si + sj * sj) / ((c.M[j] - c.M[i]) * (c.M[j] - c.M[i]));
       return (tj - ti) / (c.M[j] - c.M[i]);
     };
     double v1 = 0, v2 = 0;
     const double s1 = slope(a, m, v1), s2 = slope(m, b, v2);
-    const double allowed = std::max(0.05 * std::fabs(f.slope), 1.96 * std::sqrt(v1 + v2));
+    const double allowed = std::max(0.05 * std::fabs(f.slope), kZ95 * std::sqrt(v1 + v2));
     r.reached = std::fabs(s2 - s1) <= allowed;
     char buf[200];
     std::snprintf(buf, sizeof buf,
@@ -211,25 +211,23 @@ std::vector<double> auto_deltas(double g_ns, const std::vector<double>& factors)
   return d;
 }
 
-SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, double raise_threshold, int window,
-                           const Param& replier, double step_ns) {
-  SignatureFit fit;
-  fit.rtt = rtt;
-  fit.replier = replier;
-  fit.window = window;
-  fit.step_ns = step_ns;
-  if (curves.empty() || curves.front().delta_ns != 0) {
-    fit.o_s = fit.g = fit.o_s_plus_o_r = fit.o_r_remainder = fit.L = Param::invalid("no Delta = 0 curve");
-    fit.checks.push_back({"Delta = 0 curve measured", false, "the signature needs a Delta = 0 curve"});
-    return fit;
-  }
-  const SendOnly so = send_only_cost(curves.front(), rtt.valid ? rtt.value : std::nan(""), window);
+namespace {
+// o_s from the send-only plateau of the Delta = 0 curve, and whether that plateau held more than one point.
+// The check is returned, not pushed: the checks list the steady state first.
+Check read_send_only(SignatureFit& fit, const Curve& zero, const Param& rtt, int window) {
+  const SendOnly so = send_only_cost(zero, rtt.valid ? rtt.value : std::nan(""), window);
   fit.o_s = so.o_s;
   fit.o_s.note = fit.o_s.valid ? "mean send-only cost of the Delta = 0 curve, " + so.limit_detail : fit.o_s.note;
   fit.send_only_M = so.used_M;
   fit.send_only_M_limit = so.M_limit;
-  const Steady st = steady_state_cost(curves.front());
-  const Param slope = st.cost;  // what the Delta = 0 curve's tail shows, before any check has judged it
+  return {"send-only regime seen", so.used_M.size() >= 2,
+          so.used_M.size() >= 2
+              ? so.limit_detail
+              : "only one point in the send-only plateau (" + so.limit_detail + "): o_s rests on it alone"};
+}
+
+// g: the steady-state slope of the Delta = 0 curve, before any check has judged it.
+void read_steady_g(SignatureFit& fit, const Steady& st) {
   fit.g = st.cost;
   if (fit.g.valid) fit.g.note = "steady-state slope of the Delta = 0 curve";
   fit.steady_M = st.used_M;
@@ -237,40 +235,87 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
                         st.reached ? st.detail
                                    : "the issue time still bends over the largest M: the curve is in its transition (" +
                                          st.detail + ")"});
-  fit.checks.push_back({"send-only regime seen", so.used_M.size() >= 2,
-                        so.used_M.size() >= 2 ? so.limit_detail
-                                              : "only one point in the send-only plateau (" + so.limit_detail +
-                                                    "): o_s rests on it alone"});
+}
 
-  // o_s + o_r from every Delta that raised the steady state clearly above g, on a curve in its steady state
-  // (g' is an asymptote: a curve cut off in its transition shows a slope that is no g').
+// One Delta > 0 curve: its steady state g', and g' - Delta when that state rose above g and was reached.
+DeltaFit delta_fit(const Curve& c, const Param& slope, double raise_threshold) {
+  DeltaFit df;
+  df.delta_ns = c.delta_ns;
+  const Steady s = steady_state_cost(c);
+  df.steady = s.cost;
+  df.reached = s.reached;
+  df.steady_detail = s.detail;
+  df.raised = slope.valid && df.steady.valid && df.steady.value >= raise_threshold * slope.value;
+  df.used = df.raised && df.reached;
+  if (df.used) {
+    const double v = df.steady.value - df.delta_ns;
+    df.o_s_plus_o_r.value = df.o_s_plus_o_r.raw = v;
+    df.o_s_plus_o_r.ci95 = df.steady.ci95;
+    df.o_s_plus_o_r.valid = true;
+  } else if (df.raised) {
+    df.o_s_plus_o_r = Param::invalid("the curve did not reach its steady state: " + s.detail);
+  } else {
+    df.o_s_plus_o_r = Param::invalid("Delta <= Idle: the steady state stayed at g");
+  }
+  return df;
+}
+
+// Fills fit.per_delta from curves[1..]; returns how many were used and, in words, those that raised the
+// steady state without reaching it.
+int read_delta_curves(SignatureFit& fit, const std::vector<Curve>& curves, const Param& slope, double raise_threshold,
+                      std::string& unsteady) {
   int k = 0;
-  std::string unsteady;
   for (std::size_t i = 1; i < curves.size(); ++i) {
-    DeltaFit df;
-    df.delta_ns = curves[i].delta_ns;
-    const Steady s = steady_state_cost(curves[i]);
-    df.steady = s.cost;
-    df.reached = s.reached;
-    df.steady_detail = s.detail;
-    df.raised = slope.valid && df.steady.valid && df.steady.value >= raise_threshold * slope.value;
-    df.used = df.raised && df.reached;
+    const DeltaFit df = delta_fit(curves[i], slope, raise_threshold);
     if (df.used) {
-      const double v = df.steady.value - df.delta_ns;
-      df.o_s_plus_o_r.value = df.o_s_plus_o_r.raw = v;
-      df.o_s_plus_o_r.ci95 = df.steady.ci95;
-      df.o_s_plus_o_r.valid = true;
       ++k;
     } else if (df.raised) {
       char buf[64];
       std::snprintf(buf, sizeof buf, "Delta = %.0f ns", df.delta_ns);
-      unsteady += (unsteady.empty() ? "" : "; ") + std::string(buf) + " (" + s.detail + ")";
-      df.o_s_plus_o_r = Param::invalid("the curve did not reach its steady state: " + s.detail);
-    } else {
-      df.o_s_plus_o_r = Param::invalid("Delta <= Idle: the steady state stayed at g");
+      unsteady += (unsteady.empty() ? "" : "; ") + std::string(buf) + " (" + df.steady_detail + ")";
     }
     fit.per_delta.push_back(df);
   }
+  return k;
+}
+
+// In LogP the requester's cost per pair is one number: g' - Delta is flat in Delta. A trend is tested as a
+// trend: a weighted line through the per-Delta estimates, failed when its slope is resolved (beyond its 95%
+// interval, from the points' intervals or their scatter about the line, whichever is wider) and moves the
+// figure by more than kPairSlopeShare over the Deltas used. (A sum of intervals let rxe's 3634, 2783, 707
+// and 586 ns pass as agreeing.) Says the trend in words into `trend`; returns whether it is flat.
+bool pair_cost_is_flat(const std::vector<const DeltaFit*>& used, double v, char (&trend)[320]) {
+  if (used.size() < 2) {
+    std::snprintf(trend, sizeof trend, "one Delta curve used: no trend can be told");
+    return true;
+  }
+  std::vector<double> x, y, w;
+  for (const auto* d : used) {
+    const double sd = safe_ci(d->o_s_plus_o_r.ci95, d->o_s_plus_o_r.value) / kZ95;
+    x.push_back(d->delta_ns);
+    y.push_back(d->o_s_plus_o_r.value);
+    w.push_back(1 / (sd * sd));
+  }
+  const LineFit lf = fit_line(x, y, w);
+  if (!lf.ok) return true;
+  const double dmin = *std::min_element(x.begin(), x.end()), dmax = *std::max_element(x.begin(), x.end());
+  const double lo = *std::min_element(y.begin(), y.end()), hi = *std::max_element(y.begin(), y.end());
+  // The points' intervals are known variances (normal quantile); a scatter about the line wider than they
+  // allow widens the slope's error in their place, read with the same quantile.
+  const double se = std::isfinite(lf.slope_se_resid) ? std::max(lf.slope_se, lf.slope_se_resid) : lf.slope_se;
+  const double half = kZ95 * se;
+  const double moves = std::fabs(lf.slope) * (dmax - dmin);
+  const bool resolved = std::fabs(lf.slope) > half;
+  std::snprintf(trend, sizeof trend,
+                "o_s + o_r over Delta = %.0f..%.0f ns reads %.1f..%.1f ns: slope %.4f +- %.4f per ns of "
+                "Delta, moving it %.1f ns (%.0f%% of %.1f; allowed %.0f%% when the slope is resolved)",
+                dmin, dmax, lo, hi, lf.slope, half, moves, 100 * moves / std::fabs(v), v, 100 * kPairSlopeShare);
+  return !(resolved && moves > kPairSlopeShare * std::fabs(v));
+}
+
+// o_s + o_r from every Delta that raised the steady state clearly above g, on a curve in its steady state
+// (g' is an asymptote: a curve cut off in its transition shows a slope that is no g').
+void read_pair_cost(SignatureFit& fit, int k, const std::string& unsteady, double raise_threshold) {
   if (!unsteady.empty() || k > 0)
     fit.checks.push_back({"steady state reached on every Delta curve used", k > 0,
                           unsteady.empty() ? std::to_string(k) + " curve(s), all in their steady state"
@@ -281,103 +326,68 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
                                               " g: add larger Deltas (--deltas)"
                                         : "no Delta curve that raised the steady state reached it: " + unsteady);
     fit.checks.push_back({"a Delta raised the steady state", false, fit.o_s_plus_o_r.note});
-  } else {
-    // The paper reads o_r off one Delta that raises the gap. Every raised Delta gives an estimate; their
-    // median (the middle one, or the mean of two) is the figure, so one curve that a stall of the
-    // machine bent cannot carry it.
-    std::vector<const DeltaFit*> used;
-    for (const auto& d : fit.per_delta)
-      if (d.used) used.push_back(&d);
-    std::vector<const DeltaFit*> sorted = used;
-    std::sort(sorted.begin(), sorted.end(), [](const DeltaFit* a, const DeltaFit* b) {
-      return a->o_s_plus_o_r.value < b->o_s_plus_o_r.value;
-    });
-    const std::size_t mid = sorted.size() / 2;
-    double v, ci;
-    if (sorted.size() % 2) {
-      v = sorted[mid]->o_s_plus_o_r.value;
-      ci = sorted[mid]->o_s_plus_o_r.ci95;
-    } else {
-      v = (sorted[mid - 1]->o_s_plus_o_r.value + sorted[mid]->o_s_plus_o_r.value) / 2;
-      ci = std::hypot(sorted[mid - 1]->o_s_plus_o_r.ci95, sorted[mid]->o_s_plus_o_r.ci95) / 2;
-    }
-    fit.checks.push_back({"a Delta raised the steady state", true, std::to_string(k) + " curve(s)"});
-    // In LogP the requester's cost per pair is one number: g' - Delta is flat in Delta. A trend is tested
-    // as a trend: a weighted line through the per-Delta estimates, failed when its slope is resolved (beyond
-    // its 95% interval, from the points' intervals or their scatter about the line, whichever is wider) and
-    // moves the figure by more than kPairSlopeShare over the Deltas used. (A sum of intervals let rxe's
-    // 3634, 2783, 707 and 586 ns pass as agreeing.)
-    bool flat = true;
-    char trend[320] = "";
-    if (k >= 2) {
-      std::vector<double> x, y, w;
-      for (const auto* d : used) {
-        const double sd = safe_ci(d->o_s_plus_o_r.ci95, d->o_s_plus_o_r.value) / 1.96;
-        x.push_back(d->delta_ns);
-        y.push_back(d->o_s_plus_o_r.value);
-        w.push_back(1 / (sd * sd));
-      }
-      const LineFit lf = fit_line(x, y, w);
-      const double dmin = *std::min_element(x.begin(), x.end()), dmax = *std::max_element(x.begin(), x.end());
-      const double lo = *std::min_element(y.begin(), y.end()), hi = *std::max_element(y.begin(), y.end());
-      if (lf.ok) {
-        // The points' intervals are known variances (normal quantile); a scatter about the line wider than
-        // they allow widens the slope's error in their place.
-        const double se = std::isfinite(lf.slope_se_resid) ? std::max(lf.slope_se, lf.slope_se_resid) : lf.slope_se;
-        const double half = 1.96 * se;
-        const double moves = std::fabs(lf.slope) * (dmax - dmin);
-        const bool resolved = std::fabs(lf.slope) > half;
-        flat = !(resolved && moves > kPairSlopeShare * std::fabs(v));
-        std::snprintf(trend, sizeof trend,
-                      "o_s + o_r over Delta = %.0f..%.0f ns reads %.1f..%.1f ns: slope %.4f +- %.4f per ns of "
-                      "Delta, moving it %.1f ns (%.0f%% of %.1f; allowed %.0f%% when the slope is resolved)",
-                      dmin, dmax, lo, hi, lf.slope, half, moves, 100 * moves / std::fabs(v), v,
-                      100 * kPairSlopeShare);
-      }
-    } else {
-      std::snprintf(trend, sizeof trend, "one Delta curve used: no trend can be told");
-    }
-    fit.checks.push_back(
-        {"o_s + o_r does not move with Delta", flat,
-         std::string(trend) +
-             (flat ? "" : ": the requester's cost per pair depends on Delta, so it is not one LogP figure here")});
-    if (!flat) {
-      fit.o_s_plus_o_r = Param::invalid(std::string(trend) + ": it depends on Delta, so it is no LogP o_s + o_r", v);
-    } else if (v > 0) {
-      fit.o_s_plus_o_r.value = fit.o_s_plus_o_r.raw = v;
-      fit.o_s_plus_o_r.ci95 = ci;
-      fit.o_s_plus_o_r.valid = true;
-      fit.o_s_plus_o_r.note = "g' - Delta: median over " + std::to_string(k) +
-                              " Delta curve(s) that raised the steady state and reached it (Culler et al. 3.3)";
-    } else {
-      fit.o_s_plus_o_r = Param::invalid("g' - Delta is not positive: the Delta curves do not rise with Delta", v);
-    }
+    return;
   }
-
-  // What o_s did not take of the pair. Not LogP's o_r: the empty poll each request makes before it sends
-  // is timed inside o_s, so a receive here is only the rest.
-  if (fit.o_s_plus_o_r.valid && fit.o_s.valid) {
-    const double v = fit.o_s_plus_o_r.value - fit.o_s.value;
-    const double ci = std::hypot(fit.o_s_plus_o_r.ci95, fit.o_s.ci95);
-    if (v > 0) {
-      fit.o_r_remainder = param_of_value(v, ci);
-      fit.o_r_remainder.note =
-          "o_s_plus_o_r - o_s: what the send-only cost did not take; not LogP's o_r (the empty poll before each "
-          "request is inside o_s)";
-    } else {
-      char buf[240];
-      std::snprintf(buf, sizeof buf,
-                    "o_s_plus_o_r - o_s = %.1f +- %.1f ns is not positive: the send-only cost o_s is not below the "
-                    "cost per request/reply pair, so no remainder is left for the receive",
-                    v, ci);
-      fit.o_r_remainder = Param::invalid(buf, v);
-      if (v + ci > 0) fit.o_r_remainder.upper_bound = v + ci;
+  // The paper reads o_r off one Delta that raises the gap. Every raised Delta gives an estimate; their
+  // median (the middle one, or the mean of two) is the figure, so one curve that a stall of the
+  // machine bent cannot carry it.
+  std::vector<const DeltaFit*> used;
+  std::vector<Estimate> estimates;
+  for (const auto& d : fit.per_delta)
+    if (d.used) {
+      used.push_back(&d);
+      estimates.push_back(d.o_s_plus_o_r.estimate());
     }
+  const Estimate med = median_of_estimates(estimates);
+  const double v = med.value, ci = med.ci95;
+  fit.checks.push_back({"a Delta raised the steady state", true, std::to_string(k) + " curve(s)"});
+  char trend[320] = "";
+  const bool flat = pair_cost_is_flat(used, v, trend);
+  fit.checks.push_back(
+      {"o_s + o_r does not move with Delta", flat,
+       std::string(trend) +
+           (flat ? "" : ": the requester's cost per pair depends on Delta, so it is not one LogP figure here")});
+  if (!flat) {
+    fit.o_s_plus_o_r = Param::invalid(std::string(trend) + ": it depends on Delta, so it is no LogP o_s + o_r", v);
+  } else if (v > 0) {
+    fit.o_s_plus_o_r.value = fit.o_s_plus_o_r.raw = v;
+    fit.o_s_plus_o_r.ci95 = ci;
+    fit.o_s_plus_o_r.valid = true;
+    fit.o_s_plus_o_r.note = "g' - Delta: median over " + std::to_string(k) +
+                            " Delta curve(s) that raised the steady state and reached it (Culler et al. 3.3)";
   } else {
+    fit.o_s_plus_o_r = Param::invalid("g' - Delta is not positive: the Delta curves do not rise with Delta", v);
+  }
+}
+
+// What o_s did not take of the pair. Not LogP's o_r: the empty poll each request makes before it sends
+// is timed inside o_s, so a receive here is only the rest.
+void read_o_r_remainder(SignatureFit& fit) {
+  if (!fit.o_s_plus_o_r.valid || !fit.o_s.valid) {
     fit.o_r_remainder = Param::invalid(fit.o_s.valid ? "needs o_s_plus_o_r: " + fit.o_s_plus_o_r.note
                                                      : "needs o_s: " + fit.o_s.note);
+    return;
   }
+  const double v = fit.o_s_plus_o_r.value - fit.o_s.value;
+  const double ci = std::hypot(fit.o_s_plus_o_r.ci95, fit.o_s.ci95);
+  if (v > 0) {
+    fit.o_r_remainder = param_of_value(v, ci);
+    fit.o_r_remainder.note =
+        "o_s_plus_o_r - o_s: what the send-only cost did not take; not LogP's o_r (the empty poll before each "
+        "request is inside o_s)";
+    return;
+  }
+  char buf[240];
+  std::snprintf(buf, sizeof buf,
+                "o_s_plus_o_r - o_s = %.1f +- %.1f ns is not positive: the send-only cost o_s is not below the "
+                "cost per request/reply pair, so no remainder is left for the receive",
+                v, ci);
+  fit.o_r_remainder = Param::invalid(buf, v);
+  if (v + ci > 0) fit.o_r_remainder.upper_bound = v + ci;
+}
 
+// L = RTT/2 - o_s_plus_o_r, and the check that it is not negative.
+void read_latency(SignatureFit& fit) {
   if (fit.rtt.valid && fit.o_s_plus_o_r.valid) {
     const double v = fit.rtt.value / 2 - fit.o_s_plus_o_r.value;
     const double ci = std::sqrt(fit.rtt.ci95 * fit.rtt.ci95 / 4 + fit.o_s_plus_o_r.ci95 * fit.o_s_plus_o_r.ci95);
@@ -391,67 +401,74 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
     fit.L = Param::invalid("needs RTT and o_s_plus_o_r");
   }
   fit.checks.push_back({"L >= 0", fit.L.valid || !std::isfinite(fit.L.raw), fit.L.valid ? "" : fit.L.note});
+}
 
-  // Idle = g - (o_s + o_r) is the time the NI leaves the processor per message (Culler et al. 3.1); LogP
-  // does not let it be negative: every request/reply pair costs the requester o_s + o_r. A slope below that
-  // beyond its interval is a curve still filling its window (the requester sends ahead of its replies), not
-  // a steady state: g is then only known to be at least the slope seen, and the NI's gap not bounded at all.
-  bool idle_broken = false;
-  if (slope.valid && fit.o_s_plus_o_r.valid) {
-    fit.idle.value = fit.idle.raw = slope.value - fit.o_s_plus_o_r.value;
-    fit.idle.ci95 = std::hypot(slope.ci95, fit.o_s_plus_o_r.ci95);
-    fit.idle.valid = true;
-    fit.idle.note = "g - o_s_plus_o_r (Culler et al. 3.1): time the NI leaves the processor per message";
-    const bool ok = fit.idle.value + fit.idle.ci95 + 0.02 * slope.value >= 0;
-    idle_broken = !ok;
-    char buf[240];
-    std::snprintf(buf, sizeof buf, "Idle = %.1f +- %.1f ns%s", fit.idle.value, fit.idle.ci95,
-                  ok ? ""
-                     : ": the Delta = 0 slope is cheaper than the o_s + o_r every pair costs, which LogP does not "
-                       "allow: the curve is still in its transition (or the pair costs more at Delta > 0 than at 0)");
-    fit.checks.push_back({"Idle >= 0", ok, buf});
-  } else {
+// Idle = g - (o_s + o_r) is the time the NI leaves the processor per message (Culler et al. 3.1); LogP
+// does not let it be negative: every request/reply pair costs the requester o_s + o_r. A slope below that
+// beyond its interval is a curve still filling its window (the requester sends ahead of its replies), not
+// a steady state: g is then only known to be at least the slope seen, and the NI's gap not bounded at all.
+// Returns whether Idle is negative beyond its interval.
+bool read_idle(SignatureFit& fit, const Param& slope) {
+  if (!slope.valid || !fit.o_s_plus_o_r.valid) {
     fit.idle = Param::invalid("needs g and o_s_plus_o_r");
+    return false;
   }
-  fit.g_in_transition = slope.valid && (!st.reached || idle_broken);
-  if (fit.g_in_transition) {
-    char buf[640];
-    const double mmax = curves.front().M.empty() ? 0.0 : curves.front().M.back();
-    if (!st.reached)
-      std::snprintf(buf, sizeof buf,
-                    "the Delta = 0 curve did not reach its steady state up to M = %g (the issue time still bends: "
-                    "%s): g is at least its slope, %.1f ns, or its average cost at that M, %.1f ns, whichever is lower "
-                    "(a lower bound: the cost per message still rises towards the steady state); a longer burst "
-                    "would show it (--bursts or --max-burst-time)",
-                    mmax, st.detail.c_str(), slope.value, st.last_cost);
-    else
-      std::snprintf(buf, sizeof buf,
-                    "the Delta = 0 slope, %.1f ns up to M = %g, is below the o_s + o_r = %.1f ns a pair costs on the "
-                    "Delta curves (Idle < 0 beyond its interval), which LogP does not allow: the curve is still "
-                    "filling its window (its cost still rising towards the steady state, which a longer burst would "
-                    "show), or a pair costs less when nothing separates the requests (replies drained several to a "
-                    "poll). g is at least this slope or the average cost at that M, %.1f ns, whichever is lower: "
-                    "a lower bound, not a value",
-                    slope.value, mmax, fit.o_s_plus_o_r.value, st.last_cost);
-    // The bound: the lower of the slope and the average cost at the largest M. A curve rising towards its
-    // steady state averages below it, and its slope may not: a stall in the last points (a VM's, a loaded
-    // core's) steepens the slope past the truth, as one run capped at 120 us read 4890 ns for 4500.
-    // Past the run's burst cap even converged points can hold stalls (a loaded core: 15176 ns a message at
-    // M = 746 for 4500), so where the cap is known the bound is the average of the longest burst within it.
-    double floor = std::isfinite(st.last_cost) ? std::min(slope.value, st.last_cost) : slope.value;
-    if (std::isfinite(st.capped_cost)) floor = std::min(floor, st.capped_cost);
-    std::string why = buf;
-    if (std::isfinite(st.capped_cost) && floor == st.capped_cost) {
-      char more[200];
-      std::snprintf(more, sizeof more,
-                    "; past the burst cap stalls can inflate both, so the bound is the average cost of the longest "
-                    "burst within the cap, %.1f ns at M = %g",
-                    st.capped_cost, st.capped_M);
-      why += more;
-    }
-    fit.g = Param::at_least(why, floor);
-    fit.g.raw = slope.value;
+  fit.idle.value = fit.idle.raw = slope.value - fit.o_s_plus_o_r.value;
+  fit.idle.ci95 = std::hypot(slope.ci95, fit.o_s_plus_o_r.ci95);
+  fit.idle.valid = true;
+  fit.idle.note = "g - o_s_plus_o_r (Culler et al. 3.1): time the NI leaves the processor per message";
+  const bool ok = fit.idle.value + fit.idle.ci95 + 0.02 * slope.value >= 0;
+  char buf[240];
+  std::snprintf(buf, sizeof buf, "Idle = %.1f +- %.1f ns%s", fit.idle.value, fit.idle.ci95,
+                ok ? ""
+                   : ": the Delta = 0 slope is cheaper than the o_s + o_r every pair costs, which LogP does not "
+                     "allow: the curve is still in its transition (or the pair costs more at Delta > 0 than at 0)");
+  fit.checks.push_back({"Idle >= 0", ok, buf});
+  return !ok;
+}
+
+// g when the Delta = 0 curve showed no steady state: a lower bound, with the reason in words.
+void bound_g_in_transition(SignatureFit& fit, const Steady& st, const Param& slope, const Curve& zero) {
+  char buf[640];
+  const double mmax = zero.M.empty() ? 0.0 : zero.M.back();
+  if (!st.reached)
+    std::snprintf(buf, sizeof buf,
+                  "the Delta = 0 curve did not reach its steady state up to M = %g (the issue time still bends: "
+                  "%s): g is at least its slope, %.1f ns, or its average cost at that M, %.1f ns, whichever is lower "
+                  "(a lower bound: the cost per message still rises towards the steady state); a longer burst "
+                  "would show it (--bursts or --max-burst-time)",
+                  mmax, st.detail.c_str(), slope.value, st.last_cost);
+  else
+    std::snprintf(buf, sizeof buf,
+                  "the Delta = 0 slope, %.1f ns up to M = %g, is below the o_s + o_r = %.1f ns a pair costs on the "
+                  "Delta curves (Idle < 0 beyond its interval), which LogP does not allow: the curve is still "
+                  "filling its window (its cost still rising towards the steady state, which a longer burst would "
+                  "show), or a pair costs less when nothing separates the requests (replies drained several to a "
+                  "poll). g is at least this slope or the average cost at that M, %.1f ns, whichever is lower: "
+                  "a lower bound, not a value",
+                  slope.value, mmax, fit.o_s_plus_o_r.value, st.last_cost);
+  // The bound: the lower of the slope and the average cost at the largest M. A curve rising towards its
+  // steady state averages below it, and its slope may not: a stall in the last points (a VM's, a loaded
+  // core's) steepens the slope past the truth, as one run capped at 120 us read 4890 ns for 4500.
+  // Past the run's burst cap even converged points can hold stalls (a loaded core: 15176 ns a message at
+  // M = 746 for 4500), so where the cap is known the bound is the average of the longest burst within it.
+  double floor = std::isfinite(st.last_cost) ? std::min(slope.value, st.last_cost) : slope.value;
+  if (std::isfinite(st.capped_cost)) floor = std::min(floor, st.capped_cost);
+  std::string why = buf;
+  if (std::isfinite(st.capped_cost) && floor == st.capped_cost) {
+    char more[200];
+    std::snprintf(more, sizeof more,
+                  "; past the burst cap stalls can inflate both, so the bound is the average cost of the longest "
+                  "burst within the cap, %.1f ns at M = %g",
+                  st.capped_cost, st.capped_M);
+    why += more;
   }
+  fit.g = Param::at_least(why, floor);
+  fit.g.raw = slope.value;
+}
+
+// A negative Idle: held at zero within its interval, withdrawn beyond it; no Idle without a g.
+void settle_idle(SignatureFit& fit, bool idle_broken) {
   if (fit.idle.valid && fit.idle.value < 0) {
     if (!idle_broken) {
       fit.idle.value = 0;
@@ -467,61 +484,57 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
   } else if (fit.g_in_transition) {
     fit.idle = Param::invalid("needs g, and the Delta = 0 curve did not reach its steady state", fit.idle.raw);
   }
+}
 
-  auto ge = [&](const char* name, const Param& a, const Param& b, const char* why) {
-    if (!a.valid || !b.valid) return;
-    // Allow for the intervals: only a difference the data can resolve counts as a violation.
-    const bool ok = at_least(a.estimate(), b.estimate());
-    fit.checks.push_back({name, ok, ok ? "" : why});
-  };
-  ge("g >= o_s", fit.g, fit.o_s, "the steady-state gap is below the send overhead: LogP cannot describe this");
-
-  // What limits the steady state (Culler et al. 3.1 and 5), judged only once every check that can withdraw
-  // g or Idle has run. Idle = 0: the processor is the bottleneck and the steady state is o_s + o_r, which
-  // hides the NI's own gap (today's NIs: g of a few ns). With a window of W requests per round trip, the
-  // steady state cannot be below RTT / W: the capacity bound.
-  if (!fit.g.valid) {
-    fit.g_ni = fit.g_in_transition
-                   ? Param::invalid("no steady state was seen, so nothing bounds the NI's gap from above: " + fit.g.note)
-                   : Param::invalid("no steady state: " + fit.g.note);
-    return fit;
-  }
-  const double cap = window > 0 && fit.rtt.valid ? fit.rtt.value / window : NAN;
-  const double tol_g = std::max(0.05 * fit.g.value, fit.g.ci95);
+// The replier (Culler et al. 3.5): its turnaround reaches the steady state and clearly exceeds what the
+// requester spends per pair, so the requester idles waiting for replies with the NI not the cause.
+bool replier_bound(const SignatureFit& fit) {
   const double own = fit.o_s_plus_o_r.valid ? fit.o_s_plus_o_r.value : NAN;
   const double own_ci = fit.o_s_plus_o_r.valid ? fit.o_s_plus_o_r.ci95 : 0;
+  return fit.replier.valid &&
+         fit.replier.value >= fit.g.value - std::max(0.05 * fit.g.value, fit.g.ci95 + fit.replier.ci95) &&
+         (!std::isfinite(own) || fit.replier.value > 1.1 * own + own_ci + fit.replier.ci95);
+}
+
+// g_ni hidden behind the replier's own service time; the requester's o_s + o_r where it was measured,
+// where it was not the sentence says so rather than print a NaN.
+Param hidden_by_replier(const SignatureFit& fit) {
+  const double own = fit.o_s_plus_o_r.valid ? fit.o_s_plus_o_r.value : NAN;
+  char spends[96];
+  if (std::isfinite(own))
+    std::snprintf(spends, sizeof spends, "the requester spends %.1f ns per pair, so it waits", own);
+  else
+    std::snprintf(spends, sizeof spends, "the requester's own o_s + o_r was not measured; it waits");
+  char buf[384];
+  std::snprintf(buf, sizeof buf,
+                "hidden: the replier's own service time, %.1f ns per request (its o_r + handler + o_s, "
+                "as it timed it), is the steady state; %s for the "
+                "replier (Culler et al. 3.5). The NI's gap is at most the steady-state cost",
+                fit.replier.value, spends);
+  return Param::hidden(buf, fit.g.value, fit.g.ci95);
+}
+
+// What limits the steady state (Culler et al. 3.1 and 5), judged only once every check that can withdraw
+// g or Idle has run. Idle = 0: the processor is the bottleneck and the steady state is o_s + o_r, which
+// hides the NI's own gap (today's NIs: g of a few ns). With a window of W requests per round trip, the
+// steady state cannot be below RTT / W: the capacity bound. Needs a valid g.
+void classify_bottleneck(SignatureFit& fit) {
+  const double cap = fit.window > 0 && fit.rtt.valid ? fit.rtt.value / fit.window : NAN;
+  const double tol_g = std::max(0.05 * fit.g.value, fit.g.ci95);
+  const double own = fit.o_s_plus_o_r.valid ? fit.o_s_plus_o_r.value : NAN;
   const bool capacity = std::isfinite(cap) && fit.g.value <= cap + tol_g && (!std::isfinite(own) || own < cap);
   const bool processor = fit.idle.valid && fit.idle.value <= std::max(fit.idle.ci95, 0.05 * fit.g.value);
-  // The replier (Culler et al. 3.5): its turnaround reaches the steady state and clearly exceeds what the
-  // requester spends per pair, so the requester idles waiting for replies with the NI not the cause.
-  const bool replier_bound =
-      fit.replier.valid &&
-      fit.replier.value >= fit.g.value - std::max(0.05 * fit.g.value, fit.g.ci95 + fit.replier.ci95) &&
-      (!std::isfinite(own) || fit.replier.value > 1.1 * own + own_ci + fit.replier.ci95);
   if (capacity) {
     fit.bottleneck = kBottleneckCapacity;
     char buf[240];
     std::snprintf(buf, sizeof buf,
                   "hidden: the steady state is the capacity bound RTT / W = %.1f ns (W = %d requests "
                   "per round trip); the NI's gap is at most the steady-state cost. A larger --window would show more",
-                  cap, window);
+                  cap, fit.window);
     fit.g_ni = Param::hidden(buf, fit.g.value, fit.g.ci95);
-  } else if (replier_bound) {
+  } else if (replier_bound(fit)) {
     fit.bottleneck = kBottleneckReplier;
-    // The requester's own o_s + o_r where it was measured; where it was not, the sentence says so rather
-    // than print a NaN.
-    char spends[96];
-    if (std::isfinite(own))
-      std::snprintf(spends, sizeof spends, "the requester spends %.1f ns per pair, so it waits", own);
-    else
-      std::snprintf(spends, sizeof spends, "the requester's own o_s + o_r was not measured; it waits");
-    char buf[384];
-    std::snprintf(buf, sizeof buf,
-                  "hidden: the replier's own service time, %.1f ns per request (its o_r + handler + o_s, "
-                  "as it timed it), is the steady state; %s for the "
-                  "replier (Culler et al. 3.5). The NI's gap is at most the steady-state cost",
-                  fit.replier.value, spends);
-    fit.g_ni = Param::hidden(buf, fit.g.value, fit.g.ci95);
+    fit.g_ni = hidden_by_replier(fit);
   } else if (processor) {
     fit.bottleneck = kBottleneckProcessor;
     fit.idle.note = "zero within its interval: the processor (o_s + o_r per request) is the bottleneck";
@@ -541,6 +554,52 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
   }
   fit.g.note += " (bottleneck: " + fit.bottleneck + ")";
   if (fit.bottleneck.empty()) fit.g.note = "steady-state slope of the Delta = 0 curve";
+}
+}  // namespace
+
+SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, double raise_threshold, int window,
+                           const Param& replier, double step_ns) {
+  SignatureFit fit;
+  fit.rtt = rtt;
+  fit.replier = replier;
+  fit.window = window;
+  fit.step_ns = step_ns;
+  if (curves.empty() || curves.front().delta_ns != 0) {
+    fit.o_s = fit.g = fit.o_s_plus_o_r = fit.o_r_remainder = fit.L = Param::invalid("no Delta = 0 curve");
+    fit.checks.push_back({"Delta = 0 curve measured", false, "the signature needs a Delta = 0 curve"});
+    return fit;
+  }
+  const Check send_only = read_send_only(fit, curves.front(), rtt, window);
+  const Steady st = steady_state_cost(curves.front());
+  const Param slope = st.cost;  // what the Delta = 0 curve's tail shows, before any check has judged it
+  read_steady_g(fit, st);
+  fit.checks.push_back(send_only);
+
+  std::string unsteady;
+  const int k = read_delta_curves(fit, curves, slope, raise_threshold, unsteady);
+  read_pair_cost(fit, k, unsteady, raise_threshold);
+  read_o_r_remainder(fit);
+  read_latency(fit);
+
+  const bool idle_broken = read_idle(fit, slope);
+  fit.g_in_transition = slope.valid && (!st.reached || idle_broken);
+  if (fit.g_in_transition) bound_g_in_transition(fit, st, slope, curves.front());
+  settle_idle(fit, idle_broken);
+
+  // Allow for the intervals: only a difference the data can resolve counts as a violation.
+  if (fit.g.valid && fit.o_s.valid) {
+    const bool ok = at_least(fit.g.estimate(), fit.o_s.estimate());
+    fit.checks.push_back(
+        {"g >= o_s", ok, ok ? "" : "the steady-state gap is below the send overhead: LogP cannot describe this"});
+  }
+  if (!fit.g.valid) {
+    fit.g_ni =
+        fit.g_in_transition
+            ? Param::invalid("no steady state was seen, so nothing bounds the NI's gap from above: " + fit.g.note)
+            : Param::invalid("no steady state: " + fit.g.note);
+    return fit;
+  }
+  classify_bottleneck(fit);
   return fit;
 }
 

@@ -27,6 +27,7 @@
 #include "common/clock.hpp"
 #include "common/errors.hpp"
 #include "common/frame.hpp"
+#include "common/stats.hpp"
 #include "common/transport.hpp"
 
 namespace logpb::am {
@@ -291,13 +292,11 @@ class Endpoint {
     }
     service_timing_ = on;
   }
-  // Busy time per served request so far (ns): the median over the timed polls of each poll's time per
-  // request it handed up, so the polls that a preemption of this process stretched stay out of it.
+  // Busy time per served request so far (ns): the (upper) median over the timed polls of each poll's time
+  // per request it handed up, so the polls that a preemption of this process stretched stay out of it.
   double service_ns() {
     if (service_samples_.empty()) return std::nan("");
-    const auto mid = service_samples_.begin() + static_cast<std::ptrdiff_t>(service_samples_.size() / 2);
-    std::nth_element(service_samples_.begin(), mid, service_samples_.end());
-    return static_cast<double>(*mid) * ns_per_cycle_;
+    return static_cast<double>(order_statistic(service_samples_, service_samples_.size() / 2)) * ns_per_cycle_;
   }
   std::uint64_t service_requests() const { return service_requests_; }
   // The same polls' mean and 90th percentile (ns): where they part from the median, part of the replier's
@@ -310,9 +309,7 @@ class Endpoint {
   }
   double service_p90_ns() {
     if (service_samples_.empty()) return std::nan("");
-    const auto at = service_samples_.begin() + static_cast<std::ptrdiff_t>(service_samples_.size() * 9 / 10);
-    std::nth_element(service_samples_.begin(), at, service_samples_.end());
-    return static_cast<double>(*at) * ns_per_cycle_;
+    return static_cast<double>(order_statistic(service_samples_, service_samples_.size() * 9 / 10)) * ns_per_cycle_;
   }
 
   // Poll until pred() holds; the watchdog turns a silent or dead peer into a PeerError. Returns false

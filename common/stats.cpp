@@ -54,6 +54,30 @@ double median_of(std::vector<double> v) {
   return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
+std::size_t lower_median_index(const std::vector<double>& v) {
+  std::vector<std::size_t> idx(v.size());
+  std::iota(idx.begin(), idx.end(), std::size_t{0});
+  std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return v[a] < v[b]; });
+  return idx.at((idx.size() - 1) / 2);
+}
+
+Estimate median_of_estimates(std::vector<Estimate> v) {
+  if (v.empty()) return {};
+  std::stable_sort(v.begin(), v.end(), [](const Estimate& a, const Estimate& b) { return a.value < b.value; });
+  const std::size_t mid = v.size() / 2;
+  if (v.size() % 2) return v[mid];
+  return {(v[mid - 1].value + v[mid].value) / 2, std::hypot(v[mid - 1].ci95, v[mid].ci95) / 2};
+}
+
+double median_ci95_of_sorted(const std::vector<double>& v) {
+  if (v.size() < 6) return std::nan("");
+  const double n = static_cast<double>(v.size());
+  const double half = kZ95 * std::sqrt(n) / 2;
+  const auto lo = static_cast<std::size_t>(std::max(0.0, std::floor(n / 2 - half)));
+  const auto hi = static_cast<std::size_t>(std::min(n - 1, std::ceil(n / 2 + half)));
+  return (v[hi] - v[lo]) / 2;
+}
+
 double bootstrap_ci95(const std::vector<double>& v, const std::function<double(const std::vector<double>&)>& stat,
                       int reps) {
   if (v.size() < 2) return std::nan("");
@@ -102,16 +126,7 @@ Summary summarize(std::vector<double> v) {
   s.p999 = quantile_of_sorted(v, 0.999);
   const double n = static_cast<double>(v.size());
   s.ci95_mean = v.size() > 1 ? std::max(ci95_of_mean(s.stdev, n), g_ci_floor_ns) : std::nan("");
-  // Distribution-free interval of the median: the order statistics at ranks n/2 -+ 1.96 sqrt(n)/2
-  // (normal approximation to the binomial). Needs about 6 samples to be bounded at all.
-  if (v.size() >= 6) {
-    const double half = 1.96 * std::sqrt(n) / 2;
-    const auto lo = static_cast<std::size_t>(std::max(0.0, std::floor(n / 2 - half)));
-    const auto hi = static_cast<std::size_t>(std::min(n - 1, std::ceil(n / 2 + half)));
-    s.ci95_median = std::max((v[hi] - v[lo]) / 2, g_ci_floor_ns);
-  } else {
-    s.ci95_median = std::nan("");
-  }
+  s.ci95_median = v.size() >= 6 ? std::max(median_ci95_of_sorted(v), g_ci_floor_ns) : std::nan("");
   return s;
 }
 
@@ -177,5 +192,16 @@ LineFit fit_line(const std::vector<double>& x, const std::vector<double>& y, con
 LineFit fit_line_ols(const std::vector<double>& x, const std::vector<double>& y) {
   return fit_line(x, y, std::vector<double>(x.size(), 1.0));
 }
+
+double slope_ci95_points(const LineFit& f) { return kZ95 * f.slope_se; }
+double slope_ci95_resid(const LineFit& f) { return ci95_student(f.slope_se_resid, f.dof); }
+double intercept_ci95_points(const LineFit& f) { return kZ95 * f.intercept_se; }
+double intercept_ci95_resid(const LineFit& f) { return ci95_student(f.intercept_se_resid, f.dof); }
+
+namespace {
+double larger_known(double points, double resid) { return std::isfinite(resid) ? std::max(points, resid) : points; }
+}  // namespace
+double slope_ci95(const LineFit& f) { return larger_known(slope_ci95_points(f), slope_ci95_resid(f)); }
+double intercept_ci95(const LineFit& f) { return larger_known(intercept_ci95_points(f), intercept_ci95_resid(f)); }
 
 }  // namespace logpb

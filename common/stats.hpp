@@ -28,6 +28,9 @@ struct Summary {
   double ci95(Estimator e) const { return e == Estimator::median ? ci95_median : ci95_mean; }
 };
 
+// The two-sided 95% normal quantile (as rounded everywhere the project uses it): a half-width of a quantity
+// whose variance is known, e.g. a point's own interval read as 1.96 standard errors.
+inline constexpr double kZ95 = 1.96;
 // Two-sided 95% Student-t quantile for `dof` degrees of freedom (Boost.Math).
 double t975(double dof);
 // The one standard-error formula: half-width of the 95% Student-t interval of a mean of n values with
@@ -55,6 +58,24 @@ double ci_floor_ns();
 double bootstrap_ci95(const std::vector<double>& v, const std::function<double(const std::vector<double>&)>& stat,
                       int reps = 2000);
 double median_of(std::vector<double> v);  // NaN when empty
+// The value of rank k (0-based: k = 0 is the smallest) among v, found in place in linear time (v is
+// reordered, not sorted). No interpolation: k = n / 2 is the upper median, n * 9 / 10 a 90th percentile.
+template <class T>
+T order_statistic(std::vector<T>& v, std::size_t k) {
+  const auto at = v.begin() + static_cast<std::ptrdiff_t>(k);
+  std::nth_element(v.begin(), at, v.end());
+  return *at;
+}
+// Where in v its lower median sits (the value of rank (n - 1) / 2; equal values ranked by position): for
+// the member a median picks, e.g. the run whose median is the median of the runs'. Requires v non-empty.
+std::size_t lower_median_index(const std::vector<double>& v);
+// The median of estimates: the middle one, or for an even count the mean of the two middle ones, whose
+// half-width is then that of a mean of two independent values, hypot(a, b) / 2. NaN when empty.
+Estimate median_of_estimates(std::vector<Estimate> v);
+// Half-width of the distribution-free 95% interval of the median of sorted values: the order statistics at
+// ranks n/2 -+ 1.96 sqrt(n)/2 (normal approximation to the binomial). Not floored (each caller floors at
+// its own clock step). NaN below 6 values, where it is not bounded at all.
+double median_ci95_of_sorted(const std::vector<double>& sorted);
 // The q-quantile of sorted values, interpolated between order statistics: the one percentile
 // definition every figure and table uses.
 double quantile_of_sorted(const std::vector<double>& sorted, double q);
@@ -136,5 +157,17 @@ struct LineFit {
 LineFit fit_line(const std::vector<double>& x, const std::vector<double>& y, const std::vector<double>& w);
 // Unweighted: fit_line with equal weights, its interval from the residuals (slope_se_resid).
 LineFit fit_line_ols(const std::vector<double>& x, const std::vector<double>& y);
+
+// 95% half-widths of a fitted coefficient, the one rule every fit uses. From the points' own intervals
+// (the weights are known variances: kZ95 x slope_se) and from the scatter about the line (a variance the
+// fit estimates itself: Student-t on its n - 2 degrees of freedom; NaN with fewer than three points).
+double slope_ci95_points(const LineFit& f);
+double slope_ci95_resid(const LineFit& f);
+double intercept_ci95_points(const LineFit& f);
+double intercept_ci95_resid(const LineFit& f);
+// The larger of the two (the points' alone where there is no scatter to read), so that neither a line
+// through two points nor a perfect fit of noisy points looks exact.
+double slope_ci95(const LineFit& f);
+double intercept_ci95(const LineFit& f);
 
 }  // namespace logpb

@@ -108,39 +108,32 @@ void Connection::make_transport(std::vector<Port*> ports, const std::vector<Peer
     plain_ = std::make_unique<Transport<Plain>>(std::move(ports), peers, opt, std::move(peer_alive));
 }
 
-std::unique_ptr<Connection> connect(Ranks& ranks, const ConnectOptions& o) {
-  auto c = std::make_unique<Connection>();
-  const int me = ranks.rank(), n = ranks.size();
-  TransportOptions topt = o.transport;
-  topt.rank = me;
-  topt.size = n;
-
-  if (o.reflector) {
-    // The reflector echoes our frames with the MACs swapped: the address we send to comes back as the
-    // source, so any will do; it is rank 1 of a job of two as the transport and endpoint see it.
+// connect()'s steps, each on the Connection it builds (a friend of it).
+struct ConnectSteps {
+  // The reflector echoes our frames with the MACs swapped: the address we send to comes back as the
+  // source, so any will do; it is rank 1 of a job of two as the transport and endpoint see it.
+  static void reflector(Connection& c, int n, const ConnectOptions& o, TransportOptions topt) {
     if (n != 1)
       throw UsageError("--reflector is a job of one rank (the reflector is its peer), not of " + std::to_string(n));
     auto args = eal_args(o, {});
-    c->ports_.push_back(std::make_unique<Port>(port_options(o, args)));
-    Port& port = *c->ports_[0];
+    c.ports_.push_back(std::make_unique<Port>(port_options(o, args)));
+    Port& port = *c.ports_[0];
     port.wait_link(o.link_timeout_s);
     const std::uint8_t reflector_mac[6] = {0x02, 0, 0, 0, 0, 0x01};
     topt.size = 2;
     const std::uint16_t id = port.id();
     PeerAddress reflector{.rank = 1};
     std::memcpy(reflector.mac, reflector_mac, 6);
-    c->make_transport({&port}, {reflector}, topt, [id] { return link_up(id); });
-    c->endpoint_size_ = 2;
-    c->desc_ = {{"mode", "reflector"}, {"eal_args", args}};
-    return c;
+    c.make_transport({&port}, {reflector}, topt, [id] { return link_up(id); });
+    c.endpoint_size_ = 2;
+    c.desc_ = {{"mode", "reflector"}, {"eal_args", args}};
   }
-  if (n < 2) throw UsageError("a DPDK job needs two ranks or more (or --reflector: a reflector as the peer)");
 
-  std::vector<PeerAddress> peers;
-  nlohmann::json mine;
-  const std::function<bool()> ranks_alive = [&ranks] { return ranks.all_alive(); };
-  if (o.local) {
-    // One memif per pair. Socket names are agreed from rank 0's pid and the session.
+  // One memif per pair. Socket names are agreed from rank 0's pid and the session. Returns what this rank
+  // tells the others: each link's MAC and rx ring, by peer.
+  static nlohmann::json memif_per_pair(Connection& c, Ranks& ranks, const ConnectOptions& o,
+                                       std::vector<PeerAddress>& peers, const std::function<bool()>& ranks_alive) {
+    const int me = ranks.rank(), n = ranks.size();
     const std::string job =
         ranks.broadcast(std::to_string(getpid()) + "-" + std::to_string(o.transport.session)).get<std::string>();
     std::vector<std::string> extra{"--no-pci"};
@@ -153,7 +146,7 @@ std::unique_ptr<Connection> connect(Ranks& ranks, const ConnectOptions& o) {
       sockets[std::to_string(j)] = sock;
     }
     const auto args = eal_args(o, extra);
-    c->eal_ = std::make_unique<Eal>(args);  // probes every vdev: the server sockets listen from here on
+    c.eal_ = std::make_unique<Eal>(args);  // probes every vdev: the server sockets listen from here on
     // We serve the memifs to higher ranks and are the client of lower ones. Ports are kept in rank order
     // of their peers.
     std::vector<std::unique_ptr<Port>> by_peer(static_cast<std::size_t>(n));
@@ -176,17 +169,22 @@ std::unique_ptr<Connection> connect(Ranks& ranks, const ConnectOptions& o) {
       links[std::to_string(j)] = {{"mac", p.mac_string()}, {"rx_ring", p.rx_ring()}};
       PeerAddress a;
       a.rank = j;
-      a.port = static_cast<int>(c->ports_.size());
+      a.port = static_cast<int>(c.ports_.size());
       peers.push_back(a);
-      c->ports_.push_back(std::move(by_peer[static_cast<std::size_t>(j)]));
+      c.ports_.push_back(std::move(by_peer[static_cast<std::size_t>(j)]));
     }
-    mine = {{"links", links}};
-    c->desc_ = {{"mode", "memif per pair of ranks (local job)"}, {"eal_args", args}, {"memif_sockets", sockets}};
-  } else {
+    c.desc_ = {{"mode", "memif per pair of ranks (local job)"}, {"eal_args", args}, {"memif_sockets", sockets}};
+    return {{"links", links}};
+  }
+
+  // One port per rank, routed by MAC. Returns what this rank tells the others: its MAC and rx ring.
+  static nlohmann::json port_per_rank(Connection& c, Ranks& ranks, const ConnectOptions& o,
+                                      std::vector<PeerAddress>& peers, const std::function<bool()>& ranks_alive) {
+    const int me = ranks.rank(), n = ranks.size();
     const auto args = eal_args(o, {});
     // The EAL arguments may name a memif (server/client on one host, testpmd's arrangement).
     const bool client = memif_client(split_words(o.eal));
-    const auto start = [&] { c->ports_.push_back(std::make_unique<Port>(port_options(o, args))); };
+    const auto start = [&] { c.ports_.push_back(std::make_unique<Port>(port_options(o, args))); };
     start_ports(
         ranks,
         [&] {
@@ -195,58 +193,88 @@ std::unique_ptr<Connection> connect(Ranks& ranks, const ConnectOptions& o) {
         [&] {
           if (client) start();
         });
-    Port& p = *c->ports_[0];
+    Port& p = *c.ports_[0];
     p.wait_link(o.link_timeout_s, ranks_alive);
-    // Our one rx ring receives from every other rank.
-    mine = {{"mac", p.mac_string()}, {"rx_ring", p.rx_ring()}, {"rx_ring_sources", n - 1}};
     for (int j = 0; j < n; ++j)
       if (j != me) peers.push_back(PeerAddress{.rank = j});
-    c->desc_ = {{"mode", "one port per rank, routed by MAC"}, {"eal_args", args}};
+    c.desc_ = {{"mode", "one port per rank, routed by MAC"}, {"eal_args", args}};
+    // Our one rx ring receives from every other rank.
+    return {{"mac", p.mac_string()}, {"rx_ring", p.rx_ring()}, {"rx_ring_sources", n - 1}};
   }
 
-  char host[256] = {};
-  ::gethostname(host, sizeof host - 1);
-  mine["host"] = host;
-  const nlohmann::json all = ranks.allgather(mine);
-  nlohmann::json table = nlohmann::json::array();
-  std::set<std::string> macs;
-  for (PeerAddress& a : peers) {
-    const nlohmann::json& theirs = all.at(static_cast<std::size_t>(a.rank));
-    const nlohmann::json& link = o.local ? theirs.at("links").at(std::to_string(me)) : theirs;
-    const std::string mac = link.at("mac").get<std::string>();
-    parse_mac(mac, a.mac);
-    a.rx_ring = link.at("rx_ring").get<int>();
-    a.rx_ring_sources = link.value("rx_ring_sources", 1);
-    if (a.rx_ring < 1 || a.rx_ring_sources < 1 || a.rx_ring_sources >= n + 1)
-      throw PeerError("rank " + std::to_string(a.rank) + " reported a malformed rx ring: " + link.dump());
-    if (!o.local && !macs.insert(mac).second)
-      throw UsageError("ranks share the MAC " + mac +
-                       ": a switch cannot route between them (give every rank its own port)");
-    table.push_back({{"rank", a.rank},
-                     {"mac", mac},
-                     {"host", theirs.value("host", "?")},
-                     {"rx_ring", a.rx_ring},
-                     {"rx_ring_sources", a.rx_ring_sources}});
+  // Every rank's addresses, gathered: fills in each peer's MAC and rx ring, refuses malformed rings and
+  // (routed by MAC) shared MACs, and records the rank -> MAC table.
+  static void exchange_addresses(Connection& c, Ranks& ranks, const ConnectOptions& o, nlohmann::json mine,
+                                 std::vector<PeerAddress>& peers) {
+    const int me = ranks.rank(), n = ranks.size();
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    mine["host"] = host;
+    const nlohmann::json all = ranks.allgather(mine);
+    nlohmann::json table = nlohmann::json::array();
+    std::set<std::string> macs;
+    for (PeerAddress& a : peers) {
+      const nlohmann::json& theirs = all.at(static_cast<std::size_t>(a.rank));
+      const nlohmann::json& link = o.local ? theirs.at("links").at(std::to_string(me)) : theirs;
+      const std::string mac = link.at("mac").get<std::string>();
+      parse_mac(mac, a.mac);
+      a.rx_ring = link.at("rx_ring").get<int>();
+      a.rx_ring_sources = link.value("rx_ring_sources", 1);
+      if (a.rx_ring < 1 || a.rx_ring_sources < 1 || a.rx_ring_sources >= n + 1)
+        throw PeerError("rank " + std::to_string(a.rank) + " reported a malformed rx ring: " + link.dump());
+      if (!o.local && !macs.insert(mac).second)
+        throw UsageError("ranks share the MAC " + mac +
+                         ": a switch cannot route between them (give every rank its own port)");
+      table.push_back({{"rank", a.rank},
+                       {"mac", mac},
+                       {"host", theirs.value("host", "?")},
+                       {"rx_ring", a.rx_ring},
+                       {"rx_ring_sources", a.rx_ring_sources}});
+    }
+    if (!o.local && macs.count(c.ports_[0]->mac_string()))
+      throw UsageError("another rank has this rank's MAC " + c.ports_[0]->mac_string() +
+                       ": give every rank its own port");
+    c.desc_["peers"] = table;
   }
-  if (!o.local && macs.count(c->ports_[0]->mac_string()))
-    throw UsageError("another rank has this rank's MAC " + c->ports_[0]->mac_string() +
-                     ": give every rank its own port");
-  c->desc_["peers"] = table;
 
-  std::vector<Port*> ports;
-  std::vector<std::uint16_t> ids;
-  for (auto& p : c->ports_) {
-    ports.push_back(p.get());
-    ids.push_back(p->id());
+  // The transport over every port, with its test of the peers' liveness.
+  static void make_transport(Connection& c, const ConnectOptions& o, const std::vector<PeerAddress>& peers,
+                             const TransportOptions& topt, const std::function<bool()>& ranks_alive) {
+    std::vector<Port*> ports;
+    std::vector<std::uint16_t> ids;
+    for (auto& p : c.ports_) {
+      ports.push_back(p.get());
+      ids.push_back(p->id());
+    }
+    std::function<bool()> alive = ranks_alive;
+    if (o.local)  // a dead rank's memif links go down: its direct peers see it without rank 0's word
+      alive = [ranks_alive, ids] {
+        for (std::uint16_t id : ids)
+          if (!link_up(id)) return false;
+        return ranks_alive();
+      };
+    c.make_transport(std::move(ports), peers, topt, std::move(alive));
   }
-  std::function<bool()> alive = ranks_alive;
-  if (o.local)  // a dead rank's memif links go down: its direct peers see it without rank 0's word
-    alive = [ranks_alive, ids] {
-      for (std::uint16_t id : ids)
-        if (!link_up(id)) return false;
-      return ranks_alive();
-    };
-  c->make_transport(std::move(ports), peers, topt, std::move(alive));
+};
+
+std::unique_ptr<Connection> connect(Ranks& ranks, const ConnectOptions& o) {
+  auto c = std::make_unique<Connection>();
+  const int n = ranks.size();
+  TransportOptions topt = o.transport;
+  topt.rank = ranks.rank();
+  topt.size = n;
+  if (o.reflector) {
+    ConnectSteps::reflector(*c, n, o, topt);
+    return c;
+  }
+  if (n < 2) throw UsageError("a DPDK job needs two ranks or more (or --reflector: a reflector as the peer)");
+
+  std::vector<PeerAddress> peers;
+  const std::function<bool()> ranks_alive = [&ranks] { return ranks.all_alive(); };
+  nlohmann::json mine = o.local ? ConnectSteps::memif_per_pair(*c, ranks, o, peers, ranks_alive)
+                                : ConnectSteps::port_per_rank(*c, ranks, o, peers, ranks_alive);
+  ConnectSteps::exchange_addresses(*c, ranks, o, std::move(mine), peers);
+  ConnectSteps::make_transport(*c, o, peers, topt, ranks_alive);
   c->endpoint_size_ = n;
   ranks.barrier();  // everyone's transport exists: nobody sends before everyone can receive
   return c;

@@ -76,6 +76,7 @@ class Connection {
 
  private:
   friend std::unique_ptr<Connection> connect(Ranks& ranks, const ConnectOptions& o);
+  friend struct ConnectSteps;  // connect()'s steps (connect.cpp)
   std::unique_ptr<Eal> eal_;
   std::vector<std::unique_ptr<Port>> ports_;
   // Builds the transport the options ask for (rigged()) over the connection's ports.

@@ -136,3 +136,57 @@ TEST_CASE("bootstrap interval uses the interpolated percentile and covers a know
   CHECK(ci == Approx(0.49).epsilon(0.2));
   CHECK(std::isnan(bootstrap_ci95({1.0}, median_of)));
 }
+
+TEST_CASE("order statistics: the value of a rank in place, and where the lower median sits") {
+  std::vector<float> v{5, 1, 4, 2, 3, 6};
+  CHECK(order_statistic(v, v.size() / 2) == 4);  // the upper median of an even count
+  CHECK(order_statistic(v, 0) == 1);
+  CHECK(order_statistic(v, v.size() * 9 / 10) == 6);
+  std::vector<int> one{7};
+  CHECK(order_statistic(one, 0) == 7);
+  CHECK(lower_median_index({30, 10, 20}) == 2);
+  CHECK(lower_median_index({30, 10, 20, 40}) == 2);  // rank (4 - 1) / 2 = 1: 20
+  CHECK(lower_median_index({5}) == 0);
+  CHECK(lower_median_index({2, 1, 2, 2}) == 0);  // equal values ranked by position: 1, 2@0, 2@2, 2@3
+}
+
+TEST_CASE("median of estimates: the middle one, or the mean of two with their intervals as a mean's") {
+  const Estimate odd = median_of_estimates({{30, 3}, {10, 1}, {20, 2}});
+  CHECK(odd.value == 20);
+  CHECK(odd.ci95 == 2);
+  const Estimate even = median_of_estimates({{40, 4}, {10, 1}, {20, 3}, {30, 4}});
+  CHECK(even.value == 25);
+  CHECK(even.ci95 == Approx(std::hypot(3.0, 4.0) / 2));
+  CHECK(std::isnan(median_of_estimates({}).value));
+}
+
+TEST_CASE("distribution-free interval of the median: the order statistics at n/2 -+ 1.96 sqrt(n)/2") {
+  std::vector<double> v;
+  for (int i = 0; i < 100; ++i) v.push_back(i);
+  // n = 100: ranks floor(50 - 9.8) = 40 and ceil(50 + 9.8) = 60, half of their distance.
+  CHECK(median_ci95_of_sorted(v) == Approx(10));
+  CHECK(std::isnan(median_ci95_of_sorted({1, 2, 3, 4, 5})));
+  const Summary s = summarize(v);
+  CHECK(s.ci95_median == Approx(std::max(10.0, ci_floor_ns())));
+}
+
+TEST_CASE("a fitted slope's interval: known variances with 1.96, the scatter with Student-t on n - 2 dof") {
+  // y = 1 + 2x with residuals +-0.5 (as above), each point's own standard error 0.1.
+  const std::vector<double> x{0, 1, 2, 3}, y{1.5, 2.5, 5.5, 6.5}, w(4, 1 / 0.01);
+  const LineFit f = fit_line(x, y, w);
+  REQUIRE(f.ok);
+  CHECK(slope_ci95_points(f) == Approx(1.96 * f.slope_se));
+  CHECK(slope_ci95_resid(f) == Approx(t975(2) * f.slope_se_resid));
+  CHECK(t975(2) == Approx(4.303).epsilon(1e-3));
+  // The scatter (residuals of 0.5) is wider than the points' 0.1 allow: the Student-t interval is the one.
+  CHECK(slope_ci95(f) == Approx(slope_ci95_resid(f)));
+  CHECK(intercept_ci95(f) == Approx(std::max(intercept_ci95_points(f), intercept_ci95_resid(f))));
+  // Through two points there is no scatter to read: the points' own intervals alone.
+  const LineFit two = fit_line({1, 2}, {3, 5}, {1, 1});
+  REQUIRE(two.ok);
+  CHECK(std::isnan(slope_ci95_resid(two)));
+  CHECK(slope_ci95(two) == Approx(1.96 * two.slope_se));
+  // A perfect line of noisy points keeps the points' intervals.
+  const LineFit exact = fit_line({0, 1, 2}, {1, 3, 5}, {1, 1, 1});
+  CHECK(slope_ci95(exact) == Approx(1.96 * exact.slope_se));
+}

@@ -78,6 +78,16 @@ Context::Context(const DeviceOptions& opt, int rank, int size) : opt_(opt), rank
   if (opt.ud && size > 2)
     throw UsageError("verbs --ud runs two ranks only (one UD QP, one address handle); this job has " +
                      std::to_string(size) + " ranks: run it on RC (without --ud)");
+  open_device();
+  pick_gid();
+  std::ifstream nf("/sys/class/infiniband/" + name_ + "/device/numa_node");
+  if (!(nf >> numa_node_)) numa_node_ = -1;
+  create_cqs();
+  register_memory();
+  create_qps();
+}
+
+void Context::open_device() {
   int n = 0;
   ibv_device** list = ibv_get_device_list(&n);
   if (!list || n == 0) {
@@ -90,43 +100,45 @@ Context::Context(const DeviceOptions& opt, int rank, int size) : opt_(opt), rank
   std::string names;
   for (int i = 0; i < n; ++i) {
     names += (names.empty() ? "" : ", ") + std::string(ibv_get_device_name(list[i]));
-    if (opt.device.empty() ? i == 0 : opt.device == ibv_get_device_name(list[i])) dev = list[i];
+    if (opt_.device.empty() ? i == 0 : opt_.device == ibv_get_device_name(list[i])) dev = list[i];
   }
   if (!dev) {
     ibv_free_device_list(list);
-    throw UsageError("no RDMA device named '" + opt.device + "' (devices here: " + names + ")");
+    throw UsageError("no RDMA device named '" + opt_.device + "' (devices here: " + names + ")");
   }
   name_ = ibv_get_device_name(dev);
   ctx_ = ibv_open_device(dev);
   ibv_free_device_list(list);
   if (!ctx_) fail("ibv_open_device(" + name_ + ")", errno, "permissions on /dev/infiniband");
 
-  if (ibv_query_port(ctx_, static_cast<std::uint8_t>(opt.port), &port_attr_) != 0)
-    throw UsageError("ibv_query_port(" + name_ + ", port " + std::to_string(opt.port) + ") failed: no such port (-i)");
+  if (ibv_query_port(ctx_, static_cast<std::uint8_t>(opt_.port), &port_attr_) != 0)
+    throw UsageError("ibv_query_port(" + name_ + ", port " + std::to_string(opt_.port) + ") failed: no such port (-i)");
   if (port_attr_.state != IBV_PORT_ACTIVE)
-    throw UsageError(name_ + " port " + std::to_string(opt.port) + " is " + ibv_port_state_str(port_attr_.state) +
+    throw UsageError(name_ + " port " + std::to_string(opt_.port) + " is " + ibv_port_state_str(port_attr_.state) +
                      ", not ACTIVE: check the link (ibv_devinfo)");
+}
 
-  // GID: the one asked for, or a RoCE v2 IPv4-mapped one (what routable RoCE needs), or index 0 on IB.
+// GID: the one asked for, or a RoCE v2 IPv4-mapped one (what routable RoCE needs), or index 0 on IB.
+void Context::pick_gid() {
   std::string valid;
   int auto_pick = -1;
   for (int i = 0; i < port_attr_.gid_tbl_len; ++i) {
     ibv_gid_entry e{};
-    if (ibv_query_gid_ex(ctx_, static_cast<std::uint32_t>(opt.port), static_cast<std::uint32_t>(i), &e, 0) != 0)
+    if (ibv_query_gid_ex(ctx_, static_cast<std::uint32_t>(opt_.port), static_cast<std::uint32_t>(i), &e, 0) != 0)
       continue;
     valid += (valid.empty() ? "" : ", ") + std::to_string(i) + " (" + gid_type_name(e.gid_type) + " " +
              gid_string(e.gid) + ")";
     if (auto_pick < 0 && e.gid_type == IBV_GID_TYPE_ROCE_V2 && ipv4_mapped(e.gid)) auto_pick = i;
-    if (i == opt.gid_index || (opt.gid_index < 0 && i == auto_pick)) {
+    if (i == opt_.gid_index || (opt_.gid_index < 0 && i == auto_pick)) {
       gid_ = e.gid;
       gid_index_ = i;
       gid_type_ = gid_type_name(e.gid_type);
     }
   }
-  if (opt.gid_index >= 0 && gid_type_.empty())
-    throw UsageError("GID index " + std::to_string(opt.gid_index) + " is not valid on " + name_ + " port " +
-                     std::to_string(opt.port) + " (valid: " + (valid.empty() ? "none" : valid) + ")");
-  if (opt.gid_index < 0 && auto_pick < 0) {
+  if (opt_.gid_index >= 0 && gid_type_.empty())
+    throw UsageError("GID index " + std::to_string(opt_.gid_index) + " is not valid on " + name_ + " port " +
+                     std::to_string(opt_.port) + " (valid: " + (valid.empty() ? "none" : valid) + ")");
+  if (opt_.gid_index < 0 && auto_pick < 0) {
     if (port_attr_.link_layer == IBV_LINK_LAYER_ETHERNET)
       throw UsageError("no RoCE v2 IPv4 GID on " + name_ + " (valid: " + valid +
                        "): give one with -x, or give the "
@@ -134,13 +146,12 @@ Context::Context(const DeviceOptions& opt, int rank, int size) : opt_(opt), rank
     gid_index_ = 0;  // InfiniBand: addressed by LID, GID 0 for the GRH-less case
     gid_type_ = "IB";
   }
+}
 
-  std::ifstream nf("/sys/class/infiniband/" + name_ + "/device/numa_node");
-  if (!(nf >> numa_node_)) numa_node_ = -1;
-
+void Context::create_cqs() {
   pd_ = ibv_alloc_pd(ctx_);
   if (!pd_) fail("ibv_alloc_pd", errno, "");
-  if (opt.events) {
+  if (opt_.events) {
     channel_ = ibv_create_comp_channel(ctx_);
     if (!channel_) fail("ibv_create_comp_channel", errno, "");
     // Non-blocking: the transport sleeps in poll() with a timeout and then takes every queued event.
@@ -150,10 +161,10 @@ Context::Context(const DeviceOptions& opt, int rank, int size) : opt_(opt), rank
   }
   // Both CQs report to the channel: event mode also sleeps for a get's or a tracked send's completion.
   // One of each for every QP, deep enough for all of them at once.
-  const int peers = size - 1;
+  const int peers = size_ - 1;
   ibv_device_attr da{};
   if (int r = ibv_query_device(ctx_, &da)) fail("ibv_query_device", r, "");
-  const long send_cqe = static_cast<long>(peers) * opt.sq_depth, recv_cqe = static_cast<long>(peers) * opt.rq_depth;
+  const long send_cqe = static_cast<long>(peers) * opt_.sq_depth, recv_cqe = static_cast<long>(peers) * opt_.rq_depth;
   if (std::max(send_cqe, recv_cqe) > da.max_cqe)
     throw UsageError("verbs: " + std::to_string(peers) + " peers x --sq-depth/--rq-depth need a CQ of " +
                      std::to_string(std::max(send_cqe, recv_cqe)) + " entries; " + name_ + " allows " +
@@ -161,55 +172,60 @@ Context::Context(const DeviceOptions& opt, int rank, int size) : opt_(opt), rank
   send_cq_ = ibv_create_cq(ctx_, static_cast<int>(send_cqe), nullptr, channel_, 0);
   recv_cq_ = ibv_create_cq(ctx_, static_cast<int>(recv_cqe), nullptr, channel_, 0);
   if (!send_cq_ || !recv_cq_) fail("ibv_create_cq", errno, "the device's max_cqe");
+}
 
-  // Memory, on the device's NUMA node, each region with only the access it needs: receive buffers
-  // local only; bulk headers remote-write; the segment remote-write, and remote-read only when asked.
-  construct_mtu_ = opt.mtu > 0 ? static_cast<ibv_mtu>(opt.mtu) : port_attr_.active_mtu;
-  segment_alloc_ = opt.segment_bytes;
+// Memory, on the device's NUMA node, each region with only the access it needs: receive buffers
+// local only; bulk headers remote-write; the segment remote-write, and remote-read only when asked.
+void Context::register_memory() {
+  const int peers = size_ - 1;
+  construct_mtu_ = opt_.mtu > 0 ? static_cast<ibv_mtu>(opt_.mtu) : port_attr_.active_mtu;
+  segment_alloc_ = opt_.segment_bytes;
   headers_alloc_ = static_cast<std::size_t>(peers) * header_ring_bytes();
-  recv_alloc_ = static_cast<std::size_t>(peers) * static_cast<std::size_t>(opt.rq_depth) * recv_slot_bytes();
+  recv_alloc_ = static_cast<std::size_t>(peers) * static_cast<std::size_t>(opt_.rq_depth) * recv_slot_bytes();
   segment_ = alloc_on(numa_node_, segment_alloc_);
   headers_ = alloc_on(numa_node_, headers_alloc_);
   recv_buf_ = alloc_on(numa_node_, recv_alloc_);
   const int seg_access =
-      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | (opt.remote_read ? IBV_ACCESS_REMOTE_READ : 0);
+      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | (opt_.remote_read ? IBV_ACCESS_REMOTE_READ : 0);
   seg_mr_ = ibv_reg_mr(pd_, segment_, segment_alloc_, seg_access);
   hdr_mr_ = ibv_reg_mr(pd_, headers_, headers_alloc_, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
   // An int, not the enumerator: rdma-core's ibv_reg_mr macro masks the flags with an enumerator of another
   // enum type, which clang warns of (-Wdeprecated-enum-enum-conversion) when given a bare enumerator.
   const int recv_access = IBV_ACCESS_LOCAL_WRITE;
   recv_mr_ = ibv_reg_mr(pd_, recv_buf_, recv_alloc_, recv_access);
-  tx_alloc_ = static_cast<std::size_t>(peers) * static_cast<std::size_t>(opt.sq_depth) * tx_slot_bytes();
+  tx_alloc_ = static_cast<std::size_t>(peers) * static_cast<std::size_t>(opt_.sq_depth) * tx_slot_bytes();
   tx_buf_ = alloc_on(numa_node_, tx_alloc_);
   staging_ = alloc_on(numa_node_, segment_alloc_);
   tx_mr_ = ibv_reg_mr(pd_, tx_buf_, tx_alloc_, 0);
   staging_mr_ = ibv_reg_mr(pd_, staging_, segment_alloc_, 0);
   if (!seg_mr_ || !hdr_mr_ || !recv_mr_ || !tx_mr_ || !staging_mr_)
     fail("ibv_reg_mr", errno, "ulimit -l (locked memory) and --segment size");
+}
 
-  // One QP per peer, all on the two CQs; each with its own receive queue (see context.hpp).
-  links_.resize(static_cast<std::size_t>(size));
+// One QP per peer, all on the two CQs; each with its own receive queue (see context.hpp).
+void Context::create_qps() {
+  links_.resize(static_cast<std::size_t>(size_));
   std::random_device rd;
   bool first = true;
-  for (int p = 0; p < size; ++p) {
-    if (p == rank) continue;
+  for (int p = 0; p < size_; ++p) {
+    if (p == rank_) continue;
     ibv_qp_init_attr qa{};
     qa.send_cq = send_cq_;
     qa.recv_cq = recv_cq_;
-    qa.qp_type = opt.ud ? IBV_QPT_UD : IBV_QPT_RC;
+    qa.qp_type = opt_.ud ? IBV_QPT_UD : IBV_QPT_RC;
     qa.sq_sig_all = 0;
-    qa.cap.max_send_wr = static_cast<std::uint32_t>(opt.sq_depth);
-    qa.cap.max_recv_wr = static_cast<std::uint32_t>(opt.rq_depth);
+    qa.cap.max_send_wr = static_cast<std::uint32_t>(opt_.sq_depth);
+    qa.cap.max_recv_wr = static_cast<std::uint32_t>(opt_.rq_depth);
     qa.cap.max_send_sge = 2;  // a medium AM: the frame, then its payload in place
     qa.cap.max_recv_sge = 1;
-    qa.cap.max_inline_data = static_cast<std::uint32_t>(std::max(opt.inline_bytes, 0));
+    qa.cap.max_inline_data = static_cast<std::uint32_t>(std::max(opt_.inline_bytes, 0));
     ibv_qp* qp = ibv_create_qp(pd_, &qa);
-    if (!qp && opt.inline_bytes > 0) {  // the device allows less inline data: ask for none, send from memory
+    if (!qp && opt_.inline_bytes > 0) {  // the device allows less inline data: ask for none, send from memory
       qa.cap.max_inline_data = 0;
       qp = ibv_create_qp(pd_, &qa);
     }
     if (!qp)
-      fail(opt.ud ? "ibv_create_qp(UD)" : "ibv_create_qp(RC, peer " + std::to_string(p) + ")", errno,
+      fail(opt_.ud ? "ibv_create_qp(UD)" : "ibv_create_qp(RC, peer " + std::to_string(p) + ")", errno,
            "the device's max_qp_wr against --sq-depth/--rq-depth, max_sge >= 2, max_qp");
     max_inline_ = first ? qa.cap.max_inline_data : std::min(max_inline_, qa.cap.max_inline_data);  // what every QP has
     first = false;

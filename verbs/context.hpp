@@ -100,6 +100,12 @@ class Context {
   nlohmann::json describe() const;
 
  private:
+  // The constructor's steps, in order: each sets the members it names.
+  void open_device();      // ctx_, name_, port_attr_ (the port must be ACTIVE)
+  void pick_gid();         // gid_, gid_index_, gid_type_
+  void create_cqs();       // pd_, channel_ (event mode), send_cq_, recv_cq_
+  void register_memory();  // the buffers on the device's NUMA node and their memory regions
+  void create_qps();       // one QP per peer in links_, and max_inline_
   // Memory regions hold one part per peer, in rank order, none for this rank.
   std::size_t region(int peer) const { return static_cast<std::size_t>(peer < rank_ ? peer : peer - 1); }
   struct Link {

@@ -284,11 +284,11 @@ std::string poll_mechanism(const Quantity& q, const nlohmann::json& records) {
   return s;
 }
 
-nlohmann::json judge(const Quantity& q, const nlohmann::json& records, const nlohmann::json& transport,
-                     double floor_ns, double tolerance, double step_ns) {
+// The judgement's frame: each method's figure and definition, whatever the verdict. Fills `entries` with
+// the figures observed (the defining one first) and `unobserved` with those that could not be, in words.
+nlohmann::json judged_figures(const Quantity& q, const nlohmann::json& records, const nlohmann::json& transport,
+                              double step_ns, std::vector<Entry>& entries, std::string& unobserved) {
   nlohmann::json methods = nlohmann::json::object(), defs = nlohmann::json::object();
-  std::vector<Entry> entries;
-  std::string unobserved;
   for (const Figure& f : {q.defined_by, q.cross}) {
     if (!records.contains(f.method)) continue;
     Entry e;
@@ -298,7 +298,7 @@ nlohmann::json judge(const Quantity& q, const nlohmann::json& records, const nlo
                                 transport);
     if (e.valid) entries.push_back(e);
   }
-  nlohmann::json r = {
+  return {
       {"meaning", q.meaning},
       {"defined_by", {{"method", q.defined_by.method}, {"key", q.defined_by.key}}},
       {"cross_check",
@@ -311,83 +311,116 @@ nlohmann::json judge(const Quantity& q, const nlohmann::json& records, const nlo
       {"max_rel_diff", nullptr},
       {"max_rel_diff_beyond_ci95", nullptr},
   };
+}
+
+// The signature's round trip holds one poll before its request that Kielmann's does not: the relation is
+// Kielmann's plus the empty poll the poll phase measured (af_xdp: 1.4 us a poll, a system call). Adds it to
+// the cross-check x where it was measured; returns x's label in the verdict's text.
+std::string with_empty_poll(const Quantity& q, const nlohmann::json& records, Entry& x, nlohmann::json& r) {
+  if (std::string(q.name) != "rtt") return x.method;
+  const nlohmann::json e = figure_record(records, {"poll", "poll_empty"});
+  if (!e.is_object() || !e.value("value_ns", nlohmann::json()).is_number()) return x.method;
+  const double empty = e["value_ns"].get<double>();
+  const double empty_ci = e.value("ci95_ns", nlohmann::json()).is_number() ? e["ci95_ns"].get<double>() : 0.0;
+  r["empty_poll_added_ns"] = empty;
+  x.value += empty;
+  x.ci = std::hypot(x.ci, empty_ci);
+  return x.method + " + an empty poll";
+}
+
+// The methods' own checks that failed on the pair's figures, in words ("" when none did).
+std::string failed_on(const Entry& d, const Entry& x) {
+  std::string failed;
+  for (const Entry* e : {&d, &x})
+    for (const auto& c : e->failed) failed += (failed.empty() ? "" : ", ") + e->method + ": " + c;
+  return failed;
+}
+
+// The pair compared: d defines the figure, x cross-checks it (xl: x's label), with the share of the larger
+// figure that breaks the relation, raw and beyond the timer's floor and both intervals.
+struct Compared {
+  const Entry& d;
+  const Entry& x;
+  std::string xl, pair;
+  double raw, beyond;
+};
+
+// Why a pair that agrees does so, in words.
+std::string agreement_text(const Quantity& q, const Compared& c, double floor_ns, double tolerance) {
+  if (q.relation == Relation::at_least)
+    return c.xl + " " + us(c.x.value) + " >= " + c.d.method + " " + us(c.d.value) +
+           (c.raw > 0 ? " within " + percent(tolerance) : std::string());
+  return c.raw <= tolerance ? "agree within " + percent(tolerance) + " (" + c.pair + ")"
+                            : "agree within the timer's own cost (" + us(floor_ns) + "): figures this small (" +
+                                  c.pair + ") cannot show a difference of " + percent(tolerance);
+}
+
+// A pair that parts: "fail" when it parts beyond both intervals, with the cause the run measured or the
+// definitions; "inconclusive" when the intervals cover it. Sets r's verdict; returns its explanation.
+std::string parted(const Quantity& q, const Compared& c, double tolerance, const std::string& measured,
+                   const nlohmann::json& defs, nlohmann::json& r) {
+  std::string text = q.relation == Relation::same
+                         ? "differ by " + percent(c.raw) + " (" + c.pair + "), though " + q.relation_text
+                         : c.xl + " " + us(c.x.value) + " is below " + c.d.method + " " + us(c.d.value) + " by " +
+                               percent(c.raw) + ", though " + q.relation_text;
+  if (c.beyond > tolerance) {
+    r["verdict"] = "fail";
+    return text + ". Cause: " +
+           (measured.empty() ? std::string("not measured by this run; the definitions: ") +
+                                   defs[c.d.method].get<std::string>() + "; " + defs[c.x.method].get<std::string>()
+                             : measured);
+  }
+  // The figures part, but their intervals are wide enough to cover it: a difference the run cannot claim.
+  r["verdict"] = "inconclusive";
+  text += "; but their 95% intervals (" + c.d.method + " +-" + us(c.d.ci) + ", " + c.xl + " +-" + us(c.x.ci) +
+          ") cover all but " + percent(c.beyond) + ": repeat with more --runs on a quieter core";
+  if (!measured.empty()) text += ". Measured: " + measured;
+  return text;
+}
+
+nlohmann::json judge(const Quantity& q, const nlohmann::json& records, const nlohmann::json& transport, double floor_ns,
+                     double tolerance, double step_ns) {
+  std::vector<Entry> entries;
+  std::string unobserved;
+  nlohmann::json r = judged_figures(q, records, transport, step_ns, entries, unobserved);
   // The mechanism that parts the pair, wherever the run measured it, whatever the verdict.
   const std::string mechanism = poll_mechanism(q, records);
   if (!mechanism.empty()) r["mechanism"] = mechanism;
+  const std::string tail = unobserved.empty() ? "" : "; " + unobserved;
   if (entries.size() < 2) {
     r["verdict"] = "not compared";
-    r["explanation"] = std::string(entries.empty() ? "no method" : "only " + entries.front().method) +
-                       " observed it" + (unobserved.empty() ? "" : "; " + unobserved);
+    r["explanation"] =
+        std::string(entries.empty() ? "no method" : "only " + entries.front().method) + " observed it" + tail;
     return r;
   }
   // Two entries are the defining figure and the cross-check's, in the order judge() took them.
   const Entry& d = entries[0];
   Entry& x = entries[1];
-  std::string xl = x.method;  // the cross-check's label in the verdict's text
-  // The signature's round trip holds one poll before its request that Kielmann's does not: the relation is
-  // Kielmann's plus the empty poll the poll phase measured (af_xdp: 1.4 us a poll, a system call).
-  if (std::string(q.name) == "rtt") {
-    const nlohmann::json e = figure_record(records, {"poll", "poll_empty"});
-    if (e.is_object() && e.value("value_ns", nlohmann::json()).is_number()) {
-      const double empty = e["value_ns"].get<double>();
-      const double empty_ci = e.value("ci95_ns", nlohmann::json()).is_number() ? e["ci95_ns"].get<double>() : 0.0;
-      r["empty_poll_added_ns"] = empty;
-      x.value += empty;
-      x.ci = std::hypot(x.ci, empty_ci);
-      xl += " + an empty poll";
-    }
-  }
+  const std::string xl = with_empty_poll(q, records, x, r);
   const double larger = std::max(d.value, x.value);
   // The part of the pair that breaks the relation: any difference for `same`; the cross-check's figure
   // below the defining one for `at_least`.
   const double broken = q.relation == Relation::same ? std::fabs(d.value - x.value) : std::max(0.0, d.value - x.value);
-  const double raw = broken / larger;
   const double past_floor = std::max(0.0, broken - floor_ns) / larger;
-  const double beyond = std::max(0.0, broken - floor_ns - d.ci - x.ci) / larger;
+  const Compared c{d,
+                   x,
+                   xl,
+                   d.method + " " + us(d.value) + " and " + xl + " " + us(x.value),
+                   broken / larger,
+                   std::max(0.0, broken - floor_ns - d.ci - x.ci) / larger};
   r["max_rel_diff"] = std::fabs(d.value - x.value) / larger;
-  r["max_rel_diff_beyond_ci95"] = beyond;
-  const std::string pair = d.method + " " + us(d.value) + " and " + xl + " " + us(x.value);
-  const std::string tail = unobserved.empty() ? "" : "; " + unobserved;
-  std::string failed;
-  for (const Entry* e : {&d, static_cast<const Entry*>(&x)})
-    for (const auto& c : e->failed) failed += (failed.empty() ? "" : ", ") + e->method + ": " + c;
+  r["max_rel_diff_beyond_ci95"] = c.beyond;
+  const std::string failed = failed_on(d, x);
   if (!failed.empty()) {
     r["verdict"] = "unjudged";
-    r["explanation"] = pair + ": not judged, the methods' own checks on it failed (" + failed + ")" + tail;
-    return r;
-  }
-  if (past_floor <= tolerance) {
+    r["explanation"] = c.pair + ": not judged, the methods' own checks on it failed (" + failed + ")" + tail;
+  } else if (past_floor <= tolerance) {
     r["verdict"] = "agree";
-    std::string how;
-    if (q.relation == Relation::at_least)
-      how = xl + " " + us(x.value) + " >= " + d.method + " " + us(d.value) +
-            (raw > 0 ? " within " + percent(tolerance) : std::string());
-    else
-      how = raw <= tolerance ? "agree within " + percent(tolerance) + " (" + pair + ")"
-                             : "agree within the timer's own cost (" + us(floor_ns) + "): figures this small (" + pair +
-                                   ") cannot show a difference of " + percent(tolerance);
-    r["explanation"] = how + tail;
-    return r;
-  }
-  const std::string measured = measured_cause(q, records, mechanism);
-  std::string text = q.relation == Relation::same
-                         ? "differ by " + percent(raw) + " (" + pair + "), though " + q.relation_text
-                         : xl + " " + us(x.value) + " is below " + d.method + " " + us(d.value) + " by " +
-                               percent(raw) + ", though " + q.relation_text;
-  if (beyond > tolerance) {
-    r["verdict"] = "fail";
-    text += ". Cause: " + (measured.empty() ? std::string("not measured by this run; the definitions: ") +
-                                                  defs[d.method].get<std::string>() + "; " +
-                                                  defs[x.method].get<std::string>()
-                                            : measured);
+    r["explanation"] = agreement_text(q, c, floor_ns, tolerance) + tail;
   } else {
-    // The figures part, but their intervals are wide enough to cover it: a difference the run cannot claim.
-    r["verdict"] = "inconclusive";
-    text += "; but their 95% intervals (" + d.method + " +-" + us(d.ci) + ", " + xl + " +-" + us(x.ci) +
-            ") cover all but " + percent(beyond) + ": repeat with more --runs on a quieter core";
-    if (!measured.empty()) text += ". Measured: " + measured;
+    const nlohmann::json defs = r["definitions"];
+    r["explanation"] = parted(q, c, tolerance, measured_cause(q, records, mechanism), defs, r) + tail;
   }
-  r["explanation"] = text + tail;
   return r;
 }
 

@@ -117,198 +117,229 @@ nlohmann::json bell_record(const std::vector<methods::BellSize>& run, bool flood
       {"raw", raw}};
 }
 
-nlohmann::json bell_summary(const std::vector<std::vector<methods::BellSize>>& runs, bool flood) {
+namespace {
+using Runs = std::vector<std::vector<methods::BellSize>>;
+
+// One size's figures from every run: the overheads and round trips, and for a flood its gap and, where the
+// overlap test ran, the NI's gap and the stage that limits it.
+struct SizeOverRuns {
+  std::vector<Param> g, gni, rtt, os, orr;
+  std::vector<std::string> stages;
+};
+SizeOverRuns size_over_runs(const Runs& runs, std::size_t i, bool flood) {
+  SizeOverRuns s;
+  for (const auto& run : runs) {
+    const auto& b = run[i];
+    const auto o_s = overhead_param(b.send);
+    const auto o_r = overhead_param(b.recv);
+    s.os.push_back(o_s);
+    s.orr.push_back(o_r);
+    s.rtt.push_back(param_of(flood ? b.rtt.min : b.rtt.median, b.rtt.ci95, "", b.rtt.ci_method));
+    if (!flood) continue;
+    s.g.push_back(param_of(b.gap.min, b.gap.ci95, "", b.gap.ci_method));
+    if (b.overlap_run) {
+      auto c = classify_flood(b.gap.min, b.gap.ci95, o_s, o_r, limits_of(b));
+      if (c.ni.valid) c.ni.ci_method = b.gap.ci_method;
+      s.gni.push_back(c.ni);
+      s.stages.push_back(c.stage.empty() ? "unknown" : c.stage);
+    }
+  }
+  return s;
+}
+
+// A flood's row for one size (Bell et al. 4.2): its gap three ways, the queue, the round trip, and where
+// the overlap test ran, the NI's gap, the limiting stage and the overlap curves. b: the last run's.
+nlohmann::json flood_size(const SizeOverRuns& s, const methods::BellSize& b) {
+  nlohmann::json e = {{"bytes", b.bytes}};
+  e["g"] = over_runs(s.g);
+  e["g"]["median_over_bell_runs_ns"] = b.gap.median;
+  e["g"]["ci_method"] = b.gap.ci_method;
+  e["g"]["estimator"] =
+      "Bell et al. 4.2: per run, the total time from the first send to the final reply over N "
+      "messages (N large enough that the start and the final reply cost under 1%); minimum over runs";
+  e["g_total_over_n"] = over_runs({param_of(b.gap.min, b.gap.ci95, "", b.gap.ci_method)});
+  e["g_steady"] = over_runs({param_of(b.gap_steady.min, b.gap_steady.ci95, "", b.gap_steady.ci_method)});
+  e["g_steady"]["estimator"] =
+      "per run: the median over the receiver's credit frames of (time between two) / (credits "
+      "they returned): the bottleneck's steady pace, start-up and interruptions left out; "
+      "minimum over runs";
+  e["queue"] = queue_json(b.queue);
+  e["core_taken_repeats"] = {{"count", b.taken_repeats},
+                             {"rule",
+                              "a flood run whose thread lost over 10% of its wall time to other tasks on its core "
+                              "(/proc/thread-self/schedstat) is repeated, at most " +
+                                  std::to_string(methods::kTakenRepeats) + " times"}};
+  e["rtt"] = over_runs(s.rtt);
+  if (s.gni.empty()) return e;
+  e["g_ni"] = over_runs(s.gni);
+  e["bottleneck"] = s.stages.back();
+  e["o_s_completion"] = over_runs(s.os);
+  e["o_r_stream"] = over_runs(s.orr);
+  for (const auto* side : {&b.send, &b.recv}) {
+    nlohmann::json c = nlohmann::json::array();
+    for (const auto& p : side->curve) c.push_back({p.c_ns, p.t_ns, p.o_ns, finite_or_null(p.frames_per_poll)});
+    e[side == &b.send ? "overlap_send_curve" : "overlap_recv_curve"] = c;
+    e[side == &b.send ? "overlap_send_knee" : "overlap_recv_knee"] = knee_json(*side);
+  }
+  return e;
+}
+
+// The CPU overlap test's row for one size (Bell et al. 4.3): the inferred overheads, the curves and their
+// knees; a check per side that an overhead was inferred. b: the last run's.
+nlohmann::json overlap_size(const SizeOverRuns& s, const methods::BellSize& b, nlohmann::json& checks) {
+  nlohmann::json e = {{"bytes", b.bytes}};
+  e["o_s_completion"] = over_runs(s.os);
+  e["o_r_stream"] = over_runs(s.orr);
+  e["rtt"] = over_runs(s.rtt);
+  e["send_curve"] = nlohmann::json::array();
+  for (const auto& p : b.send.curve) e["send_curve"].push_back({p.c_ns, p.t_ns, p.o_ns});
+  e["recv_curve"] = nlohmann::json::array();
+  for (const auto& p : b.recv.curve)
+    e["recv_curve"].push_back({p.c_ns, p.t_ns, p.o_ns, finite_or_null(p.frames_per_poll)});
+  e["messages_per_run"] = {
+      {"send", b.send.messages},
+      {"recv", b.recv.messages},
+      {"rule", "--messages, or fewer (at least 400) so one run of one point takes at most about 10 ms"}};
+  e["t0_send_ns"] = b.send.t0_ns;
+  e["t0_recv_ns"] = b.recv.t0_ns;
+  e["hidden_c_send_ns"] = b.send.hidden_c_ns;
+  e["hidden_c_recv_ns"] = b.recv.hidden_c_ns;
+  e["send_knee"] = knee_json(b.send);
+  e["recv_knee"] = knee_json(b.recv);
+  for (const auto* side : {&b.send, &b.recv}) {
+    const bool ok = side->ok && side->overhead > 0;
+    add_check(checks,
+              std::string("overhead inferred (") + (side == &b.send ? "send" : "recv") + " " + std::to_string(b.bytes) +
+                  " B)",
+              ok, side->ok ? "a non-positive overhead: the computation loop or the timer is wrong" : side->note);
+  }
+  return e;
+}
+
+// g and G in Bell et al.'s sense (the flood's time per message and its per-byte slope), each run's fit
+// combined over runs; and which stage that was, from the overlap test at the end sizes.
+void flood_fits(const Runs& runs, const nlohmann::json& per, nlohmann::json& params) {
+  std::vector<Param> g, G, cross, gni, Gni;
+  for (const auto& run : runs) {
+    std::vector<double> sizes, gaps, cis;
+    for (const auto& b : run) {
+      sizes.push_back(b.bytes);
+      gaps.push_back(b.gap.min);
+      cis.push_back(b.gap.ci95);
+    }
+    auto f = fit_gap(sizes, gaps, cis);
+    f.g.ci_method = run.front().gap.ci_method;
+    g.push_back(f.g);
+    G.push_back(f.G);
+    cross.push_back(f.crossover);
+    const auto& lo = run.front();
+    const auto& hi = run.back();
+    if (lo.overlap_run) {
+      auto c = classify_flood(lo.gap.min, lo.gap.ci95, overhead_param(lo.send), overhead_param(lo.recv), limits_of(lo));
+      if (c.ni.valid) c.ni.ci_method = lo.gap.ci_method;
+      gni.push_back(c.ni);
+    }
+    if (hi.overlap_run && run.size() >= 2 && f.G.valid) {
+      // G is the NI's only if the overheads at the largest size stay below the flood's time there.
+      const auto c =
+          classify_flood(hi.gap.min, hi.gap.ci95, overhead_param(hi.send), overhead_param(hi.recv), limits_of(hi));
+      if (c.stage == kStageNI) {
+        Gni.push_back(f.G);
+      } else {
+        Gni.push_back(Param::hidden("hidden: at " + std::to_string(hi.bytes) + " B the flood runs at the " +
+                                        (c.stage.empty() ? "an unknown stage" : c.stage) +
+                                        ", so the slope is a per-byte overhead; the NI's G is at most it",
+                                    f.G.value, f.G.ci95));
+      }
+    }
+  }
+  params["g"] = over_runs(g);
+  params["g"]["method_sense"] =
+      "Bell et al.: time per message of a one-way flood at the smallest size: max(g_NI, o_s, o_r)";
+  params["G"] = over_runs(G);
+  params["crossover_bytes"] = over_runs(cross);
+  if (!gni.empty()) {
+    params["g_ni"] = over_runs(gni);
+    params["g"]["bottleneck"] = per.front().value("bottleneck", std::string());
+  }
+  if (!Gni.empty()) params["G_ni"] = over_runs(Gni);
+}
+
+// Issue 36 item 5: the host's kernel time per message of the flood at the smallest size, over every
+// core of this host (system, irq and softirq, as /proc/stat samples them at the tick), beside the o's the
+// timed calls see. Below its resolution (a tick per core per run, over the messages) it is a bound.
+Param kernel_per_message(const methods::BellSize& smallest) {
+  const auto& cpu = smallest.cpu;
+  const double k = cpu.host_kernel_ns(), res = cpu.host_kernel_resolution_ns();
+  const std::string what = "kernel time (system + irq + softirq) per message of the " + std::to_string(smallest.bytes) +
+                           "-byte flood, over every core of this host as /proc/stat accounts it (both ranks' "
+                           "cores when they share the host); the split is in the record's cpu_per_message";
+  if (!std::isfinite(k)) return Param::invalid("not measured (no /proc/stat, or no flood completed)");
+  if (k < res) return Param::hidden("below the kernel's accounting resolution over this stream: " + what, res);
+  return param_of(k, res, what, "one USER_HZ tick per core per run, over the messages");
+}
+
+// The smallest message's round trip, its half (Bell et al. 4.1's EEL) and the steady pace of its flood,
+// each over runs.
+void smallest_message(const Runs& runs, nlohmann::json& params) {
+  const std::uint32_t bytes = runs.back().front().bytes;
+  std::vector<Param> eel, half, steady;
+  for (const auto& run : runs) {
+    const auto& b = run.front();
+    eel.push_back(param_of(b.rtt.min, b.rtt.ci95, "", b.rtt.ci_method));
+    half.push_back(param_of(b.rtt.min / 2, b.rtt.ci95 / 2, "", b.rtt.ci_method));
+    steady.push_back(param_of(b.gap_steady.min, b.gap_steady.ci95, "", b.gap_steady.ci_method));
+  }
+  params["rtt"] = over_runs(eel);
+  params["rtt"]["note"] = "round trip of the " + std::to_string(bytes) + "-byte minimum message (min over runs)";
+  // Bell et al. 4.1 define EEL as half the round trip of the minimum message.
+  params["eel"] = over_runs(half);
+  params["eel"]["note"] =
+      "Bell et al. 4.1: end-to-end latency, RTT / 2 of the " + std::to_string(bytes) + "-byte minimum message";
+  params["g_steady"] = over_runs(steady);
+  params["g_steady"]["note"] =
+      "the steady pace of the receiver's credit returns at the smallest size (a second figure "
+      "beside Bell et al.'s total / N)";
+}
+
+nlohmann::json flood_parameters(const Runs& runs, const nlohmann::json& per, nlohmann::json& checks) {
+  const auto& last = runs.back();
+  nlohmann::json params = nlohmann::json::object();
+  flood_fits(runs, per, params);
+  if (per.front().contains("o_s_completion")) {
+    params["o_s_completion"] = stream_notes(per.front()["o_s_completion"], true, last.front().bytes, NAN);
+    params["o_r_stream"] =
+        stream_notes(per.front()["o_r_stream"], false, last.front().bytes, last.front().recv.frames_per_poll);
+  }
+  params["kernel_per_message"] = kernel_per_message(last.front());
+  smallest_message(runs, params);
+  if (last.size() >= 2)
+    add_check(checks, "G > 0", params["G"]["value_ns"].is_number(), "the flood's time does not grow with size");
+  return params;
+}
+
+nlohmann::json overlap_parameters(const Runs& runs, const nlohmann::json& per) {
+  const auto& last = runs.back();
+  nlohmann::json params = nlohmann::json::object();
+  params["o_s_completion"] = stream_notes(per.front()["o_s_completion"], true, last.front().bytes, NAN);
+  params["o_r_knee"] = knee_param(runs);
+  params["o_r_stream"] =
+      stream_notes(per.front()["o_r_stream"], false, last.front().bytes, last.front().recv.frames_per_poll);
+  params["rtt"] = per.front()["rtt"];
+  return params;
+}
+}  // namespace
+
+nlohmann::json bell_summary(const Runs& runs, bool flood) {
   nlohmann::json checks = nlohmann::json::array();
   const auto& last = runs.back();
   nlohmann::json per = nlohmann::json::array();
-  nlohmann::json params = nlohmann::json::object();
   for (std::size_t i = 0; i < last.size(); ++i) {
-    const std::uint32_t n = last[i].bytes;
-    nlohmann::json e = {{"bytes", n}};
-    std::vector<Param> g, gni, rtt, os, orr;
-    std::vector<std::string> stages;
-    for (const auto& run : runs) {
-      const auto& b = run[i];
-      const auto o_s = overhead_param(b.send);
-      const auto o_r = overhead_param(b.recv);
-      os.push_back(o_s);
-      orr.push_back(o_r);
-      rtt.push_back(param_of(flood ? b.rtt.min : b.rtt.median, b.rtt.ci95, "", b.rtt.ci_method));
-      if (flood) {
-        g.push_back(param_of(b.gap.min, b.gap.ci95, "", b.gap.ci_method));
-        if (b.overlap_run) {
-          auto c = classify_flood(b.gap.min, b.gap.ci95, o_s, o_r, limits_of(b));
-          if (c.ni.valid) c.ni.ci_method = b.gap.ci_method;
-          gni.push_back(c.ni);
-          stages.push_back(c.stage.empty() ? "unknown" : c.stage);
-        }
-      }
-    }
-    if (flood) {
-      e["g"] = over_runs(g);
-      e["g"]["median_over_bell_runs_ns"] = last[i].gap.median;
-      e["g"]["ci_method"] = last[i].gap.ci_method;
-      e["g"]["estimator"] =
-          "Bell et al. 4.2: per run, the total time from the first send to the final reply over N "
-          "messages (N large enough that the start and the final reply cost under 1%); minimum over runs";
-      e["g_total_over_n"] = over_runs({param_of(last[i].gap.min, last[i].gap.ci95, "", last[i].gap.ci_method)});
-      e["g_steady"] =
-          over_runs({param_of(last[i].gap_steady.min, last[i].gap_steady.ci95, "", last[i].gap_steady.ci_method)});
-      e["g_steady"]["estimator"] =
-          "per run: the median over the receiver's credit frames of (time between two) / (credits "
-          "they returned): the bottleneck's steady pace, start-up and interruptions left out; "
-          "minimum over runs";
-      e["queue"] = queue_json(last[i].queue);
-      e["core_taken_repeats"] = {{"count", last[i].taken_repeats},
-                                 {"rule",
-                                  "a flood run whose thread lost over 10% of its wall time to other tasks on its core "
-                                  "(/proc/thread-self/schedstat) is repeated, at most " +
-                                      std::to_string(methods::kTakenRepeats) + " times"}};
-      e["rtt"] = over_runs(rtt);
-      if (!gni.empty()) {
-        e["g_ni"] = over_runs(gni);
-        e["bottleneck"] = stages.back();
-        e["o_s_completion"] = over_runs(os);
-        e["o_r_stream"] = over_runs(orr);
-        const auto& b = last[i];
-        for (const auto* side : {&b.send, &b.recv}) {
-          nlohmann::json c = nlohmann::json::array();
-          for (const auto& p : side->curve) c.push_back({p.c_ns, p.t_ns, p.o_ns, finite_or_null(p.frames_per_poll)});
-          e[side == &b.send ? "overlap_send_curve" : "overlap_recv_curve"] = c;
-          e[side == &b.send ? "overlap_send_knee" : "overlap_recv_knee"] = knee_json(*side);
-        }
-      }
-    } else {
-      e["o_s_completion"] = over_runs(os);
-      e["o_r_stream"] = over_runs(orr);
-      e["rtt"] = over_runs(rtt);
-      const auto& b = last[i];
-      e["send_curve"] = nlohmann::json::array();
-      for (const auto& p : b.send.curve) e["send_curve"].push_back({p.c_ns, p.t_ns, p.o_ns});
-      e["recv_curve"] = nlohmann::json::array();
-      for (const auto& p : b.recv.curve)
-        e["recv_curve"].push_back({p.c_ns, p.t_ns, p.o_ns, finite_or_null(p.frames_per_poll)});
-      e["messages_per_run"] = {
-          {"send", b.send.messages},
-          {"recv", b.recv.messages},
-          {"rule", "--messages, or fewer (at least 400) so one run of one point takes at most about 10 ms"}};
-      e["t0_send_ns"] = b.send.t0_ns;
-      e["t0_recv_ns"] = b.recv.t0_ns;
-      e["hidden_c_send_ns"] = b.send.hidden_c_ns;
-      e["hidden_c_recv_ns"] = b.recv.hidden_c_ns;
-      e["send_knee"] = knee_json(b.send);
-      e["recv_knee"] = knee_json(b.recv);
-      for (const auto* side : {&b.send, &b.recv}) {
-        const bool ok = side->ok && side->overhead > 0;
-        add_check(
-            checks,
-            std::string("overhead inferred (") + (side == &b.send ? "send" : "recv") + " " + std::to_string(n) + " B)",
-            ok, side->ok ? "a non-positive overhead: the computation loop or the timer is wrong" : side->note);
-      }
-    }
-    per.push_back(e);
+    const SizeOverRuns s = size_over_runs(runs, i, flood);
+    per.push_back(flood ? flood_size(s, last[i]) : overlap_size(s, last[i], checks));
   }
-  if (flood && !last.empty()) {
-    // g and G in Bell et al.'s sense (the flood's time per message and its per-byte slope), each run's
-    // fit combined over runs; and which stage that was, from the overlap test at the end sizes.
-    std::vector<Param> g, G, cross, gni, Gni;
-    for (const auto& run : runs) {
-      std::vector<double> sizes, gaps, cis;
-      for (const auto& b : run) {
-        sizes.push_back(b.bytes);
-        gaps.push_back(b.gap.min);
-        cis.push_back(b.gap.ci95);
-      }
-      auto f = fit_gap(sizes, gaps, cis);
-      f.g.ci_method = run.front().gap.ci_method;
-      g.push_back(f.g);
-      G.push_back(f.G);
-      cross.push_back(f.crossover);
-      const auto& lo = run.front();
-      const auto& hi = run.back();
-      if (lo.overlap_run) {
-        auto c =
-            classify_flood(lo.gap.min, lo.gap.ci95, overhead_param(lo.send), overhead_param(lo.recv), limits_of(lo));
-        if (c.ni.valid) c.ni.ci_method = lo.gap.ci_method;
-        gni.push_back(c.ni);
-      }
-      if (hi.overlap_run && run.size() >= 2 && f.G.valid) {
-        // G is the NI's only if the overheads at the largest size stay below the flood's time there.
-        const auto c =
-            classify_flood(hi.gap.min, hi.gap.ci95, overhead_param(hi.send), overhead_param(hi.recv), limits_of(hi));
-        if (c.stage == kStageNI) {
-          Gni.push_back(f.G);
-        } else {
-          Gni.push_back(Param::hidden("hidden: at " + std::to_string(hi.bytes) + " B the flood runs at the " +
-                                          (c.stage.empty() ? "an unknown stage" : c.stage) +
-                                          ", so the slope is a per-byte overhead; the NI's G is at most it",
-                                      f.G.value, f.G.ci95));
-        }
-      }
-    }
-    params["g"] = over_runs(g);
-    params["g"]["method_sense"] =
-        "Bell et al.: time per message of a one-way flood at the smallest size: max(g_NI, o_s, o_r)";
-    params["G"] = over_runs(G);
-    params["crossover_bytes"] = over_runs(cross);
-    if (!gni.empty()) {
-      params["g_ni"] = over_runs(gni);
-      params["g"]["bottleneck"] = per.front().value("bottleneck", std::string());
-    }
-    if (!Gni.empty()) params["G_ni"] = over_runs(Gni);
-    if (per.front().contains("o_s_completion")) {
-      params["o_s_completion"] = stream_notes(per.front()["o_s_completion"], true, last.front().bytes, NAN);
-      params["o_r_stream"] =
-          stream_notes(per.front()["o_r_stream"], false, last.front().bytes, last.front().recv.frames_per_poll);
-    }
-    // Issue 36 item 5: the host's kernel time per message of the flood at the smallest size, over every
-    // core of this host (system, irq and softirq, as /proc/stat samples them at the tick), beside the o's the
-    // timed calls see. Below its resolution (a tick per core per run, over the messages) it is a bound.
-    {
-      const auto& cpu = last.front().cpu;
-      const double k = cpu.host_kernel_ns(), res = cpu.host_kernel_resolution_ns();
-      const std::string what = "kernel time (system + irq + softirq) per message of the " +
-                               std::to_string(last.front().bytes) +
-                               "-byte flood, over every core of this host as /proc/stat accounts it (both ranks' "
-                               "cores when they share the host); the split is in the record's cpu_per_message";
-      if (!std::isfinite(k))
-        params["kernel_per_message"] = Param::invalid("not measured (no /proc/stat, or no flood completed)");
-      else if (k < res)
-        params["kernel_per_message"] =
-            Param::hidden("below the kernel's accounting resolution over this stream: " + what, res);
-      else
-        params["kernel_per_message"] = param_of(k, res, what, "one USER_HZ tick per core per run, over the messages");
-    }
-    std::vector<Param> eel;
-    for (const auto& run : runs)
-      eel.push_back(param_of(run.front().rtt.min, run.front().rtt.ci95, "", run.front().rtt.ci_method));
-    params["rtt"] = over_runs(eel);
-    params["rtt"]["note"] =
-        "round trip of the " + std::to_string(last.front().bytes) + "-byte minimum message (min over runs)";
-    // Bell et al. 4.1 define EEL as half the round trip of the minimum message.
-    std::vector<Param> half;
-    for (const auto& run : runs)
-      half.push_back(param_of(run.front().rtt.min / 2, run.front().rtt.ci95 / 2, "", run.front().rtt.ci_method));
-    params["eel"] = over_runs(half);
-    params["eel"]["note"] = "Bell et al. 4.1: end-to-end latency, RTT / 2 of the " +
-                            std::to_string(last.front().bytes) + "-byte minimum message";
-    std::vector<Param> steady;
-    for (const auto& run : runs)
-      steady.push_back(
-          param_of(run.front().gap_steady.min, run.front().gap_steady.ci95, "", run.front().gap_steady.ci_method));
-    params["g_steady"] = over_runs(steady);
-    params["g_steady"]["note"] =
-        "the steady pace of the receiver's credit returns at the smallest size (a second figure "
-        "beside Bell et al.'s total / N)";
-    if (last.size() >= 2)
-      add_check(checks, "G > 0", params["G"]["value_ns"].is_number(), "the flood's time does not grow with size");
-  } else if (!last.empty()) {
-    params["o_s_completion"] = stream_notes(per.front()["o_s_completion"], true, last.front().bytes, NAN);
-    params["o_r_knee"] = knee_param(runs);
-    params["o_r_stream"] =
-        stream_notes(per.front()["o_r_stream"], false, last.front().bytes, last.front().recv.frames_per_poll);
-    params["rtt"] = per.front()["rtt"];
-  }
+  nlohmann::json params = nlohmann::json::object();
+  if (!last.empty()) params = flood ? flood_parameters(runs, per, checks) : overlap_parameters(runs, per);
   return {{"parameters", params}, {"per_size", per}, {"checks", checks}};
 }
 

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <utility>
 
 #include "analysis/loggp.hpp"
 #include "analysis/results_json.hpp"
@@ -101,13 +102,14 @@ nlohmann::json kielmann_record(const methods::KielmannResult& r) {
           {"saturation_vs_fast_time", std::isfinite(ratio) ? nlohmann::json(ratio) : nlohmann::json(nullptr)}};
 }
 
-nlohmann::json kielmann_summary(const std::vector<methods::KielmannResult>& runs) {
-  nlohmann::json checks = nlohmann::json::array();
-  const auto& r = runs.back();
-  // Per size, over runs; sizes are those of the last run (each run may extend differently: a size
-  // missing from a run counts as not measured there).
+namespace {
+using Runs = std::vector<methods::KielmannResult>;
+
+// Per size, over runs; sizes are those of the last run (each run may extend differently: a size
+// missing from a run counts as not measured there).
+nlohmann::json per_size(const Runs& runs) {
   nlohmann::json per = nlohmann::json::array();
-  for (const auto& k : r.sizes) {
+  for (const auto& k : runs.back().sizes) {
     std::vector<Param> os, orr, rtt, g, gs;
     for (const auto& run : runs) {
       const Derived d = derive(run, k.bytes);
@@ -127,104 +129,132 @@ nlohmann::json kielmann_summary(const std::vector<methods::KielmannResult>& runs
     }
     per.push_back(e);
   }
+  return per;
+}
+
+// g(0) by saturation is the sender's injection interval: max(g_NI, o_s(0), o_r(0)). Which one it was, from
+// the o_s(0) and o_r(0) this method measures itself; hidden where the one-way credits may have set the pace.
+std::pair<Param, std::string> ni_gap(const methods::KielmannResult& run, const Derived& d0) {
+  const auto c = classify_flood(d0.g0.valid ? d0.g0.value : NAN, d0.g0.ci95, d0.o_s, d0.o_r);
+  const CreditLimit cl = credit_limit(run);
+  if (!cl.limits) return {c.ni, c.stage.empty() ? "unknown" : c.stage};
+  return {Param::hidden(
+              "hidden: the saturation may run at the credit round trip, not at the NI: " + std::to_string(run.credits) +
+                  " one-way credits, asked back once half are spent, allow RTT(0) / (C/2) = " + fmt_ns(cl.bound_ns) +
+                  " per message, within " + std::to_string(static_cast<int>(kCreditMargin)) +
+                  "x of g(0) = " + fmt_ns(run.g0) +
+                  "; the NI's gap is at most g(0) (more --credits, with NI queues to hold them, would show more)",
+              run.g0, run.g0_ci),
+          "one-way credits (C = " + std::to_string(run.credits) + ")"};
+}
+
+// Table 1's figures of every run, to be combined over runs.
+struct TableOne {
+  std::vector<Param> os, orr, os0, or0, sum, g, g0, rtt, Lp, L, G, gni;
+  std::vector<std::string> stages;
+};
+TableOne table_one(const Runs& runs, std::uint32_t big) {
+  TableOne t;
+  for (const auto& run : runs) {
+    const Derived d1 = derive(run, 1), d0 = derive(run, 0), dbig = derive(run, big);
+    t.os.push_back(d1.o_s);
+    t.orr.push_back(d1.o_r);
+    // At m = 0 a message is one frame, as the signature's requests and replies are; a message of m >= 1 B is
+    // a bulk store in the AM layer (its data and a frame: two sends on libfabric, whose tcp provider read
+    // o_s(0) 5.1-7.4 us against o_s(1) 12.0-17.2 us). The one LogP table compares like with like at m = 0.
+    t.os0.push_back(d0.o_s);
+    t.or0.push_back(d0.o_r);
+    // The requester's own cost of one request/reply pair of frames, the signature's g' - Delta (Culler et al.
+    // 3.3): the two timed apart, from independent samples.
+    if (d0.o_s.valid && d0.o_r.valid)
+      t.sum.push_back(param_of(d0.o_s.value + d0.o_r.value, std::hypot(d0.o_s.ci95, d0.o_r.ci95), "",
+                               "o_s(0) and o_r(0) summed, their intervals in quadrature"));
+    else
+      t.sum.push_back(Param::invalid("needs o_s(0) and o_r(0)"));
+    t.g.push_back(d1.g);
+    t.g0.push_back(d0.g0);
+    t.rtt.push_back(d0.rtt);
+    t.Lp.push_back(d0.L_plogp);
+    t.L.push_back(d1.L);
+    t.G.push_back(dbig.G);
+    auto [ni, stage] = ni_gap(run, d0);
+    t.gni.push_back(ni);
+    t.stages.push_back(stage);
+  }
+  return t;
+}
+
+// The parameters over runs, each with what it means here.
+nlohmann::json table_one_json(const TableOne& t, const methods::KielmannResult& r, std::uint32_t big) {
+  nlohmann::json p = nlohmann::json::object();
+  p["o_s"] = over_runs(t.os);
+  p["o_r"] = over_runs(t.orr);
+  p["o_s_0"] = over_runs(t.os0);
+  p["o_s_0"]["note"] = "o_s(0): the send call of one frame, no bulk data";
+  p["o_r_0"] = over_runs(t.or0);
+  p["o_r_0"]["note"] = "o_r(0): the receive of one waiting frame, no bulk data";
+  p["o_s_plus_o_r"] = over_runs(t.sum);
+  p["g"] = over_runs(t.g);
+  p["g"]["method_sense"] = "Kielmann et al. Table 1: LogP's g = g(1) = RTT(1) - RTT(0) + g(0)";
+  p["g0"] = over_runs(t.g0);
+  p["g0"]["method_sense"] = "g(0) by saturation: n one-way messages and one reply, the sender's injection interval";
+  p["g0"]["bottleneck"] = t.stages.back();
+  p["g0"]["estimator"] =
+      "saturated once RTT_1 < eps RTT_n and RTT_n / n (the paper's rule) or the steady rate "
+      "changes by less than eps (runs[].g0_rule); "
+      "the figure is the median over " +
+      std::to_string(methods::detail::kSaturationRepeats) + " streams of that n of the receiver's credit-return rate";
+  p["g0"]["credits"] = r.credits;
+  const CreditLimit cl = credit_limit(r);
+  p["g0"]["credit_bound_ns"] = std::isfinite(cl.bound_ns) ? nlohmann::json(cl.bound_ns) : nlohmann::json(nullptr);
+  if (std::isfinite(r.g0_total_over_n)) p["g0"]["rtt_n_over_n_ns"] = r.g0_total_over_n;
+  p["g_ni"] = over_runs(t.gni);
+  p["rtt"] = over_runs(t.rtt);
+  p["L_plogp"] = over_runs(t.Lp);
+  p["L"] = over_runs(t.L);
+  p["G"] = over_runs(t.G);
+  p["G"]["note"] = "g(m)/m at the largest m (" + std::to_string(big) + " B), Table 1";
+  return p;
+}
+
+// Each check names the figures it concerns (agree leaves the others judged): a saturation that did not
+// converge says nothing of a receive timed after a wait.
+void table_one_checks(const methods::KielmannResult& r, const nlohmann::json& p, nlohmann::json& checks) {
+  add_check(checks, "L_plogp >= 0", p["L_plogp"]["value_ns"].is_number(),
+            "RTT(0) < 2 g(0): saturation and round trips disagree");
+  checks.back()["about"] = nlohmann::json::array({"L_plogp", "L", "g0", "g"});
+  add_check(checks, "g(0) saturation converged", r.g0_converged, r.notes.empty() ? "" : r.notes.front());
+  checks.back()["about"] = nlohmann::json::array({"g0", "g", "g_ni", "L", "L_plogp", "G"});
+  std::vector<std::uint32_t> negative, slow_receive;
+  for (const auto& k : r.sizes) {
+    if (std::isfinite(k.g) && k.g < 0)
+      negative.push_back(k.bytes);
+    else if (std::isfinite(k.o_r) && std::isfinite(k.g) && k.o_r > k.g + k.o_r_ci)
+      slow_receive.push_back(k.bytes);
+  }
+  add_size_check(checks, "g(m) >= 0", negative, r.sizes.size(),
+                 "g(m) = RTT(m) - RTT(0) + g(0) < 0 (RTT(0) was timed slower than RTT(m); g(m) is reported as an "
+                 "upper bound only)");
+  checks.back()["about"] = nlohmann::json::array({"g", "G"});
+  // A relation between two figures, each measured in its own way: on today's NIs one receive of a message
+  // that waited (a cache miss, a poll's fixed cost) costs more than a message of a stream. It qualifies LogP
+  // here, not the receive's time.
+  add_size_check(checks, "o_r <= g", slow_receive, r.sizes.size(),
+                 "o_r(m) > g(m): unexpected messages cost more to receive than expected ones (Kielmann et al. 3.1)");
+  checks.back()["about"] = nlohmann::json::array({"o_r <= g"});
+}
+}  // namespace
+
+nlohmann::json kielmann_summary(const Runs& runs) {
+  nlohmann::json checks = nlohmann::json::array();
+  const auto& r = runs.back();
   nlohmann::json p = nlohmann::json::object();
   if (find(r, 0) && find(r, 1)) {
-    std::vector<Param> os, orr, os0, or0, sum, g, g0, rtt, Lp, L, G, gni;
-    std::vector<std::string> stages;
     const std::uint32_t big = r.sizes.back().bytes;
-    for (const auto& run : runs) {
-      const Derived d1 = derive(run, 1), d0 = derive(run, 0), dbig = derive(run, big);
-      os.push_back(d1.o_s);
-      orr.push_back(d1.o_r);
-      // At m = 0 a message is one frame, as the signature's requests and replies are; a message of m >= 1 B is
-      // a bulk store in the AM layer (its data and a frame: two sends on libfabric, whose tcp provider read
-      // o_s(0) 5.1-7.4 us against o_s(1) 12.0-17.2 us). The one LogP table compares like with like at m = 0.
-      os0.push_back(d0.o_s);
-      or0.push_back(d0.o_r);
-      // The requester's own cost of one request/reply pair of frames, the signature's g' - Delta (Culler et al.
-      // 3.3): the two timed apart, from independent samples.
-      if (d0.o_s.valid && d0.o_r.valid)
-        sum.push_back(param_of(d0.o_s.value + d0.o_r.value, std::hypot(d0.o_s.ci95, d0.o_r.ci95), "",
-                               "o_s(0) and o_r(0) summed, their intervals in quadrature"));
-      else
-        sum.push_back(Param::invalid("needs o_s(0) and o_r(0)"));
-      g.push_back(d1.g);
-      g0.push_back(d0.g0);
-      rtt.push_back(d0.rtt);
-      Lp.push_back(d0.L_plogp);
-      L.push_back(d1.L);
-      G.push_back(dbig.G);
-      // g(0) by saturation is the sender's injection interval: max(g_NI, o_s(0), o_r(0)). Which one it
-      // was, from the o_s(0) and o_r(0) this method measures itself.
-      const auto c = classify_flood(d0.g0.valid ? d0.g0.value : NAN, d0.g0.ci95, d0.o_s, d0.o_r);
-      const CreditLimit cl = credit_limit(run);
-      if (cl.limits) {
-        gni.push_back(Param::hidden(
-            "hidden: the saturation may run at the credit round trip, not at the NI: " + std::to_string(run.credits) +
-                " one-way credits, asked back once half are spent, allow RTT(0) / (C/2) = " + fmt_ns(cl.bound_ns) +
-                " per message, within " + std::to_string(static_cast<int>(kCreditMargin)) +
-                "x of g(0) = " + fmt_ns(run.g0) +
-                "; the NI's gap is at most g(0) (more --credits, with NI queues to hold them, would show more)",
-            run.g0, run.g0_ci));
-        stages.push_back("one-way credits (C = " + std::to_string(run.credits) + ")");
-      } else {
-        gni.push_back(c.ni);
-        stages.push_back(c.stage.empty() ? "unknown" : c.stage);
-      }
-    }
-    p["o_s"] = over_runs(os);
-    p["o_r"] = over_runs(orr);
-    p["o_s_0"] = over_runs(os0);
-    p["o_s_0"]["note"] = "o_s(0): the send call of one frame, no bulk data";
-    p["o_r_0"] = over_runs(or0);
-    p["o_r_0"]["note"] = "o_r(0): the receive of one waiting frame, no bulk data";
-    p["o_s_plus_o_r"] = over_runs(sum);
-    p["g"] = over_runs(g);
-    p["g"]["method_sense"] = "Kielmann et al. Table 1: LogP's g = g(1) = RTT(1) - RTT(0) + g(0)";
-    p["g0"] = over_runs(g0);
-    p["g0"]["method_sense"] = "g(0) by saturation: n one-way messages and one reply, the sender's injection interval";
-    p["g0"]["bottleneck"] = stages.back();
-    p["g0"]["estimator"] =
-        "saturated once RTT_1 < eps RTT_n and RTT_n / n (the paper's rule) or the steady rate "
-        "changes by less than eps (runs[].g0_rule); "
-        "the figure is the median over " +
-        std::to_string(methods::detail::kSaturationRepeats) + " streams of that n of the receiver's credit-return rate";
-    p["g0"]["credits"] = r.credits;
-    const CreditLimit cl = credit_limit(r);
-    p["g0"]["credit_bound_ns"] = std::isfinite(cl.bound_ns) ? nlohmann::json(cl.bound_ns) : nlohmann::json(nullptr);
-    if (std::isfinite(r.g0_total_over_n)) p["g0"]["rtt_n_over_n_ns"] = r.g0_total_over_n;
-    p["g_ni"] = over_runs(gni);
-    p["rtt"] = over_runs(rtt);
-    p["L_plogp"] = over_runs(Lp);
-    p["L"] = over_runs(L);
-    p["G"] = over_runs(G);
-    p["G"]["note"] = "g(m)/m at the largest m (" + std::to_string(big) + " B), Table 1";
-    // Each check names the figures it concerns (agree leaves the others judged): a saturation that did not
-    // converge says nothing of a receive timed after a wait.
-    add_check(checks, "L_plogp >= 0", p["L_plogp"]["value_ns"].is_number(),
-              "RTT(0) < 2 g(0): saturation and round trips disagree");
-    checks.back()["about"] = nlohmann::json::array({"L_plogp", "L", "g0", "g"});
-    add_check(checks, "g(0) saturation converged", r.g0_converged, r.notes.empty() ? "" : r.notes.front());
-    checks.back()["about"] = nlohmann::json::array({"g0", "g", "g_ni", "L", "L_plogp", "G"});
-    std::vector<std::uint32_t> negative, slow_receive;
-    for (const auto& k : r.sizes) {
-      if (std::isfinite(k.g) && k.g < 0)
-        negative.push_back(k.bytes);
-      else if (std::isfinite(k.o_r) && std::isfinite(k.g) && k.o_r > k.g + k.o_r_ci)
-        slow_receive.push_back(k.bytes);
-    }
-    add_size_check(checks, "g(m) >= 0", negative, r.sizes.size(),
-                   "g(m) = RTT(m) - RTT(0) + g(0) < 0 (RTT(0) was timed slower than RTT(m); g(m) is reported as an "
-                   "upper bound only)");
-    checks.back()["about"] = nlohmann::json::array({"g", "G"});
-    // A relation between two figures, each measured in its own way: on today's NIs one receive of a message
-    // that waited (a cache miss, a poll's fixed cost) costs more than a message of a stream. It qualifies LogP
-    // here, not the receive's time.
-    add_size_check(checks, "o_r <= g", slow_receive, r.sizes.size(),
-                   "o_r(m) > g(m): unexpected messages cost more to receive than expected ones (Kielmann et al. 3.1)");
-    checks.back()["about"] = nlohmann::json::array({"o_r <= g"});
+    p = table_one_json(table_one(runs, big), r, big);
+    table_one_checks(r, p, checks);
   }
-  return {{"parameters", p}, {"per_size", per}, {"checks", checks}};
+  return {{"parameters", p}, {"per_size", per_size(runs)}, {"checks", checks}};
 }
 
 }  // namespace logpb::methods

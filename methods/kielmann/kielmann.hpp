@@ -51,24 +51,7 @@ struct kielmann {
     cfg.eps = o.get(opt::kEps);
     cfg.compare_saturation = o.get(opt::kSaturationCompare);
     if (!o.sizes.empty()) cfg.max_bytes = o.sizes.back();  // the largest size given bounds the adaptive range
-    // Percent done for the progress display. The fast phase measures each size once ("kielmann m B"): at
-    // least size 0 and the initial powers of two, and the adaptive range adds more (counted as they come);
-    // the saturation comparison then takes each measured size once more ("saturation g(m)").
-    const std::uint32_t cap =
-        cfg.max_bytes ? std::min(cfg.max_bytes, methods::max_message(link)) : methods::max_message(link);
-    double expected = 1;
-    for (int k = 0; k <= cfg.k_max_initial && (1u << k) <= cap; ++k) ++expected;
-    const double fast_share = cfg.compare_saturation ? 0.5 : 1.0;
-    auto fast = std::make_shared<int>(0), slow = std::make_shared<int>(0);
-    auto progress = [&io, fast, slow, expected, fast_share](const std::string& s) {
-      if (s.rfind("saturation g(", 0) == 0) {
-        io.done(fast_share + (1 - fast_share) * (*slow)++ / std::max(1, *fast));
-      } else if (s.rfind("kielmann ", 0) == 0 && s.find(" B") != std::string::npos) {
-        io.done(fast_share * std::min(0.99, (*fast)++ / std::max(expected, *fast + 1.0)));
-      }
-      io.progress(s);
-    };
-    return methods::kielmann(link, st, clock, cfg, progress);
+    return methods::kielmann(link, st, clock, cfg, io.progress, io.done);
   }
   static nlohmann::json record(const Run& r, const Settings&) { return methods::kielmann_record(r); }
   static nlohmann::json analyse(const std::vector<Run>& runs, const Settings&) {

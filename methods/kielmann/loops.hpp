@@ -10,12 +10,14 @@
 // large messages), as in the paper.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/stats.hpp"
@@ -157,30 +159,57 @@ Saturation saturate(EP& ep, ClientState& st, const Clock& clock, std::uint32_t m
   return s;  // not converged: g stays NaN
 }
 
-}  // namespace detail
+// The share of the run done, for a progress display. The fast phase measures each size once: at least
+// size 0 and the initial powers of two, and the adaptive range adds more (counted as they come); the
+// saturation comparison then takes each measured size once more, and is the second half of the run.
+class KielmannProgress {
+ public:
+  KielmannProgress(const KielmannConfig& cfg, std::uint32_t cap, std::function<void(double)> done)
+      : done_(std::move(done)), fast_share_(cfg.compare_saturation ? 0.5 : 1.0) {
+    for (int k = 0; k <= cfg.k_max_initial && (1u << k) <= cap; ++k) ++expected_;
+  }
+  // A size of the fast phase begins: the sizes done so far over those expected (at least one more).
+  void size_started() {
+    done_(fast_share_ * std::min(0.99, sizes_ / std::max(expected_, sizes_ + 1.0)));
+    ++sizes_;
+  }
+  // A size's saturation begins: the fast phase, and the saturations done over the sizes measured.
+  void saturation_started() {
+    done_(fast_share_ + (1 - fast_share_) * saturations_ / std::max(1, sizes_));
+    ++saturations_;
+  }
 
+ private:
+  std::function<void(double)> done_;
+  double fast_share_;
+  double expected_ = 1;  // size 0, and the initial powers of two below
+  int sizes_ = 0, saturations_ = 0;
+};
+
+// The fast phase's sizes, each measured once (section 3): the first call for a size measures it, later
+// calls return what it read.
 template <class EP>
-KielmannResult kielmann(EP& ep, ClientState& st, const Clock& clock, const KielmannConfig& cfg,
-                        const std::function<void(const std::string&)>& progress) {
-  KielmannResult r;
-  const auto t_start = std::chrono::steady_clock::now();
-  const std::uint32_t cap = cfg.max_bytes ? std::min(cfg.max_bytes, max_message(ep)) : max_message(ep);
-  std::map<std::uint32_t, KielmannSize> done;
+class KielmannSizes {
+ public:
+  KielmannSizes(EP& ep, ClientState& st, const Clock& clock, const KielmannConfig& cfg,
+                const std::function<void(const std::string&)>& progress, KielmannProgress& share)
+      : ep_(ep), st_(st), clock_(clock), cfg_(cfg), progress_(progress), share_(share) {}
 
   // o_s(m) is the time inside the send call (section 3): the AM layer's poll before a request is no part of
   // MPI_Send, so the timed round trips send without it (the one-way saturation keeps the layer's default).
-  auto measure = [&](std::uint32_t m) -> const KielmannSize& {
-    auto it = done.find(m);
-    if (it != done.end()) return it->second;
-    const PollBeforeSend<EP> no_poll(ep, false);
-    progress("kielmann " + std::to_string(m) + " B");
-    const int max_n = m >= cfg.large_bytes ? cfg.max_large : cfg.max_small;
+  const KielmannSize& measure(std::uint32_t m) {
+    auto it = done_.find(m);
+    if (it != done_.end()) return it->second;
+    const PollBeforeSend<EP> no_poll(ep_, false);
+    share_.size_started();
+    progress_("kielmann " + std::to_string(m) + " B");
+    const int max_n = m >= cfg_.large_bytes ? cfg_.max_large : cfg_.max_small;
     KielmannSize k;
     k.bytes = m;
     std::vector<double> sends;
-    for (int i = 0; i < 10; ++i) round_trip(ep, st, clock, m);  // untimed: caches, rings, the slot in use
-    const Summary rtt = detail::repeat_until(cfg.eps, max_n, [&] {
-      const Timed t = round_trip(ep, st, clock, m);
+    for (int i = 0; i < 10; ++i) round_trip(ep_, st_, clock_, m);  // untimed: caches, rings, the slot in use
+    const Summary rtt = repeat_until(cfg_.eps, max_n, [&] {
+      const Timed t = round_trip(ep_, st_, clock_, m);
       if (t.send_ns == t.send_ns) sends.push_back(t.send_ns);
       return t.total_ns;
     });
@@ -188,8 +217,8 @@ KielmannResult kielmann(EP& ep, ClientState& st, const Clock& clock, const Kielm
     // Delta > RTT(m) (section 3), from the median: a round trip that an interruption stretched to
     // milliseconds would otherwise make every o_r sample wait twice that.
     k.delta_ns = 2 * rtt.median + 1000;
-    const std::uint64_t wait = clock.cycles(k.delta_ns);
-    const Summary orr = detail::repeat_until(cfg.eps, max_n, [&] { return receive_overhead(ep, st, clock, m, wait); });
+    const std::uint64_t wait = clock_.cycles(k.delta_ns);
+    const Summary orr = repeat_until(cfg_.eps, max_n, [&] { return receive_overhead(ep_, st_, clock_, m, wait); });
     k.rtt = rtt.median;
     k.rtt_ci = rtt.ci95_median;
     k.o_s = os.median;
@@ -197,20 +226,36 @@ KielmannResult kielmann(EP& ep, ClientState& st, const Clock& clock, const Kielm
     k.o_r = orr.median;
     k.o_r_ci = orr.ci95_median;
     k.samples = static_cast<int>(rtt.n);
-    return done.emplace(m, k).first->second;
-  };
-
-  {
-    // The first size is measured right after start-up, with cold caches, branch predictors and (over MPI)
-    // a library that has moved no message yet; LogP/MPI runs its g(0) saturation of thousands of messages
-    // first. Round trips for 2 ms (at most 2000) before anything is timed.
-    const PollBeforeSend<EP> no_poll(ep, false);
-    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
-    for (int i = 0; i < 2000 && (i < 10 || std::chrono::steady_clock::now() < until); ++i) round_trip(ep, st, clock, 0);
+    return done_.emplace(m, k).first->second;
   }
-  const KielmannSize& zero = measure(0);
-  progress("kielmann g(0) by saturation");
-  const detail::Saturation sat0 = detail::saturate(ep, st, clock, 0, cfg.eps, zero.rtt);
+  // Every size measured, ascending.
+  const std::map<std::uint32_t, KielmannSize>& measured() const { return done_; }
+
+ private:
+  EP& ep_;
+  ClientState& st_;
+  const Clock& clock_;
+  const KielmannConfig& cfg_;
+  const std::function<void(const std::string&)>& progress_;
+  KielmannProgress& share_;
+  std::map<std::uint32_t, KielmannSize> done_;
+};
+
+// The first size is measured right after start-up, with cold caches, branch predictors and (over MPI)
+// a library that has moved no message yet; LogP/MPI runs its g(0) saturation of thousands of messages
+// first. Round trips for 2 ms (at most 2000) before anything is timed.
+template <class EP>
+void warm_up(EP& ep, ClientState& st, const Clock& clock) {
+  const PollBeforeSend<EP> no_poll(ep, false);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
+  for (int i = 0; i < 2000 && (i < 10 || std::chrono::steady_clock::now() < until); ++i) round_trip(ep, st, clock, 0);
+}
+
+// g(0) by saturation into r, with a note when it did not converge.
+template <class EP>
+void saturate_g0(EP& ep, ClientState& st, const Clock& clock, const KielmannConfig& cfg, double rtt0,
+                 KielmannResult& r) {
+  const Saturation sat0 = saturate(ep, st, clock, 0, cfg.eps, rtt0);
   r.g0 = sat0.g;
   r.g0_ci = sat0.ci95;
   r.g0_n = sat0.n;
@@ -222,27 +267,31 @@ KielmannResult kielmann(EP& ep, ClientState& st, const Clock& clock, const Kielm
   if (!sat0.converged)
     r.notes.push_back("g(0): the saturation did not converge up to n = " + std::to_string(sat0.n) +
                       " messages (the doubling ends at n = 2^20 or a stream of " +
-                      std::to_string(detail::kMaxStreamSeconds).substr(0, 3) + " s)");
-  auto gap = [&](const KielmannSize& k) { return k.rtt - zero.rtt + r.g0; };
-  // A value at m extrapolated on the line through the two sizes below it.
-  auto extrapolate = [](double m0, double v0, double m1, double v1, double m) {
-    return v1 + (v1 - v0) / (m1 - m0) * (m - m1);
-  };
-  auto misses = [&](double meas, double pred) { return std::fabs(meas - pred) > cfg.eps * std::fabs(pred) + 20; };
+                      std::to_string(kMaxStreamSeconds).substr(0, 3) + " s)");
+}
 
+// A value at m extrapolated on the line through the two sizes below it.
+inline double extrapolate(double m0, double v0, double m1, double v1, double m) {
+  return v1 + (v1 - v0) / (m1 - m0) * (m - m1);
+}
+inline bool misses(double meas, double pred, double eps) { return std::fabs(meas - pred) > eps * std::fabs(pred) + 20; }
+
+// Sizes 2^k, the range extended while g(2^k) misses the line through the two sizes below it (until g(m)/m
+// has settled), then intervals halved where o_s, o_r or g is not linear in m. gap(k) is g(m).
+template <class EP, class Gap>
+void adapt_sizes(KielmannSizes<EP>& sizes_of, const KielmannConfig& cfg, std::uint32_t cap, const Gap& gap) {
+  auto measure = [&](std::uint32_t m) -> const KielmannSize& { return sizes_of.measure(m); };
   std::vector<std::uint32_t> sizes;
   for (int k = 0; k <= cfg.k_max_initial && (1u << k) <= cap; ++k) sizes.push_back(1u << k);
   for (auto m : sizes) measure(m);
-  // Extend the range until g(m) follows the line through the two sizes below (g(m)/m has settled).
   while (sizes.size() >= 3 && sizes.back() * 2 <= cap) {
     const auto& a = measure(sizes[sizes.size() - 3]);
     const auto& b = measure(sizes[sizes.size() - 2]);
     const auto& c = measure(sizes.back());
-    if (!misses(gap(c), extrapolate(a.bytes, gap(a), b.bytes, gap(b), c.bytes))) break;
+    if (!misses(gap(c), extrapolate(a.bytes, gap(a), b.bytes, gap(b), c.bytes), cfg.eps)) break;
     sizes.push_back(sizes.back() * 2);
     measure(sizes.back());
   }
-  // Interval halving where o_s, o_r or g is not linear in m.
   for (std::size_t i = 2; i < sizes.size(); ++i) {
     std::uint32_t lo = sizes[i - 1], hi = sizes[i];
     int halvings = 0;
@@ -250,9 +299,9 @@ KielmannResult kielmann(EP& ep, ClientState& st, const Clock& clock, const Kielm
       const auto& a = measure(sizes[i - 2]);
       const auto& b = measure(lo);
       const auto& c = measure(hi);
-      const bool off = misses(c.o_s, extrapolate(a.bytes, a.o_s, b.bytes, b.o_s, c.bytes)) ||
-                       misses(c.o_r, extrapolate(a.bytes, a.o_r, b.bytes, b.o_r, c.bytes)) ||
-                       misses(gap(c), extrapolate(a.bytes, gap(a), b.bytes, gap(b), c.bytes));
+      const bool off = misses(c.o_s, extrapolate(a.bytes, a.o_s, b.bytes, b.o_s, c.bytes), cfg.eps) ||
+                       misses(c.o_r, extrapolate(a.bytes, a.o_r, b.bytes, b.o_r, c.bytes), cfg.eps) ||
+                       misses(gap(c), extrapolate(a.bytes, gap(a), b.bytes, gap(b), c.bytes), cfg.eps);
       if (!off) break;
       const std::uint32_t mid = (lo + hi) / 2;
       measure(mid);
@@ -260,22 +309,48 @@ KielmannResult kielmann(EP& ep, ClientState& st, const Clock& clock, const Kielm
       ++halvings;
     }
   }
-  r.fast_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  for (auto& [m, k] : done) {
-    k.g = gap(k);
-    r.sizes.push_back(k);
-  }
+}
 
-  if (cfg.compare_saturation) {
-    const auto t_sat = std::chrono::steady_clock::now();
-    for (auto& k : r.sizes) {
-      progress("saturation g(" + std::to_string(k.bytes) + " B)");
-      const detail::Saturation sm = detail::saturate(ep, st, clock, k.bytes, cfg.eps, k.rtt);
-      k.g_saturation = sm.g;
-      k.g_saturation_ci = sm.ci95;
-    }
-    r.saturation_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_sat).count();
+// Their Table 2's comparison: g(m) by saturation for every size measured.
+template <class EP>
+void compare_saturation(EP& ep, ClientState& st, const Clock& clock, const KielmannConfig& cfg, KielmannResult& r,
+                        const std::function<void(const std::string&)>& progress, KielmannProgress& share) {
+  const auto t_sat = std::chrono::steady_clock::now();
+  for (auto& k : r.sizes) {
+    share.saturation_started();
+    progress("saturation g(" + std::to_string(k.bytes) + " B)");
+    const Saturation sm = saturate(ep, st, clock, k.bytes, cfg.eps, k.rtt);
+    k.g_saturation = sm.g;
+    k.g_saturation_ci = sm.ci95;
   }
+  r.saturation_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_sat).count();
+}
+
+}  // namespace detail
+
+// progress(text) names each step as it begins; done(share) says how much of the run is done (0..1).
+template <class EP>
+KielmannResult kielmann(
+    EP& ep, ClientState& st, const Clock& clock, const KielmannConfig& cfg,
+    const std::function<void(const std::string&)>& progress, const std::function<void(double)>& done = [](double) {}) {
+  KielmannResult r;
+  const auto t_start = std::chrono::steady_clock::now();
+  const std::uint32_t cap = cfg.max_bytes ? std::min(cfg.max_bytes, max_message(ep)) : max_message(ep);
+  detail::KielmannProgress share(cfg, cap, done);
+  detail::KielmannSizes<EP> sizes(ep, st, clock, cfg, progress, share);
+
+  detail::warm_up(ep, st, clock);
+  const KielmannSize& zero = sizes.measure(0);
+  progress("kielmann g(0) by saturation");
+  detail::saturate_g0(ep, st, clock, cfg, zero.rtt, r);
+  auto gap = [&](const KielmannSize& k) { return k.rtt - zero.rtt + r.g0; };
+  detail::adapt_sizes(sizes, cfg, cap, gap);
+  r.fast_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  for (const auto& [m, k] : sizes.measured()) {
+    r.sizes.push_back(k);
+    r.sizes.back().g = gap(k);
+  }
+  if (cfg.compare_saturation) detail::compare_saturation(ep, st, clock, cfg, r, progress, share);
   return r;
 }
 

@@ -90,3 +90,26 @@ TEST_CASE("Kielmann: a saturation the credits may hold back names them and hides
   CHECK(free["parameters"]["g0"]["bottleneck"].get<std::string>().find("credits") == std::string::npos);
   CHECK(free["parameters"]["g_ni"]["value_ns"].is_number());
 }
+
+TEST_CASE("kielmann's progress is a number the loops report, not text parsed back") {
+  methods::KielmannConfig cfg;
+  std::vector<double> seen;
+  // Messages up to 4 bytes: size 0 and 2^0..2^2, four sizes expected.
+  methods::detail::KielmannProgress p(cfg, 4, [&](double x) { seen.push_back(x); });
+  for (int i = 0; i < 5; ++i) p.size_started();  // the adaptive range added a fifth
+  REQUIRE(seen.size() == 5);
+  CHECK(seen[0] == 0);
+  CHECK(seen[1] == Approx(0.25));
+  CHECK(seen[3] == Approx(0.75));
+  CHECK(seen[4] == Approx(0.8));  // past the expected count: sizes done over one more than done
+  cfg.compare_saturation = true;
+  seen.clear();
+  methods::detail::KielmannProgress q(cfg, 4, [&](double x) { seen.push_back(x); });
+  for (int i = 0; i < 4; ++i) q.size_started();
+  for (int i = 0; i < 4; ++i) q.saturation_started();
+  REQUIRE(seen.size() == 8);
+  CHECK(seen[3] == Approx(0.375));  // the fast phase is half the run
+  CHECK(seen[4] == Approx(0.5));
+  CHECK(seen[7] == Approx(0.875));
+  CHECK(std::is_sorted(seen.begin(), seen.end()));
+}

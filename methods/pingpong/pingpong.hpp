@@ -87,17 +87,20 @@ struct pingpong {
     nlohmann::json per = nlohmann::json::array();
     for (std::size_t i = 0; i < runs.front().sizes.size(); ++i) {
       std::vector<analysis::Param> rtts;
-      std::vector<std::pair<double, std::size_t>> medians;
+      std::vector<double> medians;
+      std::vector<std::size_t> of_run;
       for (std::size_t k = 0; k < runs.size(); ++k) {
         const auto& s = runs[k].sizes.at(i).r.summary;
         rtts.push_back(analysis::rtt_param(s));
-        if (s.n > 0) medians.emplace_back(s.median, k);
+        if (s.n > 0) {
+          medians.push_back(s.median);
+          of_run.push_back(k);
+        }
       }
-      std::sort(medians.begin(), medians.end());
       per.push_back({{"bytes", runs.front().sizes[i].bytes},
                      {"rtt", analysis::combine_runs(rtts)},
                      {"typical_run", medians.empty() ? nlohmann::json(nullptr)
-                                                     : nlohmann::json(medians[(medians.size() - 1) / 2].second)}});
+                                                     : nlohmann::json(of_run[lower_median_index(medians)])}});
     }
     return {{"parameters", nlohmann::json::object()},
             {"checks", nlohmann::json::array()},

@@ -63,7 +63,7 @@ Fit fit_poll(const std::vector<Sample>& samples, double resolution_ns, std::size
   for (const auto& p : f.points) {
     x.push_back(p.frames);
     y.push_back(p.median_ns);
-    const double se = p.ci95_ns / 1.96;
+    const double se = p.ci95_ns / kZ95;
     w.push_back(1 / (se * se));
   }
   const LineFit line = fit_line(x, y, w);
@@ -75,11 +75,7 @@ Fit fit_poll(const std::vector<Sample>& samples, double resolution_ns, std::size
   // Each coefficient's half-width: the larger of what the points' own intervals give (the weighted fit's
   // standard error, times 1.96) and the Student-t one from the scatter about the line (n - 2 dof), so
   // neither a line through two points nor a perfect fit of noisy medians looks exact.
-  const double ci_b_points = 1.96 * line.slope_se, ci_a_points = 1.96 * line.intercept_se;
-  const double ci_b_resid = line.dof >= 1 ? ci95_student(line.slope_se_resid, line.dof) : NAN;
-  const double ci_a_resid = line.dof >= 1 ? ci95_student(line.intercept_se_resid, line.dof) : NAN;
-  const double ci_b = std::isfinite(ci_b_resid) ? std::max(ci_b_points, ci_b_resid) : ci_b_points;
-  const double ci_a = std::isfinite(ci_a_resid) ? std::max(ci_a_points, ci_a_resid) : ci_a_points;
+  const double ci_b = slope_ci95(line), ci_a = intercept_ci95(line);
   const std::string how = "least squares through the median time per frame count (" +
                           std::to_string(f.points.size()) +
                           " counts, each weighted by its median's interval); interval the larger of Student-t on " +
@@ -123,11 +119,7 @@ Estimate median_estimate(std::vector<double> v, double floor) {
   v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return !std::isfinite(x); }), v.end());
   if (v.size() < 6) return {};
   std::sort(v.begin(), v.end());
-  const double n = static_cast<double>(v.size());
-  const double half = 1.96 * std::sqrt(n) / 2;
-  const auto lo = static_cast<std::size_t>(std::max(0.0, std::floor(n / 2 - half)));
-  const auto hi = static_cast<std::size_t>(std::min(n - 1, std::ceil(n / 2 + half)));
-  return {quantile_of_sorted(v, 0.5), std::max((v[hi] - v[lo]) / 2, floor)};
+  return {quantile_of_sorted(v, 0.5), std::max(median_ci95_of_sorted(v), floor)};
 }
 }  // namespace
 
@@ -152,13 +144,9 @@ analysis::Param empty_poll(const std::vector<double>& block_means, int block, do
     if (std::isfinite(x)) v.push_back(x);
   if (v.size() < 6) return analysis::Param::invalid("fewer than 6 blocks of empty polls were timed");
   std::sort(v.begin(), v.end());
-  const double n = static_cast<double>(v.size());
-  const double half = 1.96 * std::sqrt(n) / 2;
-  const auto lo = static_cast<std::size_t>(std::max(0.0, std::floor(n / 2 - half)));
-  const auto hi = static_cast<std::size_t>(std::min(n - 1, std::ceil(n / 2 + half)));
   const double med = quantile_of_sorted(v, 0.5);
   const double floor = resolution_ns / std::max(1, block);
-  analysis::Param p = valid(med, std::max((v[hi] - v[lo]) / 2, floor),
+  analysis::Param p = valid(med, std::max(median_ci95_of_sorted(v), floor),
                             "median over " + std::to_string(v.size()) + " spans of " + std::to_string(block) +
                                 " back-to-back polls that found nothing, per poll");
   p.ci_method = "order statistics of the median, floored at one clock step / polls per span";

@@ -150,6 +150,93 @@ PollStreamRun stream(EP& ep, ClientState& st, const Clock& clock, int messages, 
   return s;
 }
 
+// The round trip the waits are measured in: the median of 200 echoes, after 200 untimed.
+template <class EP>
+double round_trip_ns(EP& ep, ClientState& st, const Clock& clock) {
+  for (int i = 0; i < 200; ++i)
+    if (!std::isfinite(echo_ns(ep, st, clock))) lost("an echo reply");
+  std::vector<double> rtts;
+  for (int i = 0; i < 200; ++i) rtts.push_back(echo_ns(ep, st, clock));
+  for (double x : rtts)
+    if (!std::isfinite(x)) lost("an echo reply");
+  return median_of(rtts);
+}
+
+// 1. Empty polls. Nothing is addressed to us now; what may still come (a credit frame) is taken in first.
+template <class EP>
+void empty_polls(EP& ep, const Clock& clock, const PollConfig& cfg, const BusyDelay& delay, PollRun& r) {
+  delay.run(clock.cycles(4 * r.rtt_ns));
+  settle(ep, 64);
+  r.empty_block = cfg.empty_block;
+  for (int b = 0; b < cfg.empty_blocks; ++b) {
+    int found = 0;
+    const std::uint64_t t0 = tsc::now();
+    for (int i = 0; i < cfg.empty_block; ++i) found += ep.poll();
+    const std::uint64_t t1 = tsc::now_end();
+    if (found) {
+      ++r.empty_spans_found;
+      settle(ep, 64);
+      continue;
+    }
+    r.empty_ns.push_back(clock.ns(static_cast<double>(t1 - t0) - clock.timer_cost_cycles()) / cfg.empty_block);
+  }
+}
+
+// 2. One poll that finds k frames waiting: one sample into r.samples (none when a credit frame crossed it).
+template <class EP>
+void poll_k_frames(EP& ep, ClientState& st, const Clock& clock, const PollConfig& cfg, const BusyDelay& delay, int k,
+                   std::uint64_t losses, PollRun& r) {
+  const std::uint64_t base = st.arrivals;
+  const am::Counters before = ep.counters();
+  ep.oneway(kFloodMe, static_cast<std::uint64_t>(k), 0, 0);
+  // A poll that finds nothing after the wait met a peer that had not sent yet (descheduled: on a
+  // shared machine a process may wait milliseconds for a core): it is no sample; wait again.
+  std::uint64_t t0 = 0, t1 = 0;
+  int n = 0;
+  for (int attempt = 0; attempt < kPollAttempts && n == 0; ++attempt) {
+    if (attempt) ++r.missed_polls;
+    delay.run(clock.cycles((cfg.wait_rtts + k) * r.rtt_ns));
+    t0 = tsc::now();
+    n = ep.poll();
+    t1 = tsc::now_end();
+  }
+  if (!ep.wait_until([&] { return st.arrivals >= base + static_cast<std::uint64_t>(k); }) || ep.loss_events() != losses)
+    lost("the one-way messages asked for");
+  const am::Counters& after = ep.counters();
+  // A credit frame taken in (the peer returning ours) or sent from inside the poll (the peer asked
+  // for its own back) is no frame of the k, or puts a send into the span.
+  if (after.credit_frames != before.credit_frames || after.credit_frames_sent != before.credit_frames_sent) {
+    ++r.credit_excluded;
+    return;
+  }
+  if (n == 0) return;  // nothing after kPollAttempts waits: the drain above took them in
+  if (n < std::min(k, r.batch)) ++r.short_polls;
+  r.samples.push_back({k, n, clock.ns(static_cast<double>(t1 - t0) - clock.timer_cost_cycles())});
+}
+
+// Kielmann's own path: a request (no poll before it), its reply waits, one poll times its receive. A
+// one-way ask polls once before it is sent (am::Endpoint::oneway), so the k-frame polls follow a poll of
+// the slot the first frame lands in; this one does not. One sample into r.reply_ns.
+template <class EP>
+void poll_one_reply(EP& ep, ClientState& st, const Clock& clock, const PollConfig& cfg, const BusyDelay& delay,
+                    std::uint64_t losses, PollRun& r) {
+  const std::uint64_t want = st.acks + 1;
+  const am::Counters before = ep.counters();
+  ask_for(ep, 0);
+  std::uint64_t t0 = 0, t1 = 0;
+  int n = 0;
+  for (int attempt = 0; attempt < kPollAttempts && n == 0; ++attempt) {
+    delay.run(clock.cycles((cfg.wait_rtts + 1) * r.rtt_ns));
+    t0 = tsc::now();
+    n = ep.poll();
+    t1 = tsc::now_end();
+  }
+  if (!ep.wait_until([&] { return st.acks == want; }) || ep.loss_events() != losses) lost("a reply");
+  const am::Counters& after = ep.counters();
+  if (n == 1 && after.credit_frames == before.credit_frames && after.credit_frames_sent == before.credit_frames_sent)
+    r.reply_ns.push_back(clock.ns(static_cast<double>(t1 - t0) - clock.timer_cost_cycles()));
+}
+
 }  // namespace detail
 
 template <class EP>
@@ -164,90 +251,23 @@ PollRun poll_model(EP& ep, ClientState& st, const Clock& clock, const PollConfig
   const BusyDelay delay(clock);
 
   progress("poll: round trips");
-  for (int i = 0; i < 200; ++i)
-    if (!std::isfinite(detail::echo_ns(ep, st, clock))) detail::lost("an echo reply");
-  std::vector<double> rtts;
-  for (int i = 0; i < 200; ++i) rtts.push_back(detail::echo_ns(ep, st, clock));
-  for (double x : rtts)
-    if (!std::isfinite(x)) detail::lost("an echo reply");
-  r.rtt_ns = median_of(rtts);
+  r.rtt_ns = detail::round_trip_ns(ep, st, clock);
   throw_if_interrupted();
 
-  // 1. Empty polls. Nothing is addressed to us now; what may still come (a credit frame) is taken in first.
   progress("poll: empty polls");
-  delay.run(clock.cycles(4 * r.rtt_ns));
-  detail::settle(ep, 64);
-  r.empty_block = cfg.empty_block;
-  for (int b = 0; b < cfg.empty_blocks; ++b) {
-    int found = 0;
-    const std::uint64_t t0 = tsc::now();
-    for (int i = 0; i < cfg.empty_block; ++i) found += ep.poll();
-    const std::uint64_t t1 = tsc::now_end();
-    if (found) {
-      ++r.empty_spans_found;
-      detail::settle(ep, 64);
-      continue;
-    }
-    r.empty_ns.push_back(clock.ns(static_cast<double>(t1 - t0) - clock.timer_cost_cycles()) / cfg.empty_block);
-  }
+  detail::empty_polls(ep, clock, cfg, delay, r);
   throw_if_interrupted();
 
-  // 2. One poll that finds k frames waiting.
+  // 2. One poll that finds k frames waiting, the counts in turn; Kielmann's reply path once per round.
   progress("poll: polls that find 1.." + std::to_string(r.counts.back()) + " frames");
   r.wait_ns_k1 = (cfg.wait_rtts + 1) * r.rtt_ns;
   r.samples.reserve(static_cast<std::size_t>(cfg.reps) * r.counts.size());
   const std::uint64_t losses = ep.loss_events();
   for (int rep = 0; rep < cfg.reps; ++rep) {
-    for (std::size_t j = 0; j < r.counts.size(); ++j) {
-      const int k = r.counts[(j + static_cast<std::size_t>(rep)) % r.counts.size()];
-      const std::uint64_t base = st.arrivals;
-      const am::Counters before = ep.counters();
-      ep.oneway(kFloodMe, static_cast<std::uint64_t>(k), 0, 0);
-      // A poll that finds nothing after the wait met a peer that had not sent yet (descheduled: on a
-      // shared machine a process may wait milliseconds for a core): it is no sample; wait again.
-      std::uint64_t t0 = 0, t1 = 0;
-      int n = 0;
-      for (int attempt = 0; attempt < kPollAttempts && n == 0; ++attempt) {
-        if (attempt) ++r.missed_polls;
-        delay.run(clock.cycles((cfg.wait_rtts + k) * r.rtt_ns));
-        t0 = tsc::now();
-        n = ep.poll();
-        t1 = tsc::now_end();
-      }
-      if (!ep.wait_until([&] { return st.arrivals >= base + static_cast<std::uint64_t>(k); }) ||
-          ep.loss_events() != losses)
-        detail::lost("the one-way messages asked for");
-      const am::Counters& after = ep.counters();
-      // A credit frame taken in (the peer returning ours) or sent from inside the poll (the peer asked
-      // for its own back) is no frame of the k, or puts a send into the span.
-      if (after.credit_frames != before.credit_frames || after.credit_frames_sent != before.credit_frames_sent) {
-        ++r.credit_excluded;
-        continue;
-      }
-      if (n == 0) continue;  // nothing after kPollAttempts waits: the drain above took them in
-      if (n < std::min(k, r.batch)) ++r.short_polls;
-      r.samples.push_back({k, n, clock.ns(static_cast<double>(t1 - t0) - clock.timer_cost_cycles())});
-    }
-    // Kielmann's own path once per round: a request (no poll before it), its reply waits, one poll times
-    // its receive. A one-way ask polls once before it is sent (am::Endpoint::oneway), so the k-frame
-    // polls above follow a poll of the slot the first frame lands in; this one does not.
-    {
-      const std::uint64_t want = st.acks + 1;
-      const am::Counters before = ep.counters();
-      ask_for(ep, 0);
-      std::uint64_t t0 = 0, t1 = 0;
-      int n = 0;
-      for (int attempt = 0; attempt < kPollAttempts && n == 0; ++attempt) {
-        delay.run(clock.cycles((cfg.wait_rtts + 1) * r.rtt_ns));
-        t0 = tsc::now();
-        n = ep.poll();
-        t1 = tsc::now_end();
-      }
-      if (!ep.wait_until([&] { return st.acks == want; }) || ep.loss_events() != losses) detail::lost("a reply");
-      const am::Counters& after = ep.counters();
-      if (n == 1 && after.credit_frames == before.credit_frames && after.credit_frames_sent == before.credit_frames_sent)
-        r.reply_ns.push_back(clock.ns(static_cast<double>(t1 - t0) - clock.timer_cost_cycles()));
-    }
+    for (std::size_t j = 0; j < r.counts.size(); ++j)
+      detail::poll_k_frames(ep, st, clock, cfg, delay, r.counts[(j + static_cast<std::size_t>(rep)) % r.counts.size()],
+                            losses, r);
+    detail::poll_one_reply(ep, st, clock, cfg, delay, losses, r);
     throw_if_interrupted();
   }
 

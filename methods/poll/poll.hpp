@@ -157,6 +157,23 @@ struct poll {
   static nlohmann::json analyse(const std::vector<Run>& runs, const Settings&) {
     std::vector<Figures> fs;
     for (const auto& r : runs) fs.push_back(figures(r));
+    nlohmann::json checks = nlohmann::json::array();
+    checks.push_back(linear_check(fs));
+    checks.push_back(asked_frames_check(runs));
+    checks.push_back(relation_check(
+        fs, "a + b matches the one-frame poll", [](const Figures& f) -> const analysis::Param& { return f.single; },
+        [](const Figures& f) -> const analysis::Param& { return f.fit.one_frame; },
+        "the line at one frame against the polls that handed up one (10% or the intervals)"));
+    checks.push_back(relation_check(
+        fs, "Bell's o_r in a standing stream is a / f + b",
+        [](const Figures& f) -> const analysis::Param& { return f.backlog_pred; },
+        [](const Figures& f) -> const analysis::Param& { return f.backlog_measured; },
+        "predicted against the standing stream's receive time per message (10% or the intervals)"));
+    return {{"parameters", parameters(fs)}, {"checks", checks}, {"poll", poll_section(runs, fs)}};
+  }
+
+  // Each figure combined over the runs, with what it is.
+  static nlohmann::json parameters(const std::vector<Figures>& fs) {
     auto over = [&](auto pick, const char* note) {
       std::vector<analysis::Param> v;
       for (const auto& f : fs) v.push_back(pick(f));
@@ -164,7 +181,7 @@ struct poll {
       if (!j["value_ns"].is_null()) j["note"] = note;
       return j;
     };
-    nlohmann::json params = {
+    return {
         {"poll_empty", over([](const Figures& f) { return f.empty; },
                             "one poll that finds nothing (spans of back-to-back empty polls, per poll)")},
         {"poll_fixed", over([](const Figures& f) { return f.fit.fixed; },
@@ -195,34 +212,41 @@ struct poll {
          over([](const Figures& f) { return f.empty_per_message; },
               "the flood's empty polls per message received, at poll_empty each: time the receiver spent "
               "finding nothing (waiting, where it outruns the sender; no part of o_r past the knee)")}};
+  }
 
-    // Frames per poll are counts, not times: beside the parameters, so no table prints them as microseconds.
-    auto frames = [&](auto pick) {
-      std::vector<double> mean, median, share;
-      std::uint64_t polls = 0, empty = 0, total = 0;
-      for (const auto& f : fs) {
-        const methods::poll_fit::Stream& s = pick(f);
-        mean.push_back(s.mean);
-        median.push_back(s.median);
-        share.push_back(s.empty_share_of_polls);
-        polls += s.polls;
-        empty += s.empty;
-        total += s.frames;
-      }
-      auto num = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); };
-      const Estimate m = mean_ci95(mean);
-      return nlohmann::json{{"mean", num(m.value)},
-                            {"ci95", num(m.ci95)},
-                            {"median", num(median_of(median))},
-                            {"runs", mean},
-                            {"empty_share_of_polls", num(mean_ci95(share).value)},
-                            {"polls", polls},
-                            {"empty_polls", empty},
-                            {"frames", total}};
-    };
+  // Frames per poll are counts, not times: beside the parameters, so no table prints them as microseconds.
+  template <class Pick>
+  static nlohmann::json frames_per_poll(const std::vector<Figures>& fs, Pick pick) {
+    std::vector<double> mean, median, share;
+    std::uint64_t polls = 0, empty = 0, total = 0;
+    for (const auto& f : fs) {
+      const methods::poll_fit::Stream& s = pick(f);
+      mean.push_back(s.mean);
+      median.push_back(s.median);
+      share.push_back(s.empty_share_of_polls);
+      polls += s.polls;
+      empty += s.empty;
+      total += s.frames;
+    }
+    auto num = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); };
+    const Estimate m = mean_ci95(mean);
+    return nlohmann::json{{"mean", num(m.value)},
+                          {"ci95", num(m.ci95)},
+                          {"median", num(median_of(median))},
+                          {"runs", mean},
+                          {"empty_share_of_polls", num(mean_ci95(share).value)},
+                          {"polls", polls},
+                          {"empty_polls", empty},
+                          {"frames", total}};
+  }
+
+  // The "poll" section: frames per poll in both streams, the receive batch, the relation, the first run's points.
+  static nlohmann::json poll_section(const std::vector<Run>& runs, const std::vector<Figures>& fs) {
     nlohmann::json section = {
-        {"frames_per_poll_stream", frames([](const Figures& f) -> const methods::poll_fit::Stream& { return f.flood; })},
-        {"frames_per_poll_backlog", frames([](const Figures& f) -> const methods::poll_fit::Stream& { return f.backlog; })},
+        {"frames_per_poll_stream",
+         frames_per_poll(fs, [](const Figures& f) -> const methods::poll_fit::Stream& { return f.flood; })},
+        {"frames_per_poll_backlog",
+         frames_per_poll(fs, [](const Figures& f) -> const methods::poll_fit::Stream& { return f.backlog; })},
         {"receive_batch", runs.front().batch},
         {"receive_batch_source", runs.front().batch_source},
         {"relation",
@@ -233,64 +257,59 @@ struct poll {
       points.push_back({{"frames", p.frames}, {"n", p.n}, {"median_ns", p.median_ns}, {"ci95_ns", p.ci95_ns},
                         {"residual_ns", p.residual_ns}});
     section["first_run_points"] = points;
+    return section;
+  }
 
-    nlohmann::json checks = nlohmann::json::array();
-    {
-      bool ok = true;
-      std::string d;
-      for (std::size_t k = 0; k < fs.size(); ++k)
-        if (!fs[k].fit.linear) {
-          ok = false;
-          d += "run " + std::to_string(k) + ": " + fs[k].fit.linear_detail + ". ";
-        }
-      checks.push_back({{"name", "a poll's time is a + b x the frames it hands up"},
-                        {"ok", ok},
-                        {"detail", ok ? fs.front().fit.linear_detail : d}});
-    }
-    {
-      std::uint64_t shorts = 0, n = 0, missed = 0;
-      for (const auto& r : runs) {
-        shorts += r.short_polls;
-        missed += r.missed_polls;
-        n += r.samples.size();
+  static nlohmann::json linear_check(const std::vector<Figures>& fs) {
+    bool ok = true;
+    std::string d;
+    for (std::size_t k = 0; k < fs.size(); ++k)
+      if (!fs[k].fit.linear) {
+        ok = false;
+        d += "run " + std::to_string(k) + ": " + fs[k].fit.linear_detail + ". ";
       }
-      const bool ok = n > 0 && shorts * 20 <= n;
-      checks.push_back({{"name", "the timed polls handed up the frames asked for"},
-                        {"ok", ok},
-                        {"detail", std::to_string(shorts) + " of " + std::to_string(n) +
-                                       " timed polls handed up fewer than min(k, batch) (at most 5% allowed): "
-                                       "else the wait is too short or the NI hands up less than its batch; " +
-                                       std::to_string(missed) +
-                                       " polls after the wait found nothing (a peer not yet scheduled) and were "
-                                       "waited again"}});
+    return {{"name", "a poll's time is a + b x the frames it hands up"},
+            {"ok", ok},
+            {"detail", ok ? fs.front().fit.linear_detail : d}};
+  }
+
+  static nlohmann::json asked_frames_check(const std::vector<Run>& runs) {
+    std::uint64_t shorts = 0, n = 0, missed = 0;
+    for (const auto& r : runs) {
+      shorts += r.short_polls;
+      missed += r.missed_polls;
+      n += r.samples.size();
     }
-    auto relation = [&](const char* name, auto pick_a, auto pick_b, const char* what) {
-      bool ok = true, judged = false;
-      std::string d;
-      for (std::size_t k = 0; k < fs.size(); ++k) {
-        const analysis::Param& a = pick_a(fs[k]);
-        const analysis::Param& b = pick_b(fs[k]);
-        if (!a.valid || !b.valid) continue;
-        judged = true;
-        const auto g = analysis::agree(a.estimate(), b.estimate(),
-                                       {analysis::Intervals::quadrature, 0.10, std::max(a.value, b.value)});
-        char buf[160];
-        std::snprintf(buf, sizeof buf, "run %zu: %.1f vs %.1f ns (allowed %.1f); ", k, a.value, b.value, g.allowed);
-        d += buf;
-        ok = ok && g.agree;
-      }
-      checks.push_back({{"name", name}, {"ok", ok}, {"detail", judged ? d + what : std::string("not judged: ") + what}});
-    };
-    relation(
-        "a + b matches the one-frame poll", [](const Figures& f) -> const analysis::Param& { return f.single; },
-        [](const Figures& f) -> const analysis::Param& { return f.fit.one_frame; },
-        "the line at one frame against the polls that handed up one (10% or the intervals)");
-    relation(
-        "Bell's o_r in a standing stream is a / f + b",
-        [](const Figures& f) -> const analysis::Param& { return f.backlog_pred; },
-        [](const Figures& f) -> const analysis::Param& { return f.backlog_measured; },
-        "predicted against the standing stream's receive time per message (10% or the intervals)");
-    return {{"parameters", params}, {"checks", checks}, {"poll", section}};
+    const bool ok = n > 0 && shorts * 20 <= n;
+    return {{"name", "the timed polls handed up the frames asked for"},
+            {"ok", ok},
+            {"detail", std::to_string(shorts) + " of " + std::to_string(n) +
+                           " timed polls handed up fewer than min(k, batch) (at most 5% allowed): "
+                           "else the wait is too short or the NI hands up less than its batch; " +
+                           std::to_string(missed) +
+                           " polls after the wait found nothing (a peer not yet scheduled) and were "
+                           "waited again"}};
+  }
+
+  // Two figures of each run that the poll model says are one (10% or their intervals).
+  template <class PickA, class PickB>
+  static nlohmann::json relation_check(const std::vector<Figures>& fs, const char* name, PickA pick_a, PickB pick_b,
+                                       const char* what) {
+    bool ok = true, judged = false;
+    std::string d;
+    for (std::size_t k = 0; k < fs.size(); ++k) {
+      const analysis::Param& a = pick_a(fs[k]);
+      const analysis::Param& b = pick_b(fs[k]);
+      if (!a.valid || !b.valid) continue;
+      judged = true;
+      const auto g = analysis::agree(a.estimate(), b.estimate(),
+                                     {analysis::Intervals::quadrature, 0.10, std::max(a.value, b.value)});
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "run %zu: %.1f vs %.1f ns (allowed %.1f); ", k, a.value, b.value, g.allowed);
+      d += buf;
+      ok = ok && g.agree;
+    }
+    return {{"name", name}, {"ok", ok}, {"detail", judged ? d + what : std::string("not judged: ") + what}};
   }
 
   static void print(std::FILE* out, const nlohmann::json& doc) {

@@ -67,6 +67,155 @@ void fill(std::vector<std::byte>& v, std::uint32_t n, std::uint64_t seed) {
   for (auto& b : v) b = static_cast<std::byte>(rng());
 }
 
+// Both ends of one link in this process, with their transports: ta sends (rank 0), tb receives (rank 1).
+struct Ends {
+  const std::string& name;
+  dpdk::Transport<>& ta;
+  dpdk::Transport<>& tb;
+  Received& rb;
+  std::uint32_t session;
+};
+
+void first_frame(const Ends& e) {
+  // The memif server (a) transmits into buffers the client (b) supplies from its rx path: nothing goes
+  // from a to b until b has polled once. (af_xdp: the link may take a moment to pass frames.)
+  for (long i = 0; i < 10000000L; ++i) {
+    if (e.ta.try_send(frame(e.session, 2))) break;
+    e.tb.poll(e.rb);
+  }
+  receive(e.tb, e.rb, 1);
+  check(e.rb.frames.size() == 1, e.name + " pair carries a frame (sent " + std::to_string(e.ta.counters().tx) +
+                                     ", received " + std::to_string(e.tb.counters().rx) + ", port stats " +
+                                     e.tb.describe()["port_stats"].dump() + ")");
+}
+
+// Medium stores across the switch: one frame up to medium_max, chunks beyond.
+void medium_stores(const Ends& e) {
+  const std::uint32_t mm = e.ta.medium_max();
+  check(mm == 1500 - 20 - 64, "medium_max is MTU - wire header - AM frame: " + std::to_string(mm));
+  std::vector<std::byte> data;
+  std::uint32_t off = 100;
+  for (std::uint32_t n : {1u, 8u, mm - 1, mm, mm + 1, 3 * mm}) {
+    fill(data, n, n * 7919ull + 1);
+    const auto before = e.ta.counters().tx;
+    am::Frame f = frame(e.session, 3);
+    f.args[0] = n;
+    bool sent = false;
+    for (int i = 0; i < 1000000 && !sent; ++i) sent = e.ta.try_store(f, data.data(), n, off);
+    receive(e.tb, e.rb, 1);
+    const std::uint64_t frames = e.ta.counters().tx - before;
+    const bool landed = !e.rb.frames.empty() && e.rb.frames.back().args[0] == n && e.rb.frames.back().bulk_len == n &&
+                        e.rb.frames.back().bulk_off == off &&
+                        std::memcmp(e.tb.segment().data() + off, data.data(), n) == 0;
+    check(sent && landed,
+          "store of " + std::to_string(n) + " bytes lands exactly, in " + std::to_string(frames) + " frame(s)");
+    check((n <= mm) == (frames == 1),
+          "  " + std::string(n <= mm ? "medium: one frame" : "chunked: more than one frame"));
+    off += n + 13;
+  }
+}
+
+// A medium frame whose data would land outside the receiver's segment: counted, dropped, not copied.
+void out_of_segment(const Ends& e) {
+  const auto seg = e.tb.segment();
+  std::vector<std::byte> snapshot(seg.begin(), seg.end());
+  std::vector<std::byte> data;
+  fill(data, 64, 99);
+  const std::size_t delivered = e.rb.frames.size();
+  for (std::uint32_t bad_off :
+       {static_cast<std::uint32_t>(seg.size()) - 10, static_cast<std::uint32_t>(seg.size()) + 4096, 0xffffffc0u}) {
+    am::Frame f = frame(e.session, 3);
+    bool sent = false;
+    for (int i = 0; i < 1000000 && !sent; ++i) sent = e.ta.try_store(f, data.data(), 64, bad_off);
+  }
+  // Then a good one, so we know the bad ones were processed before it.
+  am::Frame f = frame(e.session, 4);
+  while (!e.ta.try_send(f)) {
+  }
+  receive(e.tb, e.rb, 1);
+  check(e.tb.counters().medium_rejected == 3,
+        "3 out-of-segment medium frames rejected: " + std::to_string(e.tb.counters().medium_rejected));
+  check(e.rb.frames.size() == delivered + 1 && e.rb.frames.back().handler == 4,
+        "none of them delivered, the next frame is");
+  check(std::memcmp(snapshot.data(), seg.data(), seg.size()) == 0, "the segment is untouched");
+}
+
+// Local completion: tracked small AM, medium and chunked stores.
+void local_completion(const Ends& e) {
+  std::vector<std::byte> data;
+  for (std::uint32_t n : {0u, 8u, 4 * e.ta.medium_max()}) {
+    e.ta.track_next();
+    am::Frame f = frame(e.session, 3);
+    fill(data, n ? n : 1, 5);
+    bool sent = false;
+    for (int i = 0; i < 1000000 && !sent; ++i) sent = n ? e.ta.try_store(f, data.data(), n, 0) : e.ta.try_send(f);
+    const std::uint64_t op = e.ta.tx_posted();
+    std::uint64_t done = 0;
+    for (long i = 0; i < 10000000L && (done = e.ta.tx_completed()) < op; ++i) e.tb.poll(e.rb);
+    check(sent && done >= op, e.name + ": tracked operation " + std::to_string(op) + " (" + std::to_string(n) +
+                                  " bytes) locally complete: tx_completed " + std::to_string(done));
+    receive(e.tb, e.rb, 1);
+  }
+  const auto lc = e.ta.describe()["local_completion"];
+  std::printf("%s local completion: %s\n", e.name.c_str(), lc.dump().c_str());
+  check(lc["tracked"] == 3 && lc["completed"] == 3, e.name + ": every tracked operation completed");
+}
+
+// Credits: the receiver's ring less two windows, a burst and a margin; an impossible window refused.
+void credits(dpdk::Transport<>& ta, const dpdk::Port& a) {
+  const int credits = ta.max_credits(32);
+  check(credits == a.rx_ring() - 64 - 32 - 4,
+        "max_credits(32) with a " + std::to_string(a.rx_ring()) + "-frame ring: " + std::to_string(credits));
+  bool refused = false;
+  try {
+    ta.max_credits(a.rx_ring() / 2);
+  } catch (const UsageError& e) {
+    refused = std::string(e.what()).find("--rx-ring") != std::string::npos &&
+              std::string(e.what()).find("--window") != std::string::npos;
+    std::printf("      refused: %s\n", e.what());
+  }
+  check(refused, "a window of half the rx ring is refused, naming --rx-ring and --window");
+}
+
+// The plain datapath has no test machinery: injection asked of it is refused, naming the policy that has it.
+void plain_refuses_injection(dpdk::Port& a, const dpdk::Port& b, const dpdk::TransportOptions& to) {
+  bool plain_refused = false;
+  try {
+    dpdk::TransportOptions inject = to;
+    inject.drop_rate = 0.1;
+    dpdk::Transport<> plain(a, b.mac(), inject, [] { return true; });
+  } catch (const std::logic_error& e) {
+    plain_refused = std::string(e.what()).find("Rigged") != std::string::npos;
+    std::printf("      refused: %s\n", e.what());
+  }
+  check(plain_refused, "Transport<Plain> refuses --drop-rate, naming Transport<Rigged>");
+}
+
+// net_ring: tx enqueues the mbuf itself on the ring its own rx reads, so a sent frame is complete only
+// once it has been received and freed. tx_completed() must wait for that.
+void ring_completion(const dpdk::PortOptions& pa, const dpdk::TransportOptions& to) {
+  dpdk::PortOptions pr = pa;
+  pr.port_id = 2;
+  dpdk::Port r(pr);
+  dpdk::TransportOptions tor = to;
+  tor.reflector = true;  // a loopback: our own frames come back, as from a reflector (rank 1)
+  dpdk::Transport<dpdk::Rigged> tr(r, r.mac(), tor, [] { return true; });
+  Received rr;
+  tr.track_next();
+  am::Frame f = frame(to.session, 5);
+  while (!tr.try_send(f)) {
+  }
+  const std::uint64_t op = tr.tx_posted();
+  const std::uint64_t early = tr.tx_completed();
+  check(early < op, "net_ring: not complete while the frame sits in the ring (tx_completed " + std::to_string(early) +
+                        " < " + std::to_string(op) + ")");
+  receive(tr, rr, 1);
+  const std::uint64_t later = tr.tx_completed();
+  check(rr.frames.size() == 1 && later >= op,
+        "net_ring: complete once received and freed (tx_completed " + std::to_string(later) + ")");
+  std::printf("net_ring local completion: %s\n", tr.describe()["local_completion"].dump().c_str());
+}
+
 // Ports 0 and 1 are the two ends of one link; port 2, if `ring`, is a net_ring loopback.
 void pair_test(const std::string& name, const std::vector<std::string>& vdevs, bool ring) {
   dpdk::PortOptions pa;
@@ -80,140 +229,22 @@ void pair_test(const std::string& name, const std::vector<std::string>& vdevs, b
   dpdk::Port b(pb);
   a.wait_link(10);
   b.wait_link(10);
-  const std::uint32_t session = 0x5eed;
   dpdk::TransportOptions to;
-  to.session = session;
+  to.session = 0x5eed;
   to.segment_bytes = 1 << 16;
   auto alive = [] { return true; };
   dpdk::TransportOptions tob = to;
   tob.rank = 1;
   dpdk::Transport<> ta(a, b.mac(), to, alive), tb(b, a.mac(), tob, alive);
   Received rb;
-  // The memif server (a) transmits into buffers the client (b) supplies from its rx path: nothing goes
-  // from a to b until b has polled once. (af_xdp: the link may take a moment to pass frames.)
-  for (long i = 0; i < 10000000L; ++i) {
-    if (ta.try_send(frame(session, 2))) break;
-    tb.poll(rb);
-  }
-  receive(tb, rb, 1);
-  check(rb.frames.size() == 1, name + " pair carries a frame (sent " + std::to_string(ta.counters().tx) +
-                                   ", received " + std::to_string(tb.counters().rx) + ", port stats " +
-                                   tb.describe()["port_stats"].dump() + ")");
-
-  // Medium stores across the switch: one frame up to medium_max, chunks beyond.
-  const std::uint32_t mm = ta.medium_max();
-  check(mm == 1500 - 20 - 64, "medium_max is MTU - wire header - AM frame: " + std::to_string(mm));
-  std::vector<std::byte> data;
-  std::uint32_t off = 100;
-  for (std::uint32_t n : {1u, 8u, mm - 1, mm, mm + 1, 3 * mm}) {
-    fill(data, n, n * 7919ull + 1);
-    const auto before = ta.counters().tx;
-    am::Frame f = frame(session, 3);
-    f.args[0] = n;
-    bool sent = false;
-    for (int i = 0; i < 1000000 && !sent; ++i) sent = ta.try_store(f, data.data(), n, off);
-    receive(tb, rb, 1);
-    const std::uint64_t frames = ta.counters().tx - before;
-    const bool landed = !rb.frames.empty() && rb.frames.back().args[0] == n && rb.frames.back().bulk_len == n &&
-                        rb.frames.back().bulk_off == off && std::memcmp(tb.segment().data() + off, data.data(), n) == 0;
-    check(sent && landed,
-          "store of " + std::to_string(n) + " bytes lands exactly, in " + std::to_string(frames) + " frame(s)");
-    check((n <= mm) == (frames == 1),
-          "  " + std::string(n <= mm ? "medium: one frame" : "chunked: more than one frame"));
-    off += n + 13;
-  }
-
-  // A medium frame whose data would land outside the receiver's segment: counted, dropped, not copied.
-  {
-    const auto seg = tb.segment();
-    std::vector<std::byte> snapshot(seg.begin(), seg.end());
-    fill(data, 64, 99);
-    const std::size_t delivered = rb.frames.size();
-    for (std::uint32_t bad_off :
-         {static_cast<std::uint32_t>(seg.size()) - 10, static_cast<std::uint32_t>(seg.size()) + 4096, 0xffffffc0u}) {
-      am::Frame f = frame(session, 3);
-      bool sent = false;
-      for (int i = 0; i < 1000000 && !sent; ++i) sent = ta.try_store(f, data.data(), 64, bad_off);
-    }
-    // Then a good one, so we know the bad ones were processed before it.
-    am::Frame f = frame(session, 4);
-    while (!ta.try_send(f)) {
-    }
-    receive(tb, rb, 1);
-    check(tb.counters().medium_rejected == 3,
-          "3 out-of-segment medium frames rejected: " + std::to_string(tb.counters().medium_rejected));
-    check(rb.frames.size() == delivered + 1 && rb.frames.back().handler == 4,
-          "none of them delivered, the next frame is");
-    check(std::memcmp(snapshot.data(), seg.data(), seg.size()) == 0, "the segment is untouched");
-  }
-
-  // Local completion: tracked small AM, medium and chunked stores.
-  for (std::uint32_t n : {0u, 8u, 4 * mm}) {
-    ta.track_next();
-    am::Frame f = frame(session, 3);
-    fill(data, n ? n : 1, 5);
-    bool sent = false;
-    for (int i = 0; i < 1000000 && !sent; ++i) sent = n ? ta.try_store(f, data.data(), n, 0) : ta.try_send(f);
-    const std::uint64_t op = ta.tx_posted();
-    std::uint64_t done = 0;
-    for (long i = 0; i < 10000000L && (done = ta.tx_completed()) < op; ++i) tb.poll(rb);
-    check(sent && done >= op, name + ": tracked operation " + std::to_string(op) + " (" + std::to_string(n) +
-                                  " bytes) locally complete: tx_completed " + std::to_string(done));
-    receive(tb, rb, 1);
-  }
-  const auto lc = ta.describe()["local_completion"];
-  std::printf("%s local completion: %s\n", name.c_str(), lc.dump().c_str());
-  check(lc["tracked"] == 3 && lc["completed"] == 3, name + ": every tracked operation completed");
-
-  // Credits: the receiver's ring less two windows, a burst and a margin; an impossible window refused.
-  const int credits = ta.max_credits(32);
-  check(credits == a.rx_ring() - 64 - 32 - 4,
-        "max_credits(32) with a " + std::to_string(a.rx_ring()) + "-frame ring: " + std::to_string(credits));
-  bool refused = false;
-  try {
-    ta.max_credits(a.rx_ring() / 2);
-  } catch (const UsageError& e) {
-    refused = std::string(e.what()).find("--rx-ring") != std::string::npos &&
-              std::string(e.what()).find("--window") != std::string::npos;
-    std::printf("      refused: %s\n", e.what());
-  }
-  check(refused, "a window of half the rx ring is refused, naming --rx-ring and --window");
-
-  // The plain datapath has no test machinery: injection asked of it is refused, naming the policy that has it.
-  bool plain_refused = false;
-  try {
-    dpdk::TransportOptions inject = to;
-    inject.drop_rate = 0.1;
-    dpdk::Transport<> plain(a, b.mac(), inject, alive);
-  } catch (const std::logic_error& e) {
-    plain_refused = std::string(e.what()).find("Rigged") != std::string::npos;
-    std::printf("      refused: %s\n", e.what());
-  }
-  check(plain_refused, "Transport<Plain> refuses --drop-rate, naming Transport<Rigged>");
-  if (!ring) return;
-
-  // net_ring: tx enqueues the mbuf itself on the ring its own rx reads, so a sent frame is complete only
-  // once it has been received and freed. tx_completed() must wait for that.
-  dpdk::PortOptions pr = pa;
-  pr.port_id = 2;
-  dpdk::Port r(pr);
-  dpdk::TransportOptions tor = to;
-  tor.reflector = true;  // a loopback: our own frames come back, as from a reflector (rank 1)
-  dpdk::Transport<dpdk::Rigged> tr(r, r.mac(), tor, alive);
-  Received rr;
-  tr.track_next();
-  am::Frame f = frame(session, 5);
-  while (!tr.try_send(f)) {
-  }
-  const std::uint64_t op = tr.tx_posted();
-  const std::uint64_t early = tr.tx_completed();
-  check(early < op, "net_ring: not complete while the frame sits in the ring (tx_completed " + std::to_string(early) +
-                        " < " + std::to_string(op) + ")");
-  receive(tr, rr, 1);
-  const std::uint64_t later = tr.tx_completed();
-  check(rr.frames.size() == 1 && later >= op,
-        "net_ring: complete once received and freed (tx_completed " + std::to_string(later) + ")");
-  std::printf("net_ring local completion: %s\n", tr.describe()["local_completion"].dump().c_str());
+  const Ends ends{name, ta, tb, rb, to.session};
+  first_frame(ends);
+  medium_stores(ends);
+  out_of_segment(ends);
+  local_completion(ends);
+  credits(ta, a);
+  plain_refuses_injection(a, b, to);
+  if (ring) ring_completion(pa, to);
 }
 
 }  // namespace

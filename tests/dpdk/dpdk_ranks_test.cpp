@@ -168,30 +168,20 @@ void check(bool ok, const std::string& what) {
   if (!ok) ++failures;
 }
 
-// Every rank: traffic, a finish handshake, then its figures to rank 0, which checks them all.
-void traffic(Ranks& ranks, const Clock& clock, int rounds) {
-  const auto session = ranks.broadcast(static_cast<std::uint32_t>(0x70000000u ^ static_cast<std::uint32_t>(getpid())))
-                           .get<std::uint32_t>();
-  auto conn = dpdk::connect(ranks, connect_options(ranks, session));
-  dpdk::Transport<>& t = conn->transport();
-  EP ep(t, clock, endpoint_options(ranks, session, 60));
-  State s;
-  s.rank = ranks.rank();
-  ep.user = &s;
-  handlers(ep);
-  fill_get_source(ep);
-  ranks.barrier();  // every rank's get source is filled
-
+// The rounds of traffic, then the finish: a request to every rank (its reply means it has handled all our
+// frames, and sent every credit frame they asked for), and serve until every rank has said the same.
+void run_rounds(EP& ep, State& s, int rounds) {
   std::vector<std::uint8_t> buf;
   std::uint64_t flood_sent[kRanks] = {};
   for (int i = 0; i < rounds; ++i) round(ep, static_cast<std::uint64_t>(i), buf, flood_sent);
-  // Finish: a request to every rank (its reply means it has handled all our frames, and sent every credit
-  // frame they asked for), and serve until every rank has said the same.
   for (int d = 0; d < kRanks; ++d)
     if (d != ep.rank()) ep.request(d, kFinished);
   if (!ep.wait_until([&] { return ep.total_outstanding() == 0 && s.finished_from == kRanks - 1; }))
     throw std::runtime_error("requests declared lost");
+}
 
+// This rank's counts per peer (null for itself): the transport's and the AM layer's.
+nlohmann::json peer_counts(dpdk::Transport<>& t, EP& ep, const State& s) {
   nlohmann::json peers = nlohmann::json::array();
   for (int d = 0; d < kRanks; ++d) {
     if (d == ep.rank()) {
@@ -215,29 +205,93 @@ void traffic(Ranks& ranks, const Clock& clock, int rounds) {
                      {"gets_done", s.gets_done[d]},
                      {"rejected", ac.rejected_total()}});
   }
-  const auto desc = t.describe();
-  // The credit limit of a port every peer shares: its ring divided among the three senders.
-  const int burst = desc["burst"].get<int>();
+  return peers;
+}
+
+// The peers as a port every peer shares would address them: its ring divided among the three senders.
+std::vector<dpdk::PeerAddress> sharing_peers(dpdk::Connection& conn, int rank) {
   std::vector<dpdk::PeerAddress> shared;
   for (int d = 0; d < kRanks; ++d)
-    if (d != ep.rank())
+    if (d != rank)
       shared.push_back({.rank = d,
                         .port = 0,
                         .mac = {2, 0, 0, 0, 0, static_cast<std::uint8_t>(d)},
-                        .rx_ring = conn->ports()[0]->rx_ring(),
+                        .rx_ring = conn.ports()[0]->rx_ring(),
                         .rx_ring_sources = kRanks - 1});
+  return shared;
+}
+
+// Rank 0's checks of one rank's figures `r`, and of each of its links against what the peer saw.
+void check_rank(const nlohmann::json& r, const nlohmann::json& all, std::uint64_t R) {
+  const int me = r["rank"];
+  const std::string who = "rank " + std::to_string(me);
+  check(r["bad_echo"] == 0 && r["bad_store"] == 0 && r["bad_get"] == 0 && r["bad_order"] == 0,
+        who + ": every echo, store and get byte-exact, every flood in order (" +
+            std::to_string(r["bad_echo"].get<int>()) + "/" + std::to_string(r["bad_store"].get<int>()) + "/" +
+            std::to_string(r["bad_get"].get<int>()) + "/" + std::to_string(r["bad_order"].get<int>()) + " bad)");
+  const auto& c = r["counters"];
+  check(c["lost"] == 0 && c["reordered"] == 0 && c["foreign_rank"] == 0 && c["malformed"] == 0 &&
+            c["medium_rejected"] == 0 && c["bulk_incomplete"] == 0 && r["unattributed_rejects"] == 0,
+        who + ": no loss, reorder, foreign rank or malformed frame counted: " + c.dump());
+  check(r["ports"] == kRanks - 1, who + ": one memif port per peer (" + std::to_string(r["ports"].get<int>()) + ")");
+  check(r["max_credits"] == r["expected_max_credits"] &&
+            r["credit_limit"] == std::min(kCredits, r["max_credits"].get<int>()),
+        who + ": credit limit per peer from its own ring: " + std::to_string(r["max_credits"].get<int>()));
+  check(r["shared_max_credits"] == r["expected_shared"],
+        who + ": a ring shared by 3 senders gives each a third: " + std::to_string(r["shared_max_credits"].get<int>()));
+  for (int d = 0; d < kRanks; ++d) {
+    if (d == me) continue;
+    const auto& out = r["peers"][d];
+    const auto& in = all[static_cast<std::size_t>(d)]["peers"][me];
+    const std::string pair = std::to_string(me) + "->" + std::to_string(d);
+    check(out["tx"] == in["rx"] && in["lost"] == 0 && in["reordered"] == 0 && in["bulk_incomplete"] == 0,
+          pair + ": frames sent " + out["tx"].dump() + " = received " + in["rx"].dump() + ", none lost or reordered");
+    check(out["oneway_sent"] == R * kFloodPerRound && in["oneway_received"] == R * kFloodPerRound &&
+              in["flood_next"] == R * kFloodPerRound,
+          pair + ": one-way requests sent = received = " + in["oneway_received"].dump());
+    const std::uint64_t cr = out["credit_frames_received"], cs = in["credit_frames_sent"];
+    // Each credit frame returns at most kCredits, and at the end at most kCredits are unreturned.
+    const std::uint64_t least = (R * kFloodPerRound - kCredits) / kCredits;
+    check(cr == cs && cr >= least && cr > 0, pair + ": credit frames returned " + std::to_string(cs) + " = received " +
+                                                 std::to_string(cr) + " (at least " + std::to_string(least) + ")");
+    check(out["echo_replies"] == R && out["store_replies"] == R && out["gets_done"] == (R + 15) / 16 &&
+              out["rejected"] == 0,
+          pair + ": every request answered (echo " + out["echo_replies"].dump() + ", store " +
+              out["store_replies"].dump() + ", get " + out["gets_done"].dump() + ")");
+  }
+}
+
+// Every rank: traffic, a finish handshake, then its figures to rank 0, which checks them all.
+void traffic(Ranks& ranks, const Clock& clock, int rounds) {
+  const auto session = ranks.broadcast(static_cast<std::uint32_t>(0x70000000u ^ static_cast<std::uint32_t>(getpid())))
+                           .get<std::uint32_t>();
+  auto conn = dpdk::connect(ranks, connect_options(ranks, session));
+  dpdk::Transport<>& t = conn->transport();
+  EP ep(t, clock, endpoint_options(ranks, session, 60));
+  State s;
+  s.rank = ranks.rank();
+  ep.user = &s;
+  handlers(ep);
+  fill_get_source(ep);
+  ranks.barrier();  // every rank's get source is filled
+  run_rounds(ep, s, rounds);
+
+  const auto desc = t.describe();
+  const int burst = desc["burst"].get<int>();
+  // The credit limit of a port every peer shares (kept to the end, as the job's own transport is).
   dpdk::TransportOptions so;
   so.rank = ep.rank();
   so.size = kRanks;
   so.segment_bytes = 4096;
-  dpdk::Transport<> one_port(std::vector<dpdk::Port*>{conn->ports()[0].get()}, shared, so, [] { return true; });
+  dpdk::Transport<> one_port(std::vector<dpdk::Port*>{conn->ports()[0].get()}, sharing_peers(*conn, ep.rank()), so,
+                             [] { return true; });
   const int ring = conn->ports()[0]->rx_ring();
   nlohmann::json mine = {{"rank", ep.rank()},
                          {"bad_echo", s.bad_echo},
                          {"bad_store", s.bad_store},
                          {"bad_get", s.bad_get},
                          {"bad_order", s.bad_order},
-                         {"peers", peers},
+                         {"peers", peer_counts(t, ep, s)},
                          {"counters", desc["counters"]},
                          {"ports", desc["ports"].size()},
                          {"credit_limit", ep.credit_limit()},
@@ -249,47 +303,7 @@ void traffic(Ranks& ranks, const Clock& clock, int rounds) {
   const nlohmann::json all = ranks.allgather(mine);
   ranks.barrier();  // nobody tears its ports down while another may still read the last frames
   if (ranks.rank() != 0) return;
-
-  const std::uint64_t R = static_cast<std::uint64_t>(rounds);
-  for (const auto& r : all) {
-    const int me = r["rank"];
-    const std::string who = "rank " + std::to_string(me);
-    check(r["bad_echo"] == 0 && r["bad_store"] == 0 && r["bad_get"] == 0 && r["bad_order"] == 0,
-          who + ": every echo, store and get byte-exact, every flood in order (" +
-              std::to_string(r["bad_echo"].get<int>()) + "/" + std::to_string(r["bad_store"].get<int>()) + "/" +
-              std::to_string(r["bad_get"].get<int>()) + "/" + std::to_string(r["bad_order"].get<int>()) + " bad)");
-    const auto& c = r["counters"];
-    check(c["lost"] == 0 && c["reordered"] == 0 && c["foreign_rank"] == 0 && c["malformed"] == 0 &&
-              c["medium_rejected"] == 0 && c["bulk_incomplete"] == 0 && r["unattributed_rejects"] == 0,
-          who + ": no loss, reorder, foreign rank or malformed frame counted: " + c.dump());
-    check(r["ports"] == kRanks - 1, who + ": one memif port per peer (" + std::to_string(r["ports"].get<int>()) + ")");
-    check(r["max_credits"] == r["expected_max_credits"] &&
-              r["credit_limit"] == std::min(kCredits, r["max_credits"].get<int>()),
-          who + ": credit limit per peer from its own ring: " + std::to_string(r["max_credits"].get<int>()));
-    check(r["shared_max_credits"] == r["expected_shared"], who + ": a ring shared by 3 senders gives each a third: " +
-                                                               std::to_string(r["shared_max_credits"].get<int>()));
-    for (int d = 0; d < kRanks; ++d) {
-      if (d == me) continue;
-      const auto& out = r["peers"][d];
-      const auto& in = all[static_cast<std::size_t>(d)]["peers"][me];
-      const std::string pair = std::to_string(me) + "->" + std::to_string(d);
-      check(out["tx"] == in["rx"] && in["lost"] == 0 && in["reordered"] == 0 && in["bulk_incomplete"] == 0,
-            pair + ": frames sent " + out["tx"].dump() + " = received " + in["rx"].dump() + ", none lost or reordered");
-      check(out["oneway_sent"] == R * kFloodPerRound && in["oneway_received"] == R * kFloodPerRound &&
-                in["flood_next"] == R * kFloodPerRound,
-            pair + ": one-way requests sent = received = " + in["oneway_received"].dump());
-      const std::uint64_t cr = out["credit_frames_received"], cs = in["credit_frames_sent"];
-      // Each credit frame returns at most kCredits, and at the end at most kCredits are unreturned.
-      const std::uint64_t least = (R * kFloodPerRound - kCredits) / kCredits;
-      check(cr == cs && cr >= least && cr > 0, pair + ": credit frames returned " + std::to_string(cs) +
-                                                   " = received " + std::to_string(cr) + " (at least " +
-                                                   std::to_string(least) + ")");
-      check(out["echo_replies"] == R && out["store_replies"] == R && out["gets_done"] == (R + 15) / 16 &&
-                out["rejected"] == 0,
-            pair + ": every request answered (echo " + out["echo_replies"].dump() + ", store " +
-                out["store_replies"].dump() + ", get " + out["gets_done"].dump() + ")");
-    }
-  }
+  for (const auto& r : all) check_rank(r, all, static_cast<std::uint64_t>(rounds));
 }
 
 double now_s() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }

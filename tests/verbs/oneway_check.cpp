@@ -58,46 +58,24 @@ void recv_all(int fd, void* p, std::size_t n) {
   }
 }
 
-template <class T>
-int run(const std::string& dev_name, bool events, int messages, int fd, bool sender) {
-  Clock::Options co;
-  co.allow_variant_tsc = true;
-  co.calibrate_ms = 20;
-  const Clock clock(co);
-  verbs::DeviceOptions o;
-  o.device = dev_name;
-  o.events = events;
-  const int me = sender ? 0 : 1;
-  auto q = verbs::connect_qps(o, me, 2, [&](const nlohmann::json& mine) {  // the pair's allgather
-    const std::string out = mine.dump();
-    const std::uint32_t len = static_cast<std::uint32_t>(out.size());
-    send_all(fd, &len, sizeof len);
-    send_all(fd, out.data(), len);
-    std::uint32_t in_len = 0;
-    recv_all(fd, &in_len, sizeof in_len);
-    std::string in(in_len, '\0');
-    recv_all(fd, in.data(), in_len);
-    nlohmann::json all = nlohmann::json::array({nullptr, nullptr});
-    all[static_cast<std::size_t>(me)] = mine;
-    all[static_cast<std::size_t>(1 - me)] = nlohmann::json::parse(in);
-    return all;
-  });
-  T t(std::move(q.context), std::move(q.peers), verbs::TransportOptions{}, [] { return true; });
-  char ready = 1;
-  send_all(fd, &ready, 1);
-  recv_all(fd, &ready, 1);
+// The pair's address exchange over the socketpair fd: ours out, the peer's in (an allgather of two).
+nlohmann::json exchange(int fd, int me, const nlohmann::json& mine) {
+  const std::string out = mine.dump();
+  const std::uint32_t len = static_cast<std::uint32_t>(out.size());
+  send_all(fd, &len, sizeof len);
+  send_all(fd, out.data(), len);
+  std::uint32_t in_len = 0;
+  recv_all(fd, &in_len, sizeof in_len);
+  std::string in(in_len, '\0');
+  recv_all(fd, in.data(), in_len);
+  nlohmann::json all = nlohmann::json::array({nullptr, nullptr});
+  all[static_cast<std::size_t>(me)] = mine;
+  all[static_cast<std::size_t>(1 - me)] = nlohmann::json::parse(in);
+  return all;
+}
 
-  am::EndpointOptions eo;
-  eo.session = 0x5eed;
-  eo.rank = me;
-  eo.size = 2;
-  eo.segment_bytes = static_cast<std::uint32_t>(t.segment().size());
-  eo.credits = kCredits;
-  eo.stall_timeout_s = 20;
-  using EP = am::Endpoint<T>;
-  EP ep(t, clock, eo);
-  Totals tot;
-  ep.user = &tot;
+template <class EP>
+void install_handlers(EP& ep) {
   ep.on(kData, [](EP& e, const am::Frame& f) {
     auto* s = static_cast<Totals*>(e.user);
     ++s->count;
@@ -118,19 +96,19 @@ int run(const std::string& dev_name, bool events, int messages, int fd, bool sen
     s->got = true;
   });
   ep.on(kQuit, [](EP& e, const am::Frame&) { static_cast<Totals*>(e.user)->quit = true; });
+}
 
-  if (!sender) {
-    ep.wait_until([&] { return tot.quit; });
-    return 0;
-  }
-
+// The flood: one-way small AMs, medium and bulk stores in turn, each source buffer rewritten only once
+// wait_local() says the NI is done with it. Returns the checksum of what was sent; ok turns false when
+// tx_completed() runs ahead of tx_posted().
+template <class EP, class T>
+std::uint64_t flood(EP& ep, T& t, int messages, bool& ok) {
   const nlohmann::json d0 = t.describe();
   const auto medium = d0["medium_max_bytes"].get<std::uint32_t>();
   const std::uint32_t sizes[] = {0, 1, 7, medium, medium + 1, 3000};
   std::vector<std::uint64_t> op(kBuffers, 0);
   std::byte* seg = t.segment().data();
   std::uint64_t sum = 0, x = 88172645463325252ull;
-  bool ok = true;
   for (int i = 0; i < messages; ++i) {
     const std::uint32_t n = sizes[i % 6];
     const int b = i % kBuffers;
@@ -150,10 +128,12 @@ int run(const std::string& dev_name, bool events, int messages, int fd, bool sen
     }
     if (op[b] == 0 || t.tx_completed() > t.tx_posted()) ok = false;
   }
-  ep.wait_local(t.tx_posted());
-  ep.request(1, kFinal);
-  ep.wait_until([&] { return tot.got; });
-  ep.wait_local(ep.oneway(1, kQuit, 0, 0, 0, 0, true));  // RC: locally complete once the peer has it
+  return sum;
+}
+
+// What the peer counted against what was sent, printed; true when every check held.
+template <class EP, class T>
+bool report(EP& ep, T& t, const Totals& tot, int messages, bool events, std::uint64_t sum, bool ok) {
   const nlohmann::json d = t.describe();
   const nlohmann::json& c = d["counters"];
   std::printf(
@@ -173,7 +153,48 @@ int run(const std::string& dev_name, bool events, int messages, int fd, bool sen
        c["medium_stores"].get<std::uint64_t>() > 0 && c["stores"].get<std::uint64_t>() > 0 &&
        c["bad_medium"].get<std::uint64_t>() == 0 && c["bad_imm"].get<std::uint64_t>() == 0;
   if (events) ok = ok && c["sleeps"].get<std::uint64_t>() > 0;
-  return ok ? 0 : 1;
+  return ok;
+}
+
+template <class T>
+int run(const std::string& dev_name, bool events, int messages, int fd, bool sender) {
+  Clock::Options co;
+  co.allow_variant_tsc = true;
+  co.calibrate_ms = 20;
+  const Clock clock(co);
+  verbs::DeviceOptions o;
+  o.device = dev_name;
+  o.events = events;
+  const int me = sender ? 0 : 1;
+  auto q = verbs::connect_qps(o, me, 2, [&](const nlohmann::json& mine) { return exchange(fd, me, mine); });
+  T t(std::move(q.context), std::move(q.peers), verbs::TransportOptions{}, [] { return true; });
+  char ready = 1;
+  send_all(fd, &ready, 1);
+  recv_all(fd, &ready, 1);
+
+  am::EndpointOptions eo;
+  eo.session = 0x5eed;
+  eo.rank = me;
+  eo.size = 2;
+  eo.segment_bytes = static_cast<std::uint32_t>(t.segment().size());
+  eo.credits = kCredits;
+  eo.stall_timeout_s = 20;
+  using EP = am::Endpoint<T>;
+  EP ep(t, clock, eo);
+  Totals tot;
+  ep.user = &tot;
+  install_handlers(ep);
+  if (!sender) {
+    ep.wait_until([&] { return tot.quit; });
+    return 0;
+  }
+  bool ok = true;
+  const std::uint64_t sum = flood(ep, t, messages, ok);
+  ep.wait_local(t.tx_posted());
+  ep.request(1, kFinal);
+  ep.wait_until([&] { return tot.got; });
+  ep.wait_local(ep.oneway(1, kQuit, 0, 0, 0, 0, true));  // RC: locally complete once the peer has it
+  return report(ep, t, tot, messages, events, sum, ok) ? 0 : 1;
 }
 
 }  // namespace

@@ -85,6 +85,152 @@ struct Args {
   int ranks = 4, messages = 2400;
 };
 
+// What one rank sends, and the state its sends need: the segment, the rewritable buffers' last operations,
+// the next inbound region and get landing slot per peer, the random source of the buffers' bytes.
+struct Sender {
+  const Layout& lay;
+  std::byte* seg;
+  std::uint32_t medium, bulk;
+  std::mt19937_64& rng;
+  std::vector<std::uint64_t> op;                      // by buffer
+  std::vector<std::uint32_t> next_region, next_land;  // by peer
+};
+
+template <class EP>
+void install_handlers(EP& ep) {
+  ep.on(kData, [](EP& e, const am::Frame& f) {
+    auto* s = static_cast<State*>(e.user);
+    ++s->rx[f.src].count;
+    s->rx[f.src].sum += f.bulk_len ? fnv(e.transport().segment().data() + f.bulk_off, f.bulk_len) : f.args[0];
+    if (f.kind == am::Kind::request) e.reply(f, kAck);
+  });
+  ep.on(kAck, [](EP& e, const am::Frame& f) { ++static_cast<State*>(e.user)->acks[f.src]; });
+  ep.on(kGot, [](EP& e, const am::Frame& f) {  // a get's completion: the bytes are f.src's pattern
+    auto* s = static_cast<State*>(e.user);
+    const std::byte* p = e.transport().segment().data() + f.bulk_off;
+    bool ok = true;
+    for (std::uint32_t k = 0; k < f.bulk_len; ++k)
+      ok = ok && std::to_integer<std::uint8_t>(p[k]) == pattern(f.src, static_cast<std::uint32_t>(f.args[0]) + k);
+    ++(ok ? s->gets_ok : s->gets_bad)[f.src];
+  });
+  ep.on(kFinal, [](EP& e, const am::Frame& f) {
+    auto* s = static_cast<State*>(e.user);
+    e.reply(f, kTotals, s->rx[f.src].count, s->rx[f.src].sum);
+  });
+  ep.on(kTotals, [](EP& e, const am::Frame& f) {
+    auto* s = static_cast<State*>(e.user);
+    s->peer_rx[f.src] = {f.args[0], f.args[1]};
+    ++s->totals;
+  });
+  ep.on(kDone, [](EP& e, const am::Frame&) { ++static_cast<State*>(e.user)->dones; });
+}
+
+// --kill: requests to everyone until a rank dies; rank 0 kills the last rank after 2 s. Returns the exit code.
+template <class EP>
+int until_a_rank_dies(EP& ep, Ranks& ranks, const std::vector<int>& peers) {
+  const int me = ranks.rank(), n = ranks.size();
+  const auto start = Steady::now();
+  Steady::time_point killed{};
+  std::uint64_t i = 0;
+  try {
+    for (;; ++i) {
+      ep.request(peers[i % peers.size()], kData, i);
+      if (me == 0 && killed == Steady::time_point{} && (i & 63) == 0 &&
+          Steady::now() - start > std::chrono::seconds(2)) {
+        ::kill(ranks.child_pids().back(), SIGKILL);
+        killed = Steady::now();
+        std::printf("rank 0: killed rank %d after %llu requests\n", n - 1, static_cast<unsigned long long>(i));
+        std::fflush(stdout);
+      }
+    }
+  } catch (const PeerError& e) {
+    const double took = me == 0 ? std::chrono::duration<double>(Steady::now() - killed).count() : -1;
+    std::printf("rank %d: PeerError%s: %s\n", me,
+                me == 0 ? (" " + std::to_string(took) + " s after the kill").c_str() : "", e.what());
+    std::fflush(stdout);
+    return me == 0 ? (killed != Steady::time_point{} && took < 10 ? 3 : 1) : 3;
+  }
+}
+
+// Message i of the mix to dst: its kind cycles through one-way AM, one-way medium and bulk stores, request,
+// request-store and get; sizes alternate medium and bulk.
+template <class EP>
+void send_one(EP& ep, State& st, Sender& s, int me, int i, int dst, int kind) {
+  const Layout& lay = s.lay;
+  std::byte* seg = s.seg;
+  const std::uint32_t medium = s.medium, bulk = s.bulk;
+  const std::uint32_t region =
+      lay.inbound + (static_cast<std::uint32_t>(me) * kRegions + s.next_region[dst]++ % kRegions) * kRegion;
+  const std::uint32_t size = (i / 6) % 2 ? medium : bulk;
+  switch (kind) {
+    case 0:
+      ep.oneway(dst, kData, static_cast<std::uint64_t>(i), 0, 0, 0, true);
+      st.tx[dst].count++, st.tx[dst].sum += static_cast<std::uint64_t>(i);
+      break;
+    case 1:
+    case 2: {
+      const int b = i % kBuffers;
+      if (s.op[b]) ep.wait_local(s.op[b]);  // the NI is done with it: rewrite it
+      std::byte* src = seg + lay.buffers + static_cast<std::uint32_t>(b) * kRegion;
+      const std::uint32_t len = kind == 1 ? medium - (i % 7) : bulk + (i % 5);
+      for (std::uint32_t k = 0; k < len; ++k) src[k] = static_cast<std::byte>(s.rng());
+      s.op[b] = ep.oneway_store(dst, kData, src, len, region, 0, 0, true);
+      st.tx[dst].count++, st.tx[dst].sum += fnv(src, len);
+      break;
+    }
+    case 3:
+      ep.request(dst, kData, static_cast<std::uint64_t>(i));
+      st.tx[dst].count++, st.tx[dst].sum += static_cast<std::uint64_t>(i), st.acks_expected[dst]++;
+      break;
+    case 4: {
+      const std::uint32_t off = static_cast<std::uint32_t>(i * 61) % (kStatic - size);
+      ep.store(dst, kData, seg + lay.stat + off, size, region);
+      st.tx[dst].count++, st.tx[dst].sum += fnv(seg + lay.stat + off, size), st.acks_expected[dst]++;
+      break;
+    }
+    case 5: {
+      const std::uint32_t off = static_cast<std::uint32_t>(i * 37) % (kPatternBytes - size);
+      const std::uint32_t land =
+          lay.land + (static_cast<std::uint32_t>(dst) * kGetSlots + s.next_land[dst]++ % kGetSlots) * kRegion;
+      ep.get(dst, kGot, off, size, land, off);
+      st.gets_expected[dst]++;
+      break;
+    }
+  }
+}
+
+// Rank `me`'s verdict on what it and its peers counted, in words ("" when every check held).
+template <class EP>
+std::string verdict(EP& ep, const State& st, const std::vector<int>& peers, bool ok, const nlohmann::json& d) {
+  const nlohmann::json& c = d["counters"];
+  const auto cnt = [&](const char* k) { return c[k].template get<std::uint64_t>(); };
+  std::string why;
+  const auto check = [&](bool cond, const std::string& what) {
+    if (!cond) why += (why.empty() ? "" : "; ") + what;
+  };
+  check(ok, "tx_completed ran ahead of tx_posted");
+  for (int p : peers) {
+    const std::string r = " (peer " + std::to_string(p) + ")";
+    check(st.peer_rx[p] == st.tx[p], "peer counted " + std::to_string(st.peer_rx[p].count) + " of " +
+                                         std::to_string(st.tx[p].count) +
+                                         (st.peer_rx[p].sum == st.tx[p].sum ? "" : ", checksum differs") + r);
+    check(st.acks[p] == st.acks_expected[p],
+          "acks " + std::to_string(st.acks[p]) + "/" + std::to_string(st.acks_expected[p]) + r);
+    check(st.gets_ok[p] == st.gets_expected[p] && st.gets_bad[p] == 0,
+          "gets ok " + std::to_string(st.gets_ok[p]) + ", bad " + std::to_string(st.gets_bad[p]) + r);
+    check(ep.counters(p).credit_frames > 0, "no credit returned" + r);
+    check(ep.counters(p).rejected_total() == 0, "frames refused" + r);
+  }
+  for (const auto& q : d["per_peer"])
+    check(q["ops_posted"].template get<std::uint64_t>() > 0 && q["ops_completed"] == q["ops_posted"],
+          "QP of rank " + q["rank"].dump() + ": ops " + q["ops_completed"].dump() + "/" + q["ops_posted"].dump());
+  check(cnt("ops_completed") == cnt("ops_posted"),
+        "ops completed " + std::to_string(cnt("ops_completed")) + " of " + std::to_string(cnt("ops_posted")));
+  check(cnt("bad_imm") == 0 && cnt("bad_medium") == 0 && cnt("bad_src") == 0, "bad_imm/bad_medium/bad_src");
+  check(cnt("medium_stores") > 0 && cnt("stores") > 0 && cnt("gets") > 0, "not every protocol ran");
+  return why;
+}
+
 template <class T>
 int run(Ranks& ranks, const Args& a) {
   Clock::Options co;
@@ -112,31 +258,7 @@ int run(Ranks& ranks, const Args& a) {
   EP ep(*t, clock, eo);
   State st(n);
   ep.user = &st;
-  ep.on(kData, [](EP& e, const am::Frame& f) {
-    auto* s = static_cast<State*>(e.user);
-    ++s->rx[f.src].count;
-    s->rx[f.src].sum += f.bulk_len ? fnv(e.transport().segment().data() + f.bulk_off, f.bulk_len) : f.args[0];
-    if (f.kind == am::Kind::request) e.reply(f, kAck);
-  });
-  ep.on(kAck, [](EP& e, const am::Frame& f) { ++static_cast<State*>(e.user)->acks[f.src]; });
-  ep.on(kGot, [](EP& e, const am::Frame& f) {  // a get's completion: the bytes are f.src's pattern
-    auto* s = static_cast<State*>(e.user);
-    const std::byte* p = e.transport().segment().data() + f.bulk_off;
-    bool ok = true;
-    for (std::uint32_t k = 0; k < f.bulk_len; ++k)
-      ok = ok && std::to_integer<std::uint8_t>(p[k]) == pattern(f.src, static_cast<std::uint32_t>(f.args[0]) + k);
-    ++(ok ? s->gets_ok : s->gets_bad)[f.src];
-  });
-  ep.on(kFinal, [](EP& e, const am::Frame& f) {
-    auto* s = static_cast<State*>(e.user);
-    e.reply(f, kTotals, s->rx[f.src].count, s->rx[f.src].sum);
-  });
-  ep.on(kTotals, [](EP& e, const am::Frame& f) {
-    auto* s = static_cast<State*>(e.user);
-    s->peer_rx[f.src] = {f.args[0], f.args[1]};
-    ++s->totals;
-  });
-  ep.on(kDone, [](EP& e, const am::Frame&) { ++static_cast<State*>(e.user)->dones; });
+  install_handlers(ep);
 
   std::byte* seg = t->segment().data();
   for (std::uint32_t k = 0; k < kPatternBytes; ++k) seg[k] = static_cast<std::byte>(pattern(me, k));
@@ -146,79 +268,25 @@ int run(Ranks& ranks, const Args& a) {
 
   std::vector<int> peers;  // staggered: rank r starts with r+1
   for (int k = 1; k < n; ++k) peers.push_back((me + k) % n);
-
-  if (a.kill) {  // requests to everyone until a rank dies; rank 0 kills the last rank after 2 s
-    const auto start = Steady::now();
-    Steady::time_point killed{};
-    std::uint64_t i = 0;
-    try {
-      for (;; ++i) {
-        ep.request(peers[i % peers.size()], kData, i);
-        if (me == 0 && killed == Steady::time_point{} && (i & 63) == 0 &&
-            Steady::now() - start > std::chrono::seconds(2)) {
-          ::kill(ranks.child_pids().back(), SIGKILL);
-          killed = Steady::now();
-          std::printf("rank 0: killed rank %d after %llu requests\n", n - 1, static_cast<unsigned long long>(i));
-          std::fflush(stdout);
-        }
-      }
-    } catch (const PeerError& e) {
-      const double took = me == 0 ? std::chrono::duration<double>(Steady::now() - killed).count() : -1;
-      std::printf("rank %d: PeerError%s: %s\n", me,
-                  me == 0 ? (" " + std::to_string(took) + " s after the kill").c_str() : "", e.what());
-      std::fflush(stdout);
-      return me == 0 ? (killed != Steady::time_point{} && took < 10 ? 3 : 1) : 3;
-    }
-  }
+  if (a.kill) return until_a_rank_dies(ep, ranks, peers);
 
   const nlohmann::json d0 = t->describe();
   const auto medium = d0["medium_max_bytes"].get<std::uint32_t>();
   const std::uint32_t bulk = 3000;
   if (bulk <= medium || medium < 16) throw std::runtime_error("this test expects a path MTU of 1024 to 2048");
-  std::vector<std::uint64_t> op(kBuffers, 0);
-  std::vector<std::uint32_t> next_region(n, 0), next_land(n, 0);
+  const auto by_peer = static_cast<std::size_t>(n);
+  Sender sender{lay,
+                seg,
+                medium,
+                bulk,
+                rng,
+                std::vector<std::uint64_t>(kBuffers, 0),
+                std::vector<std::uint32_t>(by_peer, 0),
+                std::vector<std::uint32_t>(by_peer, 0)};
   bool ok = true;
   for (int i = 0; i < a.messages; ++i) {
     const int dst = peers[static_cast<std::size_t>(i) % peers.size()];
-    const int kind = (i / static_cast<int>(peers.size())) % 6;
-    const std::uint32_t region =
-        lay.inbound + (static_cast<std::uint32_t>(me) * kRegions + next_region[dst]++ % kRegions) * kRegion;
-    const std::uint32_t size = (i / 6) % 2 ? medium : bulk;
-    switch (kind) {
-      case 0:
-        ep.oneway(dst, kData, static_cast<std::uint64_t>(i), 0, 0, 0, true);
-        st.tx[dst].count++, st.tx[dst].sum += static_cast<std::uint64_t>(i);
-        break;
-      case 1:
-      case 2: {
-        const int b = i % kBuffers;
-        if (op[b]) ep.wait_local(op[b]);  // the NI is done with it: rewrite it
-        std::byte* src = seg + lay.buffers + static_cast<std::uint32_t>(b) * kRegion;
-        const std::uint32_t len = kind == 1 ? medium - (i % 7) : bulk + (i % 5);
-        for (std::uint32_t k = 0; k < len; ++k) src[k] = static_cast<std::byte>(rng());
-        op[b] = ep.oneway_store(dst, kData, src, len, region, 0, 0, true);
-        st.tx[dst].count++, st.tx[dst].sum += fnv(src, len);
-        break;
-      }
-      case 3:
-        ep.request(dst, kData, static_cast<std::uint64_t>(i));
-        st.tx[dst].count++, st.tx[dst].sum += static_cast<std::uint64_t>(i), st.acks_expected[dst]++;
-        break;
-      case 4: {
-        const std::uint32_t off = static_cast<std::uint32_t>(i * 61) % (kStatic - size);
-        ep.store(dst, kData, seg + lay.stat + off, size, region);
-        st.tx[dst].count++, st.tx[dst].sum += fnv(seg + lay.stat + off, size), st.acks_expected[dst]++;
-        break;
-      }
-      case 5: {
-        const std::uint32_t off = static_cast<std::uint32_t>(i * 37) % (kPatternBytes - size);
-        const std::uint32_t land =
-            lay.land + (static_cast<std::uint32_t>(dst) * kGetSlots + next_land[dst]++ % kGetSlots) * kRegion;
-        ep.get(dst, kGot, off, size, land, off);
-        st.gets_expected[dst]++;
-        break;
-      }
-    }
+    send_one(ep, st, sender, me, i, dst, (i / static_cast<int>(peers.size())) % 6);
     if (t->tx_completed() > t->tx_posted()) ok = false;
   }
   ep.wait_local(t->tx_posted());  // every QP's tail, flushed where needed
@@ -234,30 +302,7 @@ int run(Ranks& ranks, const Args& a) {
   const nlohmann::json d = t->describe();
   const nlohmann::json& c = d["counters"];
   const auto cnt = [&](const char* k) { return c[k].template get<std::uint64_t>(); };
-  std::string why;
-  const auto check = [&](bool cond, const std::string& what) {
-    if (!cond) why += (why.empty() ? "" : "; ") + what;
-  };
-  check(ok, "tx_completed ran ahead of tx_posted");
-  for (int p : peers) {
-    const std::string r = " (peer " + std::to_string(p) + ")";
-    check(st.peer_rx[p] == st.tx[p], "peer counted " + std::to_string(st.peer_rx[p].count) + " of " +
-                                         std::to_string(st.tx[p].count) +
-                                         (st.peer_rx[p].sum == st.tx[p].sum ? "" : ", checksum differs") + r);
-    check(st.acks[p] == st.acks_expected[p],
-          "acks " + std::to_string(st.acks[p]) + "/" + std::to_string(st.acks_expected[p]) + r);
-    check(st.gets_ok[p] == st.gets_expected[p] && st.gets_bad[p] == 0,
-          "gets ok " + std::to_string(st.gets_ok[p]) + ", bad " + std::to_string(st.gets_bad[p]) + r);
-    check(ep.counters(p).credit_frames > 0, "no credit returned" + r);
-    check(ep.counters(p).rejected_total() == 0, "frames refused" + r);
-  }
-  for (const auto& q : d["per_peer"])
-    check(q["ops_posted"].template get<std::uint64_t>() > 0 && q["ops_completed"] == q["ops_posted"],
-          "QP of rank " + q["rank"].dump() + ": ops " + q["ops_completed"].dump() + "/" + q["ops_posted"].dump());
-  check(cnt("ops_completed") == cnt("ops_posted"),
-        "ops completed " + std::to_string(cnt("ops_completed")) + " of " + std::to_string(cnt("ops_posted")));
-  check(cnt("bad_imm") == 0 && cnt("bad_medium") == 0 && cnt("bad_src") == 0, "bad_imm/bad_medium/bad_src");
-  check(cnt("medium_stores") > 0 && cnt("stores") > 0 && cnt("gets") > 0, "not every protocol ran");
+  const std::string why = verdict(ep, st, peers, ok, d);
   std::uint64_t credits = 0;
   for (int p : peers) credits += ep.counters(p).credit_frames;
   std::printf(
