@@ -372,8 +372,8 @@ void print_help(const std::vector<const po::options_description*>& sections) {
                "With no arguments: logpbench agree, one LogP table for the shm link (the embedded default);\n"
                "with options and no --bench, the method is the signature.\n"
                "Like perftest's ib_send_lat over two hosts:\n"
-               "  logpbench server --transport verbs --device mlx5_0 --bench pingpong -a\n"
-               "  logpbench client HOST --transport verbs --device mlx5_0 --bench pingpong -a\n\n";
+               "  logpbench server --transport verbs -d mlx5_0 --bench pingpong -a\n"
+               "  logpbench client HOST --transport verbs -d mlx5_0 --bench pingpong -a\n\n";
   for (const auto* d : sections) std::cout << *d << '\n';
   std::cout << "Methods (--bench NAME):" << methods::bench_help() << '\n';
 }
