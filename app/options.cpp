@@ -45,8 +45,9 @@ std::string transport_help() {
   for_each_transport(
       [&]<class D>() {
         names += (names.empty() ? "" : " | ") + std::string(D::name);
-        lines += "\n" + std::string(D::name) + std::string(8 - std::min<std::size_t>(7, std::string(D::name).size()), ' ') +
-                 D::summary + (kBuilt<D> ? "" : " (not built here)");
+        lines += "\n" + std::string(D::name) +
+                 std::string(8 - std::min<std::size_t>(7, std::string(D::name).size()), ' ') + D::summary +
+                 (kBuilt<D> ? "" : " (not built here)");
       },
       AllTransports{});
   return names + ":" + lines;
@@ -74,7 +75,7 @@ po::options_description common_section(Options& o, Text& t) {
       "also write the run's table as CSV (atomically): pingpong's latency table, bw's "
       "bandwidth table, else the parameters; a second table goes to FILE-NAME.csv")(
       "raw", po::bool_switch(&o.raw), "also store every raw sample in the JSON")("quiet,q", po::bool_switch(&o.quiet),
-                                                                                  "no progress line");
+                                                                                 "no progress line");
   return d;
 }
 
@@ -169,7 +170,8 @@ struct MethodOwned {
     for (const auto& owner : owners) {
       const auto& name = owner.first;  // not a structured binding: clang 14 cannot capture one in a lambda
       const auto& who = owner.second;
-      const auto mo = std::find_if(first.begin(), first.end(), [&](const methods::MethodOption* m) { return m->name == name; });
+      const auto mo =
+          std::find_if(first.begin(), first.end(), [&](const methods::MethodOption* m) { return m->name == name; });
       const bool takes = std::find(who.begin(), who.end(), o.bench) != who.end();
       if (!(*mo)->refused_elsewhere || !given(vm, name.c_str()) || takes) continue;
       std::string list;
@@ -234,15 +236,15 @@ void check_job(Options& o, const po::variables_map& vm, const Text& t) {
     throw UsageError("client needs the server's address: logpbench client HOST");
   if (o.mode != "client" && !o.host.empty())
     throw UsageError("unexpected argument '" + o.host + "' (only client takes a HOST)");
-  if (!with_transport(o.transport, []<class>() {}, AllTransports{})) {
+  if (!with_transport(
+          o.transport, []<class>() {}, AllTransports{})) {
     std::string names;
     for_each_transport([&]<class D>() { names += (names.empty() ? "" : ", ") + std::string(D::name); },
                        AllTransports{});
     throw UsageError("--transport must be one of " + names + "; not '" + o.transport + "'");
   }
   o.method = methods::find_method(o.bench);
-  if (!o.method)
-    throw UsageError("--bench must be " + methods::method_names(", ", " or ") + ", not '" + o.bench + "'");
+  if (!o.method) throw UsageError("--bench must be " + methods::method_names(", ", " or ") + ", not '" + o.bench + "'");
 }
 
 // -a, --sizes, -s and -n: which method takes them, and that they do not contradict one another. -a fills
@@ -349,19 +351,19 @@ void record_flags(Options& o, const po::variables_map& vm) {
   o.flags["window_effective"] = o.window;
 }
 
-
 // Each transport's checks: first the transports not chosen (each refuses its own options, given for
 // another transport), then the chosen one's own, so an option given to the wrong transport is named before
 // what the chosen one lacks (--transport mpi --emulate ...: MPI has no emulated NI, before the launcher).
 void check_transports(Options& o, const po::variables_map& vm) {
-  const TransportCheck c{vm,     o.transport, o.mode, o.mode_given, o.window, o.method->takes.ud && o.size == 0,
-                         o.method->takes.tx_burst};
+  const TransportCheck c{
+      vm, o.transport, o.mode, o.mode_given, o.window, o.method->takes.ud && o.size == 0, o.method->takes.tx_burst};
   for_each_transport(
       [&]<class D>() {
         if (o.transport != D::name) D::validate(o, c);
       },
       AllTransports{});
-  with_transport(o.transport, [&]<class D>() { D::validate(o, c); }, AllTransports{});
+  with_transport(
+      o.transport, [&]<class D>() { D::validate(o, c); }, AllTransports{});
 }
 
 void print_help(const std::vector<const po::options_description*>& sections) {
@@ -382,8 +384,7 @@ void print_help(const std::vector<const po::options_description*>& sections) {
 
 bool parse_options(int argc, const char* const* argv, Options& o) {
   Text t;
-  const po::options_description common = common_section(o, t), place = placement_section(o, t),
-                                am = am_section(o, t);
+  const po::options_description common = common_section(o, t), place = placement_section(o, t), am = am_section(o, t);
   std::vector<po::options_description> transports;
   for_each_transport([&]<class D>() { transports.push_back(D::describe(o)); }, AllTransports{});
   MethodOwned owned;

@@ -19,7 +19,8 @@ void print_table(std::FILE* out, const nlohmann::json& doc) {
   const std::string bench = flags.value("bench", "?");
   const methods::MethodInfo* method = methods::find_method(bench);
   std::string runs;  // a job-level method plays the job once; --runs repeats single-pair methods
-  if (!method || method->scope == methods::Scope::link) runs = ", " + std::to_string(flags.value("runs", 1)) + " run(s)";
+  if (!method || method->scope == methods::Scope::link)
+    runs = ", " + std::to_string(flags.value("runs", 1)) + " run(s)";
   std::fprintf(out, "logpbench %s: %s over %s%s%s\n", meta.value("version", "?").c_str(), bench.c_str(),
                flags.value("transport", "?").c_str(), emu.c_str(), runs.c_str());
   const nlohmann::json params =

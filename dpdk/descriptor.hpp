@@ -15,10 +15,13 @@ namespace logpb::dpdk {
 
 struct Descriptor {
   static constexpr const char* name = "dpdk";
-  static constexpr const char* summary = "DPDK ethdev: memif between local ranks, or the port --eal gives (af_xdp, a real NIC)";
+  static constexpr const char* summary =
+      "DPDK ethdev: memif between local ranks, or the port --eal gives (af_xdp, a real NIC)";
   using Options = CliOptions;
   static boost::program_options::options_description describe(CliOptions& o) { return dpdk::describe(o); }
-  static void validate(CliOptions& o, const TransportCheck& c) { dpdk::validate(o, c.vm, c.transport, c.mode, c.batches_sends); }
+  static void validate(CliOptions& o, const TransportCheck& c) {
+    dpdk::validate(o, c.vm, c.transport, c.mode, c.batches_sends);
+  }
   static void run(app::Job& job);  // dpdk/job.cpp
 };
 

@@ -18,7 +18,9 @@ struct Descriptor {
   static constexpr const char* summary = "MPI point-to-point (Isend/Irecv), under mpirun or srun only";
   using Options = CliOptions;
   static boost::program_options::options_description describe(CliOptions& o) { return mpi::describe(o); }
-  static void validate(CliOptions& o, const TransportCheck& c) { mpi::validate(o, c.vm, c.transport, c.mode_given, c.mode); }
+  static void validate(CliOptions& o, const TransportCheck& c) {
+    mpi::validate(o, c.vm, c.transport, c.mode_given, c.mode);
+  }
   static void run(app::Job& job);  // mpi/job.cpp
 };
 

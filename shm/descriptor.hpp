@@ -15,7 +15,8 @@ namespace logpb::shm {
 
 struct Descriptor {
   static constexpr const char* name = "shm";
-  static constexpr const char* summary = "shared memory between the ranks of one host; with --emulate, an NI of known LogP parameters";
+  static constexpr const char* summary =
+      "shared memory between the ranks of one host; with --emulate, an NI of known LogP parameters";
   using Options = CliOptions;
   static boost::program_options::options_description describe(CliOptions& o) { return shm::describe(o); }
   static void validate(CliOptions& o, const TransportCheck& c) { shm::validate(o, c.transport, c.mode, c.window); }

@@ -10,8 +10,8 @@ po::options_description describe(CliOptions& o) {
   po::options_description d("shm transport (the default) and its emulated NI");
   d.add_options()("emulate", po::value(&o.emulate_spec),
                   "an emulated NI of known parameters, e.g. \"os=1.4us,or=2.2us,g=7.6us,L=6.3us,C=32\" "
-                  "(shm/emulation.hpp lists every key)")(
-      "ring", po::value(&o.ring)->default_value(o.ring), "slots per direction (power of two)");
+                  "(shm/emulation.hpp lists every key)")("ring", po::value(&o.ring)->default_value(o.ring),
+                                                         "slots per direction (power of two)");
   return d;
 }
 

@@ -33,8 +33,9 @@ struct Pair {
   shm::ShmRegion region = shm::ShmRegion::create_anonymous(2, {64, 1 << 16});
   std::unique_ptr<Shm> a, b;
   Pair() {
-    auto fb = std::async(std::launch::async,
-                         [&] { return std::make_unique<Shm>(region, 1, test_clock(), shm::Emulation{}, shm::ShmOptions{}, 5); });
+    auto fb = std::async(std::launch::async, [&] {
+      return std::make_unique<Shm>(region, 1, test_clock(), shm::Emulation{}, shm::ShmOptions{}, 5);
+    });
     a = std::make_unique<Shm>(region, 0, test_clock(), shm::Emulation{}, shm::ShmOptions{}, 5);
     b = fb.get();
   }
@@ -330,7 +331,8 @@ TEST_CASE("four ranks: every rank requests, stores, gets and sends one-way to ev
   if (ranks.rank() != 0) {
     int code = 0;
     try {
-      shm::connect_shm(ranks, so, test_clock(), shm::Emulation{}, [&](auto& t) { ranks.allgather(exchange(ranks, t)); });
+      shm::connect_shm(ranks, so, test_clock(), shm::Emulation{},
+                       [&](auto& t) { ranks.allgather(exchange(ranks, t)); });
       ranks.barrier();
     } catch (const std::exception& e) {
       std::fprintf(stderr, "rank %d: %s\n", ranks.rank(), e.what());
@@ -338,7 +340,8 @@ TEST_CASE("four ranks: every rank requests, stores, gets and sends one-way to ev
     }
     _exit(code);
   }
-  shm::connect_shm(ranks, so, test_clock(), shm::Emulation{}, [&](auto& t) { all = ranks.allgather(exchange(ranks, t)); });
+  shm::connect_shm(ranks, so, test_clock(), shm::Emulation{},
+                   [&](auto& t) { all = ranks.allgather(exchange(ranks, t)); });
   ranks.barrier();
   CHECK(reap(ranks) == std::vector<int>(kJobRanks - 1, 0));
   REQUIRE(all.size() == kJobRanks);

@@ -169,7 +169,8 @@ TEST_CASE("compare: refusals", "[compare]") {
   const json kto =
       result("shm", "k-to-one", json::object(),
              {{"per_k", json::array({{{"k", 1}, {"g", p(5, 1)}, {"ratio", {{"value", 1.0}, {"ci95", 0.1}}}}})}});
-  CHECK_THROWS_WITH(cmp::compare_pair(pp, kto, "A", "B", methods::compare_reading), Catch::Contains("share no parameter"));
+  CHECK_THROWS_WITH(cmp::compare_pair(pp, kto, "A", "B", methods::compare_reading),
+                    Catch::Contains("share no parameter"));
   const json sig = result("shm", "signature", {{"rtt", p(900, 10)}});
   const auto pr = cmp::compare_pair(pp, sig, "A", "B", methods::compare_reading);
   CHECK(pr.rows.size() == 1);

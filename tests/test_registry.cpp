@@ -84,8 +84,9 @@ struct Link {
   std::unique_ptr<EP> client, server;
   std::thread srv;
   Link() {
-    auto fb = std::async(std::launch::async,
-                         [&] { return std::make_unique<Shm>(region, 1, test_clock(), shm::Emulation{}, shm::ShmOptions{}, 5); });
+    auto fb = std::async(std::launch::async, [&] {
+      return std::make_unique<Shm>(region, 1, test_clock(), shm::Emulation{}, shm::ShmOptions{}, 5);
+    });
     a = std::make_unique<Shm>(region, 0, test_clock(), shm::Emulation{}, shm::ShmOptions{}, 5);
     b = fb.get();
     client = std::make_unique<EP>(*a, test_clock(), ep_options(0));
@@ -144,7 +145,6 @@ TEST_CASE("a job-level method is refused on one link") {
   Link l;
   ResultsDoc doc;
   Progress quiet(true);
-  CHECK_THROWS_WITH(
-      run_client_bench<methods::method::pairs>(*l.client, 1, test_clock(), small("pairs", 1), doc, quiet),
-      Catch::Contains("runs on the whole job"));
+  CHECK_THROWS_WITH(run_client_bench<methods::method::pairs>(*l.client, 1, test_clock(), small("pairs", 1), doc, quiet),
+                    Catch::Contains("runs on the whole job"));
 }

@@ -15,10 +15,13 @@ namespace logpb::verbs {
 
 struct Descriptor {
   static constexpr const char* name = "verbs";
-  static constexpr const char* summary = "RDMA verbs: RC queue pairs (UD with --ud) on the device -d names, as perftest";
+  static constexpr const char* summary =
+      "RDMA verbs: RC queue pairs (UD with --ud) on the device -d names, as perftest";
   using Options = CliOptions;
   static boost::program_options::options_description describe(CliOptions& o) { return verbs::describe(o); }
-  static void validate(CliOptions& o, const TransportCheck& c) { verbs::validate(o, c.vm, c.transport, c.small_ams_only, c.window); }
+  static void validate(CliOptions& o, const TransportCheck& c) {
+    verbs::validate(o, c.vm, c.transport, c.small_ams_only, c.window);
+  }
   static void run(app::Job& job);  // verbs/job.cpp
 };
 

@@ -154,8 +154,8 @@ struct agree {
     // std::nan, not NAN: NAN is a float, and value() would read the step as one (10.01915104 ns against a
     // figure of 10.019151037 ns, one clock step, then no longer within it).
     const double step_ns = job.doc.j.value(nlohmann::json::json_pointer("/meta/tsc/resolution_ns"), std::nan(""));
-    const nlohmann::json verdicts = methods::agreement(records, ep.transport().describe(), timer_cost_ns,
-                                                        methods::kAgreeTolerance, step_ns);
+    const nlohmann::json verdicts =
+        methods::agreement(records, ep.transport().describe(), timer_cost_ns, methods::kAgreeTolerance, step_ns);
     a.update(verdicts);
     a["records"] = records;
     auto& d = job.doc.j;

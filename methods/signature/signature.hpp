@@ -92,8 +92,7 @@ struct signature {
     // a slope below it (Idle < 0 beyond its interval) is a curve still filling its window, which longer
     // bursts carry into its steady state (a 1990s NI, g > o_s + o_r, capped at 120 us: g read 2.7 us for 4.5).
     hooks.first_in_transition = [&](const methods::SignatureData& d) {
-      return analysis::fit_signature(methods::to_fit_curves(d), analysis::rtt_param(d.rtt.summary), 1.2,
-                                     link.window())
+      return analysis::fit_signature(methods::to_fit_curves(d), analysis::rtt_param(d.rtt.summary), 1.2, link.window())
           .g_in_transition;
     };
     hooks.deltas_after_first = [&](const methods::SignatureCurve& c0) {

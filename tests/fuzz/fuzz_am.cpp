@@ -51,10 +51,12 @@ struct World {
   std::uint64_t tail[kRanks] = {};  // frames written into ring (r -> 0)
   World() {
     // Each constructor waits for the others' pids: build them side by side.
-    auto f1 = std::async(std::launch::async,
-                         [&] { return std::make_unique<Shm>(region, 1, clock, shm::Emulation{}, shm::ShmOptions{}, 5); });
-    auto f2 = std::async(std::launch::async,
-                         [&] { return std::make_unique<Shm>(region, 2, clock, shm::Emulation{}, shm::ShmOptions{}, 5); });
+    auto f1 = std::async(std::launch::async, [&] {
+      return std::make_unique<Shm>(region, 1, clock, shm::Emulation{}, shm::ShmOptions{}, 5);
+    });
+    auto f2 = std::async(std::launch::async, [&] {
+      return std::make_unique<Shm>(region, 2, clock, shm::Emulation{}, shm::ShmOptions{}, 5);
+    });
     t[0] = std::make_unique<Shm>(region, 0, clock, shm::Emulation{}, shm::ShmOptions{}, 5);
     t[1] = f1.get();
     t[2] = f2.get();
