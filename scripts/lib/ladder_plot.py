@@ -1,0 +1,96 @@
+"""The software ladder in the style of Bell et al. Figure 3: one bar per rung, o_s and o_r stacked and the rest
+of the end-to-end latency (EEL = RTT/2) on top, so the bar's height is the rung's EEL and the steps between
+bars are what each layer adds. Drawn from scripts/ladder's ladder.json (schema logpbench-ladder/1).
+
+usage: python3 scripts/lib/ladder_plot.py ladder.json OUT.png|OUT.svg   (scripts/plot ladder.json OUT does the same)
+
+As in analysis/logpb_plots.py's comparison figure, a part a rung could not observe is left out of its bar
+and named under it, never drawn as 0; where o_s + o_r exceed the EEL (Bell et al. saw it for MPI on the T3E
+and Myrinet: the overheads come from other tests than the latency), that is said and nothing negative drawn.
+A rung that did not run keeps its place on the axis with the reason, so a missing layer is never mistaken
+for a free one."""
+import json
+import sys
+import textwrap
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def _us(f):
+    if not isinstance(f, dict) or f.get("value") is None:
+        return None, 0
+    return f["value"] / 1e3, (f.get("ci95") or 0) / 1e3
+
+
+def draw(doc, out):
+    rows = doc.get("figure", [])
+    fig, a = plt.subplots(figsize=(max(6, 1.8 * len(rows) + 2), 5.2))
+    seen = set()
+
+    def once(label):
+        if label in seen:
+            return None
+        seen.add(label)
+        return label
+
+    prev_eel = None
+    for i, r in enumerate(rows):
+        os_, os_e = _us(r.get("o_s"))
+        or_, or_e = _us(r.get("o_r"))
+        rtt, rtt_e = _us(r.get("rtt"))
+        if r.get("missing"):
+            a.annotate("\n".join(textwrap.wrap(f"did not run: {r['missing']}", 26)[:10]), (i, 0),
+                       textcoords="offset points", xytext=(0, 8), ha="center", fontsize=6, color="C3")
+            continue
+        bottom, notes = 0.0, []
+        for v, e, label, color in ((os_, os_e, "o_s", "C0"), (or_, or_e, "o_r", "C1")):
+            if v is None:
+                notes.append(f"{label} n/a")
+                continue
+            a.bar(i, v, 0.6, bottom=bottom, color=color, label=once(label))
+            a.errorbar(i + (0.12 if label == "o_r" else -0.12), bottom + v, yerr=e, color="k", capsize=2, lw=0.8)
+            bottom += v
+        if rtt is None:
+            notes.append("EEL n/a")
+        else:
+            eel = rtt / 2
+            rest = eel - bottom
+            if rest >= 0:
+                a.bar(i, rest, 0.6, bottom=bottom, color="C2", alpha=0.5 if os_ is not None and or_ is not None else 0.25,
+                      hatch=None if os_ is not None and or_ is not None else "//", label=once("rest of EEL (RTT/2)"))
+            else:
+                notes.append(f"o_s + o_r exceed EEL by {-rest:.3g} µs")
+            a.errorbar(i, eel, yerr=rtt_e / 2, fmt="_", color="k", ms=18, capsize=3)
+            text = f"{eel:.3g}"
+            if prev_eel is not None:
+                text += f"\n({eel - prev_eel:+.3g})"
+            a.annotate(text, (i, eel), textcoords="offset points", xytext=(0, 5), ha="center", fontsize=7)
+            prev_eel = eel
+        srcs = sorted({r[k]["method"] for k in ("o_s", "o_r", "rtt") if isinstance(r.get(k), dict)})
+        notes.append("from " + ", ".join(srcs) if srcs else "")
+        a.annotate("\n".join(n for n in notes if n), (i, 0), textcoords="offset points", xytext=(0, -50),
+                   ha="center", fontsize=6, color="C3" if any("n/a" in n or "exceed" in n for n in notes) else "0.3")
+    a.set_xticks(range(len(rows)))
+    a.set_xticklabels(["\n".join(textwrap.wrap(r["label"].split(":")[0], 18)) for r in rows], fontsize=7)
+    a.set_ylabel("µs")
+    a.set_ylim(bottom=0)
+    a.set_title(f"The software ladder ({doc.get('place')}): o_s, o_r and the rest of EEL = RTT/2 per rung; "
+                "above each bar its EEL and (what it adds over the bar to its left)\n"
+                "in the style of Bell et al., Figure 3", fontsize=8)
+    if seen:
+        a.legend(fontsize=7, loc="upper left")
+    a.grid(alpha=0.3, axis="y")
+    fig.subplots_adjust(bottom=0.25)
+    fig.savefig(out, dpi=130)
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    with open(sys.argv[1]) as f:
+        draw(json.load(f), sys.argv[2])
+    print(sys.argv[2])
