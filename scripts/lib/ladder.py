@@ -148,6 +148,7 @@ def main():
             else:
                 step["compare_json"] = where[:-4] + ".json"
                 step["rows"] = step_rows(cmp, lo["name"], up["name"])
+                step["warnings"] = cmp.get("warnings", [])
             res["steps"].append(step)
             steps[up["name"]] = step
         if len(ran) > 2:

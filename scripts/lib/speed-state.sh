@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The machine's speed state, probed around a measurement; sourced by scripts/raw-vs-mpi and scripts/ladder.
 # The bare cache-line ping-pong (bench/shm_bare_pingpong, 20000 round trips on cores 0 and 1, a few ms) is
 # run before, between and after the runs being compared. The VMs seen here switch between speed states
