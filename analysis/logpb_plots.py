@@ -181,8 +181,9 @@ def summary(docs_and_paths, outdir):
     side = []
     models = [(p, d) for p, d in docs_and_paths if is_model(d)]
     comparisons = [(p, d) for p, d in docs_and_paths if is_compare(d)]
+    ladders = [(p, d) for p, d in docs_and_paths if is_ladder(d)]
     for path, doc in docs_and_paths:
-        if is_model(doc) or is_compare(doc):
+        if is_model(doc) or is_compare(doc) or is_ladder(doc):
             continue
         meta = doc.get("meta", {})
         flags = meta.get("flags", {})
@@ -232,9 +233,25 @@ def summary(docs_and_paths, outdir):
         lines += model_section(path, doc, outdir)
     for path, doc in comparisons:
         lines += compare_section(path, doc, outdir)
+    for path, doc in ladders:
+        lines += _ladder_plot().section(path, doc, outdir)
     with open(os.path.join(outdir, "report.md"), "w") as f:
         f.write("\n".join(lines))
     return os.path.join(outdir, "report.md")
+
+
+# ---- The software ladder (scripts/ladder's ladder.json, schema logpbench-ladder/1): drawn by scripts/lib/ladder_plot.py
+
+def is_ladder(doc):
+    return str(doc.get("schema", "")).startswith("logpbench-ladder/")
+
+
+def _ladder_plot():
+    path = os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "scripts", "lib", "ladder_plot.py")
+    spec = importlib.util.spec_from_file_location("ladder_plot", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 # ---- LoGPC model vs measurement (logpbench model's JSON, schema logpbench-model/1) --------------------

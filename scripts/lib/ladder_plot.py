@@ -88,6 +88,53 @@ def draw(doc, out):
     plt.close(fig)
 
 
+def _cell(f):
+    if not isinstance(f, dict):
+        return ""
+    unit = f.get("unit", "ns")
+    digits = 4 if unit == "ns/B" else 1
+    if f.get("value") is None:
+        bound = f.get("upper_bound")
+        return f"hidden, ≤ {bound:.{digits}f} {unit}" if bound is not None else f"n/a ({f.get('error', '')})"
+    ci = f.get("ci95")
+    return f"{f['value']:.{digits}f}" + (f" ± {ci:.{digits}f}" if ci is not None else " (no interval)") + f" {unit}"
+
+
+def section(path, doc, outdir):
+    """Markdown lines for scripts/report's 'The software ladder' section: the rungs, each method's table of
+    what each rung adds over the one below (logpbench compare's figures), and the figure."""
+    import os
+    lines = ["## The software ladder", "",
+             f"`{os.path.basename(path)}` (`scripts/ladder {doc.get('place')}`): the same methods through each layer, "
+             "lowest first. ± 95% half-widths; added = this rung − the rung below it that ran "
+             "(`logpbench compare`), its half-width the two runs' combined in quadrature.", ""]
+    for r in doc.get("rungs", []):
+        status = "" if r["status"] == "available" else f" — **not available**: {r['status']}"
+        lines.append(f"- **{r['name']}**: {r['label']}{status}")
+    lines.append("")
+    for m, res in doc.get("results", {}).items():
+        probes = " / ".join(f"{p:.0f}" for p in res.get("state", {}).get("probes_ns", []))
+        lines += [f"### {m}", "", f"Speed probe (bare cache-line ping-pong, ns): {probes or 'none'}: "
+                  f"{res.get('state', {}).get('verdict', '')}.", "",
+                  "| quantity | rung | value | adds over the rung below |", "|---|---|---|---|"]
+        for row in res.get("table", []):
+            if row.get("status") != "ran":
+                lines.append(f"| {row['quantity']} | {row['rung']} | {row.get('status')} | |")
+                continue
+            added = ""
+            if row.get("added"):
+                added = ("+" if (row["added"].get("value") or 0) > 0 else "") + _cell(row["added"]) + ("" if row.get("resolved") else " (not resolved)") + f" over {row['over']}"
+                if row.get("skipped"):
+                    added += f" ({', '.join(row['skipped'])} did not run)"
+            lines.append(f"| {row['quantity']} | {row['rung']} | {_cell(row.get('value'))} | {added} |")
+        lines.append("")
+    stem = os.path.splitext(os.path.basename(path))[0]
+    png = os.path.join(outdir, f"{stem}-ladder.png")
+    draw(doc, png)
+    lines += [f"![o_s, o_r and EEL per rung (Bell et al. Fig. 3)]({os.path.basename(png)})", ""]
+    return lines
+
+
 if __name__ == "__main__":
     if len(sys.argv) != 3:
         sys.exit(__doc__)
