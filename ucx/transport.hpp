@@ -1,0 +1,154 @@
+// What the UCX transport's two datapaths share (ucx/uct_transport.hpp: the AM layer over one UCT
+// interface; ucx/ucp_transport.hpp: over UCP): the wire format of a message, the inbox that carries frames
+// from UCX's receive callbacks to poll(), the numbering of operations for local completion, and errors.
+//
+// A message is a 64-byte frame (common/frame.hpp), then the payload of a store when it travels with it.
+// UCX hands received messages to a callback from inside its progress call (uct_worker_progress,
+// ucp_worker_progress); the callback checks the message's shape, copies any payload into the segment
+// and queues the frame, and poll() hands the queued frames to the AM layer once progress returned. So a
+// handler never runs inside UCX's callback, where it could not send or progress again.
+#pragma once
+
+#include <ucs/type/status.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/frame.hpp"
+
+namespace logpb::ucx {
+
+inline constexpr std::uint8_t kAmId = 7;              // the AM id our frames use (UCT ids go to 31)
+inline constexpr std::uint32_t kChunk = 0xfffffffeu;  // seq of a store's data message: copied, never delivered
+inline constexpr std::uint32_t kPayloadMax = 4096;    // UCP: payload bytes sent with the frame in one AM
+
+// "uct_ep_am_short failed: Destination is unreachable (UCS_ERR_UNREACHABLE = -6)"
+std::string call_failed(ucs_status_t s, const char* call);
+// On the datapath a failure means the job's communication broke: PeerError (exit 3).
+[[noreturn]] void fail_datapath(ucs_status_t s, const char* call);
+// In the control path it is a setup failure: std::runtime_error (exit 1), with what to check.
+[[noreturn]] void fail_setup(ucs_status_t s, const char* call, const std::string& what_to_check = "");
+inline void check_setup(ucs_status_t s, const char* call, const std::string& what_to_check = "") {
+  if (s != UCS_OK) [[unlikely]]
+    fail_setup(s, call, what_to_check);
+}
+
+struct RxCounters {
+  std::uint64_t messages = 0, chunks = 0, short_or_bad = 0, bad_bulk = 0, rendezvous_refused = 0, queue_grown = 0;
+};
+
+// Frames received inside a UCX callback, waiting for poll(). A ring that grows when a progress call
+// brings more than it holds (never on the steady path: the AM layer's windows bound what is in flight).
+class Inbox {
+ public:
+  Inbox(std::byte* segment, std::uint32_t segment_bytes);
+
+  // One received message: `frame` (frame_len bytes, a frame when 64) and n bytes of payload for the
+  // segment at the frame's bulk_off. Refused (counted, not queued) when short or when the payload is
+  // not the frame's bulk_len; a store's data message (seq kChunk) lands its bytes and is not queued.
+  void land(const void* frame, std::size_t frame_len, const void* payload, std::size_t n) {
+    ++counters_.messages;
+    if (frame_len < sizeof(am::Frame)) [[unlikely]] {
+      ++counters_.short_or_bad;
+      return;
+    }
+    am::Frame f;
+    std::memcpy(&f, frame, sizeof f);
+    if (n != 0 || f.seq == kChunk) {
+      if (n != f.bulk_len) [[unlikely]] {
+        ++counters_.short_or_bad;
+        return;
+      }
+      if (f.bulk_off <= segment_bytes_ && n <= segment_bytes_ - f.bulk_off) [[likely]]
+        std::memcpy(segment_ + f.bulk_off, payload, n);
+      else
+        ++counters_.bad_bulk;  // uncopied; the AM layer refuses the frame (bad_bulk)
+      if (f.seq == kChunk) {
+        ++counters_.chunks;
+        return;
+      }
+    }
+    push(f);
+  }
+  // A frame delivered locally (a get's completion), queued behind what arrived before it.
+  void push(const am::Frame& f) {
+    if (tail_ - head_ == ring_.size()) [[unlikely]]
+      grow();
+    ring_[tail_++ & (ring_.size() - 1)] = f;
+  }
+  bool empty() const { return head_ == tail_; }
+  template <class Sink>
+  int drain(Sink& sink) {
+    int n = 0;
+    while (head_ != tail_) {
+      const am::Frame& f = ring_[head_++ & (ring_.size() - 1)];
+      sink(static_cast<const void*>(&f), sizeof f);
+      ++n;
+    }
+    return n;
+  }
+  void note_rendezvous_refused() { ++counters_.rendezvous_refused; }
+  const RxCounters& counters() const { return counters_; }
+
+ private:
+  void grow();
+  std::vector<am::Frame> ring_;
+  std::uint64_t head_ = 0, tail_ = 0;
+  std::byte* segment_;
+  std::uint32_t segment_bytes_;
+  RxCounters counters_;
+};
+
+// Local completion (common/transport.hpp, LocalCompletion): operations numbered from 1 in the order
+// they start. One that UCX completes in the call (UCS_OK, a NULL request) needs no slot (complete_now);
+// one that may stay in flight takes a slot (begin) that holds one part per callback still due, and one
+// more until commit(), so a callback that fires inside the call cannot free it early. completed() is the
+// number up to which every operation is complete: the oldest slot still held, less one. A slot also owns
+// the bytes UCX may still read (UCP's header and payload must live until the send completes).
+class Ops {
+ public:
+  struct Slot {
+    std::uint64_t op = 0;
+    int parts = 0;
+    Ops* owner = nullptr;
+    am::Frame frame;               // the frame as sent (UCP: the AM's header)
+    std::byte* payload = nullptr;  // this slot's share of the payload buffer
+  };
+  Ops(std::size_t slots, std::size_t payload_bytes);
+  Ops(const Ops&) = delete;
+  Ops& operator=(const Ops&) = delete;
+
+  bool room() const { return tail_ - head_ < slots_.size(); }
+  void complete_now() { ++posted_; }
+  Slot& begin() {  // room() must hold
+    Slot& s = slots_[tail_++ & mask_];
+    s.op = ++posted_;
+    s.parts = 1;
+    return s;
+  }
+  static void add_part(Slot& s) { ++s.parts; }
+  static void part_done(Slot& s) {
+    if (--s.parts == 0) s.owner->reclaim();
+  }
+  void commit(Slot& s) { part_done(s); }
+  std::uint64_t posted() const { return posted_; }
+  std::uint64_t completed() const { return head_ == tail_ ? posted_ : slots_[head_ & mask_].op - 1; }
+  std::size_t in_flight() const { return tail_ - head_; }
+  std::size_t slots() const { return slots_.size(); }
+
+ private:
+  void reclaim() {
+    while (head_ != tail_ && slots_[head_ & mask_].parts == 0) ++head_;
+  }
+  std::vector<Slot> slots_;
+  std::vector<std::byte> payload_;
+  std::uint64_t mask_ = 0, head_ = 0, tail_ = 0, posted_ = 0;
+};
+
+std::string hex(const void* p, std::size_t n);
+std::vector<std::uint8_t> unhex(const std::string& s, const char* what);  // runtime_error when malformed
+
+}  // namespace logpb::ucx
