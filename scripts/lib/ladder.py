@@ -7,6 +7,7 @@ Reads OUT_DIR/rungs.tsv, runs.tsv and state.tsv as scripts/ladder writes them. E
 available failed, or fewer than two rungs of a method ran (nothing to compare); else 0."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -75,6 +76,23 @@ def short(text, n=110):
     return text if len(text) <= n else text[:n - 1] + "…"
 
 
+def ucx_used(doc):
+    """What a UCX rung's run used, in words, from meta.ucx: UCT's transport and device, or UCP's UCX_*
+    environment and the transports/devices of its endpoint's lanes (ucp_ep_print_info's lines)."""
+    u = doc.get("meta", {}).get("ucx") or {}
+    if u.get("layer") == "uct":
+        return f"UCT {u.get('tl')}/{u.get('dev')}"
+    if u.get("layer") == "ucp":
+        env = " ".join(f"{k}={v}" for k, v in sorted((u.get("environment") or {}).items()))
+        info = (u.get("endpoint") or {}).get("info") or []
+        lanes = []
+        for line in info if isinstance(info, list) else str(info).splitlines():
+            if "lane[" in line:
+                lanes += [t for t in re.findall(r"\d+:(\w+/[\w:.]+?)(?:\.\d+)?\s", line + " ") if t not in lanes]
+        return f"UCP ({env or 'no UCX_* variable set'}), lanes: {', '.join(lanes) or 'not recorded'}"
+    return "a run without meta.ucx"
+
+
 def compare(lpb, out, m, lower, upper):
     """`logpbench compare` of two rungs' results; (its JSON, the path of its text) or (None, reason)."""
     stem = os.path.join(out, f"cmp-{m}-{lower['name']}-{upper['name']}")
@@ -128,6 +146,8 @@ def main():
                 with open(r["detail"]) as f:
                     rd = json.load(f)
                 res["runs"][name] = {"status": "ran", "json": r["detail"], "result_status": rd.get("status")}
+                if name in ("uct", "ucp"):  # what UCX itself says it used (meta.ucx)
+                    res["runs"][name]["ucx"] = ucx_used(rd)
                 if name == "mpi":  # the pml the ranks were told (--mca pml ucx: Open MPI fails rather than fall back)
                     pml = ((rd.get("meta", {}).get("mpi") or {}).get("mca_from_environment") or {}).get("pml")
                     res["runs"][name]["pml"] = pml
@@ -161,6 +181,9 @@ def main():
         probes = " / ".join(f"{p:.0f}" for p in res["state"]["probes_ns"]) or "none"
         print(f"== {m} (speed probe, bare cache-line ping-pong before, between and after the rungs: {probes} ns: "
               f"{res['state']['verdict']})")
+        for name in ("uct", "ucp"):
+            if res["runs"].get(name, {}).get("ucx"):
+                print(f"  rung {name} ran over {res['runs'][name]['ucx']} (meta.ucx)")
         if "mpi" in res["runs"] and res["runs"]["mpi"].get("pml"):
             print(f"  rung mpi ran over pml {res['runs']['mpi']['pml']} (meta.mpi.mca_from_environment)")
         print(f"  {'quantity':<14} {'rung':<5} {'value ± 95% CI (ns)':>24}   adds over the rung below (ns)")
