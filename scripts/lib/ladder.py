@@ -233,7 +233,7 @@ def main():
             w = res["whole"]
             if w and k in w["rows"]:
                 s = w["rows"][k]
-                print(f"  {k:<14} {'all':<5} {'':>24}   {added_cell(s['added'], s['resolved'])} "
+                print(f"  {k:<14} {'all':<5} {'':>24}   {added_cell(s['added'], s['resolved'], 'ns/B' if k == 'G' else 'ns')} "
                       f"{w['upper']} over {w['lower']}")
         if not keys:
             print("  (no rung gave a parameter of the table)")

@@ -36,6 +36,10 @@ def draw(doc, out):
         seen.add(label)
         return label
 
+    # The axis stops at twice the largest EEL: one run's stall (a UCT send that waited 14 µs for resources in
+    # one of three runs, say) would otherwise flatten every other bar. What is cut off is written on the bar.
+    eels = [_us(r.get("rtt"))[0] / 2 for r in rows if _us(r.get("rtt"))[0] is not None]
+    top = 2 * max(eels) if eels else None
     prev_eel = None
     for i, r in enumerate(rows):
         os_, os_e = _us(r.get("o_s"))
@@ -69,6 +73,12 @@ def draw(doc, out):
                 text += f"\n({eel - prev_eel:+.3g})"
             a.annotate(text, (i, eel), textcoords="offset points", xytext=(0, 5), ha="center", fontsize=7)
             prev_eel = eel
+        high = max(os_ or 0, 0) + max(or_ or 0, 0)
+        if top is not None and (high > top or bottom + max(os_e, or_e) > top):
+            cut = ", ".join(f"{k} = {v:.3g} ± {e:.3g} µs" for k, v, e in (("o_s", os_, os_e), ("o_r", or_, or_e))
+                            if v is not None)
+            a.annotate(f"cut off at {top:.3g} µs:\n{cut}", (i, top), textcoords="offset points", xytext=(0, -22),
+                       ha="center", fontsize=6, color="C3", bbox={"fc": "white", "ec": "none", "alpha": 0.9})
         srcs = sorted({r[k]["method"] for k in ("o_s", "o_r", "rtt") if isinstance(r.get(k), dict)})
         notes.append("from " + ", ".join(srcs) if srcs else "")
         a.annotate("\n".join(n for n in notes if n), (i, 0), textcoords="offset points", xytext=(0, -50),
@@ -76,7 +86,7 @@ def draw(doc, out):
     a.set_xticks(range(len(rows)))
     a.set_xticklabels(["\n".join(textwrap.wrap(r["label"].split(":")[0], 18)) for r in rows], fontsize=7)
     a.set_ylabel("µs")
-    a.set_ylim(bottom=0)
+    a.set_ylim(bottom=0, top=top * 1.05 if top else None)
     a.set_title(f"The software ladder ({doc.get('place')}): o_s, o_r and the rest of EEL = RTT/2 per rung; "
                 "above each bar its EEL and (what it adds over the bar to its left)\n"
                 "in the style of Bell et al., Figure 3", fontsize=8)
