@@ -9,7 +9,7 @@
 STATE_LIB=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
 STATE_BUILD=${BUILD_DIR:-build}
 [[ $STATE_BUILD == /* ]] || STATE_BUILD=$STATE_LIB/../../$STATE_BUILD  # a relative BUILD_DIR is the checkout's
-STATE_PROBE=$(readlink -f "$STATE_BUILD/bench/shm_bare_pingpong")
+STATE_PROBE=$(readlink -f "$STATE_BUILD/bench/shm_bare_pingpong" || echo "$STATE_BUILD/bench/shm_bare_pingpong")
 
 # usage: state_probe [RUNNER...]   prints the probe's median round trip in ns; RUNNER (e.g. cpu_lock_run)
 # goes in front of the probe, for a caller that does not hold the CPU lock itself.
