@@ -25,6 +25,20 @@ inline constexpr std::uint8_t kAmId = 7;              // the AM id our frames us
 inline constexpr std::uint32_t kChunk = 0xfffffffeu;  // seq of a store's data message: copied, never delivered
 inline constexpr std::uint32_t kPayloadMax = 4096;    // UCP: payload bytes sent with the frame in one AM
 
+// A failure UCX reported inside one of its callbacks (a request or completion in error): kept there and
+// thrown once the progress call returned, since an exception must not unwind through UCX's C frames.
+struct CallbackError {
+  ucs_status_t status = UCS_OK;
+  const char* what = "";
+  void set(ucs_status_t s, const char* w) {
+    if (status == UCS_OK) {
+      status = s;
+      what = w;
+    }
+  }
+  void rethrow() const;  // fail_datapath, if set
+};
+
 // "uct_ep_am_short failed: Destination is unreachable (UCS_ERR_UNREACHABLE = -6)"
 std::string call_failed(ucs_status_t s, const char* call);
 // On the datapath a failure means the job's communication broke: PeerError (exit 3).
@@ -46,12 +60,12 @@ class Inbox {
  public:
   Inbox(std::byte* segment, std::uint32_t segment_bytes);
 
-  // One received message: `frame` (frame_len bytes, a frame when 64) and n bytes of payload for the
-  // segment at the frame's bulk_off. Refused (counted, not queued) when short or when the payload is
-  // not the frame's bulk_len; a store's data message (seq kChunk) lands its bytes and is not queued.
+  // One received message: `frame` (frame_len bytes: a frame when exactly 64) and n bytes of payload for
+  // the segment at the frame's bulk_off. Refused (counted, not queued) when not a frame or when the payload
+  // is not the frame's bulk_len; a store's data message (seq kChunk) lands its bytes and is not queued.
   void land(const void* frame, std::size_t frame_len, const void* payload, std::size_t n) {
     ++counters_.messages;
-    if (frame_len < sizeof(am::Frame)) [[unlikely]] {
+    if (frame_len != sizeof(am::Frame)) [[unlikely]] {
       ++counters_.short_or_bad;
       return;
     }
@@ -138,6 +152,9 @@ class Ops {
   std::uint64_t completed() const { return head_ == tail_ ? posted_ : slots_[head_ & mask_].op - 1; }
   std::size_t in_flight() const { return tail_ - head_; }
   std::size_t slots() const { return slots_.size(); }
+  // Whose slots these are: a callback that has only a slot finds its transport here.
+  void set_context(void* c) { context_ = c; }
+  void* context() const { return context_; }
 
  private:
   void reclaim() {
@@ -146,6 +163,7 @@ class Ops {
   std::vector<Slot> slots_;
   std::vector<std::byte> payload_;
   std::uint64_t mask_ = 0, head_ = 0, tail_ = 0, posted_ = 0;
+  void* context_ = nullptr;
 };
 
 std::string hex(const void* p, std::size_t n);

@@ -19,7 +19,9 @@ UcpTransport::UcpTransport(UcpSetup s)
       peer_alive_(std::move(s.peer_alive)),
       yield_when_idle_(s.yield_when_idle),
       ops_(kOpSlots, kPayloadMax),
-      inbox_(s.segment, s.segment_bytes) {}
+      inbox_(s.segment, s.segment_bytes) {
+  ops_.set_context(this);
+}
 
 ucs_status_t UcpTransport::on_am(void* arg, const void* header, std::size_t header_length, void* data,
                                  std::size_t length, const ucp_am_recv_param_t* param) {
@@ -33,16 +35,17 @@ ucs_status_t UcpTransport::on_am(void* arg, const void* header, std::size_t head
 }
 
 void UcpTransport::on_sent(void* request, ucs_status_t status, void* user_data) {
+  auto& slot = *static_cast<Ops::Slot*>(user_data);
   if (status != UCS_OK) [[unlikely]]
-    fail_datapath(status, "a UCP send (its request's callback)");
-  Ops::part_done(*static_cast<Ops::Slot*>(user_data));
+    static_cast<UcpTransport*>(slot.owner->context())->callback_error_.set(status, "a UCP send (its request)");
+  Ops::part_done(slot);
   ucp_request_free(request);
 }
 
 void UcpTransport::on_got(void* request, ucs_status_t status, void* user_data) {
-  if (status != UCS_OK) [[unlikely]]
-    fail_datapath(status, "ucp_get_nbx (its request's callback)");
   auto* g = static_cast<Get*>(user_data);
+  if (status != UCS_OK) [[unlikely]]
+    g->self->callback_error_.set(status, "ucp_get_nbx (its request)");
   g->self->inbox_.push(g->frame);
   g->self->free_gets_.push_back(g);
   ucp_request_free(request);

@@ -114,6 +114,8 @@ class UcpTransport {
     guard_.enter("ucp_worker_progress");
     ucp_worker_progress(worker_);
     guard_.leave();
+    if (callback_error_.status != UCS_OK) [[unlikely]]
+      callback_error_.rethrow();
   }
   bool full() {
     ++counters_.full;
@@ -161,6 +163,7 @@ class UcpTransport {
   std::vector<std::unique_ptr<Get>> gets_;
   std::vector<Get*> free_gets_;
   Inbox inbox_;
+  CallbackError callback_error_;
   nlohmann::json head_;
   CallGuard guard_;
   UcpCounters counters_;

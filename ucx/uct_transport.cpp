@@ -50,8 +50,12 @@ UctTransport::UctTransport(UctSetup s)
 
 ucs_status_t UctTransport::on_am(void* arg, void* data, std::size_t length, unsigned /*flags*/) {
   auto* self = static_cast<UctTransport*>(arg);
-  const std::size_t payload = length > sizeof(am::Frame) ? length - sizeof(am::Frame) : 0;
-  self->inbox_.land(data, length, static_cast<const std::byte*>(data) + sizeof(am::Frame), payload);
+  if (length < sizeof(am::Frame)) [[unlikely]] {
+    self->inbox_.land(data, length, nullptr, 0);  // refused and counted
+    return UCS_OK;
+  }
+  self->inbox_.land(data, sizeof(am::Frame), static_cast<const std::byte*>(data) + sizeof(am::Frame),
+                    length - sizeof(am::Frame));
   return UCS_OK;  // copied: UCT may reuse its buffer
 }
 
@@ -125,7 +129,8 @@ UctTransport::Completion* UctTransport::take_completion(Ops::Slot* slot, Get* ge
 void UctTransport::on_done(uct_completion_t* uc) {
   auto* c = reinterpret_cast<Completion*>(uc);
   UctTransport& t = *c->self;
-  if (uc->status != UCS_OK) fail_datapath(uc->status, c->get ? "a get (uct completion)" : "a put (uct completion)");
+  if (uc->status != UCS_OK) [[unlikely]]
+    t.callback_error_.set(uc->status, c->get ? "a get (its uct completion)" : "a put (its uct completion)");
   if (c->slot) Ops::part_done(*c->slot);
   if (c->get) t.get_piece_done(c->get);
   t.give_back(c);
@@ -215,6 +220,8 @@ bool UctTransport::store_put(const UctPeer& p, am::Frame& out, const void* src, 
 }
 
 bool UctTransport::store_chunks(const UctPeer& p, am::Frame& out, const void* src, std::uint32_t n) {
+  if (caps_.am_bcopy <= sizeof(am::Frame)) [[unlikely]]
+    throw PeerError("ucx: a store of " + std::to_string(n) + " bytes, and this interface has neither put nor am_bcopy");
   const std::uint32_t piece_max = static_cast<std::uint32_t>(caps_.am_bcopy - sizeof(am::Frame));
   const auto* from = static_cast<const std::byte*>(src);
   const std::uint32_t off = out.bulk_off;
@@ -315,7 +322,7 @@ nlohmann::json UctTransport::describe() const {
                       ? "uct_ep_am_short: 8 bytes of header and 56 of payload; complete when the call returns"
                       : "uct_ep_am_bcopy (64 bytes do not fit am_short here): copied, complete when the call returns";
   j["store"] =
-      "up to " + std::to_string(caps_.am_bcopy - sizeof(am::Frame)) +
+      "up to " + std::to_string(caps_.am_bcopy > sizeof(am::Frame) ? caps_.am_bcopy - sizeof(am::Frame) : 0) +
       " bytes: one uct_ep_am_bcopy with the frame; larger: " +
       (caps_.put_bcopy || caps_.put_zcopy
            ? std::string(caps_.put_bcopy ? "uct_ep_put_bcopy" : "uct_ep_put_zcopy") + " into the peer's segment, then " +

@@ -127,6 +127,8 @@ class UctTransport {
     guard_.enter("uct_worker_progress");
     uct_worker_progress(worker_);
     guard_.leave();
+    if (callback_error_.status != UCS_OK) [[unlikely]]
+      callback_error_.rethrow();
   }
   // One frame alone: am_short where 64 bytes fit, else am_bcopy. False: no resources now (progressed).
   bool send_frame(const UctPeer& p, const am::Frame& out) {
@@ -190,6 +192,7 @@ class UctTransport {
   std::vector<std::unique_ptr<Get>> gets_;
   std::vector<Get*> free_gets_;
   Inbox inbox_;
+  CallbackError callback_error_;
   nlohmann::json head_;
   CallGuard guard_;
   UctCounters counters_;
