@@ -11,7 +11,6 @@ namespace logpb::ucx {
 
 namespace {
 constexpr std::size_t kOpSlots = 256;   // operations that may be in flight at once (zcopy puts)
-constexpr double kStuckCallS = 2.0;     // a call into UCX this long with a peer gone ends the run
 constexpr double kResourceWaitS = 30.0;  // an operation's later calls waiting this long for resources: broken
 
 struct Pack {
@@ -34,19 +33,12 @@ void unpack_into(void* arg, const void* data, std::size_t length) { std::memcpy(
 }  // namespace
 
 UctTransport::UctTransport(UctSetup s)
-    : rank_(s.rank),
-      size_(s.size),
+    : Datapath(s.rank, s.size, s.segment, s.segment_bytes, std::move(s.peer_alive), s.yield_when_idle, kOpSlots, 0),
       worker_(s.worker),
       caps_(s.caps),
-      segment_(s.segment),
-      segment_bytes_(s.segment_bytes),
       segment_memh_(s.segment_memh),
       staging_(s.staging),
-      staging_memh_(s.staging_memh),
-      peer_alive_(std::move(s.peer_alive)),
-      yield_when_idle_(s.yield_when_idle),
-      ops_(kOpSlots, 0),
-      inbox_(s.segment, s.segment_bytes) {}
+      staging_memh_(s.staging_memh) {}
 
 ucs_status_t UctTransport::on_am(void* arg, void* data, std::size_t length, unsigned /*flags*/) {
   auto* self = static_cast<UctTransport*>(arg);
@@ -57,16 +49,6 @@ ucs_status_t UctTransport::on_am(void* arg, void* data, std::size_t length, unsi
   self->inbox_.land(data, sizeof(am::Frame), static_cast<const std::byte*>(data) + sizeof(am::Frame),
                     length - sizeof(am::Frame));
   return UCS_OK;  // copied: UCT may reuse its buffer
-}
-
-void UctTransport::set_peer_alive(std::function<bool()> f, const std::string& what) {
-  peer_alive_ = f;
-  guard_.watch({.stuck_s = kStuckCallS, .check_s = 0.25, .library = what, .peers_alive = std::move(f), .fire = {}});
-}
-
-void UctTransport::bad_dst(std::uint16_t dst) const {
-  throw PeerError("ucx: no endpoint to rank " + std::to_string(dst) + " (rank " + std::to_string(rank_) + " of " +
-                  std::to_string(size_) + ")");
 }
 
 bool UctTransport::no_resource(ucs_status_t s, const char* call) {
@@ -312,12 +294,7 @@ bool UctTransport::try_get(const am::Frame& f, std::uint32_t remote_off, std::ui
 
 nlohmann::json UctTransport::describe() const {
   const UctCounters& c = counters_;
-  const RxCounters& r = inbox_.counters();
-  nlohmann::json j = head_;
-  j["kind"] = "ucx";
-  j["rank"] = rank_;
-  j["size"] = size_;
-  j["frame_bytes"] = sizeof(am::Frame);
+  nlohmann::json j = describe_common();
   j["small_am"] = caps_.am_short >= sizeof(am::Frame)
                       ? "uct_ep_am_short: 8 bytes of header and 56 of payload; complete when the call returns"
                       : "uct_ep_am_bcopy (64 bytes do not fit am_short here): copied, complete when the call returns";
@@ -340,15 +317,16 @@ nlohmann::json UctTransport::describe() const {
       "UCT's local completion: short and bcopy calls copy the data and return complete, so Bell's flood, "
       "Doerfler's wait and the overlap see the send call alone for small AMs and medium stores; a zcopy put is "
       "complete when its uct_completion_t fires (the transport may still be sending it)";
-  j["stuck_call_guard_s"] = guard_.stuck_s();
-  j["op_slots"] = ops_.slots();
-  j["segment_bytes"] = segment_bytes_;
-  j["counters"] = {{"am_short", c.shorts},       {"am_bcopy", c.bcopies},          {"puts", c.puts},
-                   {"fences", c.fences},         {"gets", c.gets},                 {"store_data_messages", c.chunks},
-                   {"no_resource", c.no_resource}, {"medium_stores", c.medium_stores}, {"bulk_stores", c.bulk_stores},
-                   {"staged", c.staged},         {"tracked", c.tracked},           {"rx_messages", r.messages},
-                   {"rx_chunks", r.chunks},      {"rx_short_or_bad", r.short_or_bad}, {"rx_bad_bulk", r.bad_bulk},
-                   {"rx_queue_grown", r.queue_grown}};
+  j["counters"].update({{"am_short", c.shorts},
+                        {"am_bcopy", c.bcopies},
+                        {"puts", c.puts},
+                        {"fences", c.fences},
+                        {"gets", c.gets},
+                        {"store_data_messages", c.chunks},
+                        {"no_resource", c.no_resource},
+                        {"medium_stores", c.medium_stores},
+                        {"bulk_stores", c.bulk_stores},
+                        {"staged", c.staged}});
   return j;
 }
 
