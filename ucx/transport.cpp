@@ -22,6 +22,10 @@ void fail_setup(ucs_status_t s, const char* call, const std::string& what_to_che
   throw std::runtime_error(m);
 }
 
+void CallbackError::rethrow() const {
+  if (status != UCS_OK) fail_datapath(status, what);
+}
+
 Inbox::Inbox(std::byte* segment, std::uint32_t segment_bytes)
     : ring_(256), segment_(segment), segment_bytes_(segment_bytes) {}
 

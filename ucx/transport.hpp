@@ -14,16 +14,38 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "common/call_guard.hpp"
+#include "common/errors.hpp"
 #include "common/frame.hpp"
+#include "common/transport.hpp"
 
 namespace logpb::ucx {
 
 inline constexpr std::uint8_t kAmId = 7;              // the AM id our frames use (UCT ids go to 31)
 inline constexpr std::uint32_t kChunk = 0xfffffffeu;  // seq of a store's data message: copied, never delivered
 inline constexpr std::uint32_t kPayloadMax = 4096;    // UCP: payload bytes sent with the frame in one AM
+
+// A failure UCX reported inside one of its callbacks (a request or completion in error): kept there and
+// thrown once the progress call returned, since an exception must not unwind through UCX's C frames.
+struct CallbackError {
+  ucs_status_t status = UCS_OK;
+  const char* what = "";
+  void set(ucs_status_t s, const char* w) {
+    if (status == UCS_OK) {
+      status = s;
+      what = w;
+    }
+  }
+  void rethrow() const;  // fail_datapath, if set
+};
 
 // "uct_ep_am_short failed: Destination is unreachable (UCS_ERR_UNREACHABLE = -6)"
 std::string call_failed(ucs_status_t s, const char* call);
@@ -46,12 +68,12 @@ class Inbox {
  public:
   Inbox(std::byte* segment, std::uint32_t segment_bytes);
 
-  // One received message: `frame` (frame_len bytes, a frame when 64) and n bytes of payload for the
-  // segment at the frame's bulk_off. Refused (counted, not queued) when short or when the payload is
-  // not the frame's bulk_len; a store's data message (seq kChunk) lands its bytes and is not queued.
+  // One received message: `frame` (frame_len bytes: a frame when exactly 64) and n bytes of payload for
+  // the segment at the frame's bulk_off. Refused (counted, not queued) when not a frame or when the payload
+  // is not the frame's bulk_len; a store's data message (seq kChunk) lands its bytes and is not queued.
   void land(const void* frame, std::size_t frame_len, const void* payload, std::size_t n) {
     ++counters_.messages;
-    if (frame_len < sizeof(am::Frame)) [[unlikely]] {
+    if (frame_len != sizeof(am::Frame)) [[unlikely]] {
       ++counters_.short_or_bad;
       return;
     }
@@ -138,6 +160,9 @@ class Ops {
   std::uint64_t completed() const { return head_ == tail_ ? posted_ : slots_[head_ & mask_].op - 1; }
   std::size_t in_flight() const { return tail_ - head_; }
   std::size_t slots() const { return slots_.size(); }
+  // Whose slots these are: a callback that has only a slot finds its transport here.
+  void set_context(void* c) { context_ = c; }
+  void* context() const { return context_; }
 
  private:
   void reclaim() {
@@ -146,6 +171,106 @@ class Ops {
   std::vector<Slot> slots_;
   std::vector<std::byte> payload_;
   std::uint64_t mask_ = 0, head_ = 0, tail_ = 0, posted_ = 0;
+  void* context_ = nullptr;
+};
+
+// What the two datapaths share: the AM layer's side of the transport contract (common/transport.hpp:
+// poll, local completion, idle, liveness, the segment) over the Inbox and the Ops, and the guard and
+// callback errors around the one call into UCX that Derived::progress() makes. Peer has the endpoint `ep`.
+template <class Derived, class Peer>
+class Datapath {
+ public:
+  Datapath(const Datapath&) = delete;
+  Datapath& operator=(const Datapath&) = delete;
+
+  template <class Sink>
+  int poll(Sink&& sink) {
+    if (inbox_.empty()) self().progress();
+    return inbox_.drain(sink);
+  }
+  // LocalCompletion (common/transport.hpp): every operation in flight reports its completion anyway.
+  std::uint64_t tx_posted() const { return ops_.posted(); }
+  void track_next() { ++tracked_; }
+  std::uint64_t tx_completed() {
+    if (ops_.in_flight()) self().progress();
+    return ops_.completed();
+  }
+  // IdleWait: yields only when the job has more ranks than cores.
+  bool idle_wait() { return yield_if_oversubscribed(yield_when_idle_); }
+  bool peer_alive() const { return peer_alive_(); }
+  std::span<std::byte> segment() { return {segment_, segment_bytes_}; }
+  std::size_t max_bulk() const { return segment_bytes_; }
+
+  void set_peers(std::vector<Peer> peers) { peers_ = std::move(peers); }
+  void set_describe_head(nlohmann::json j) { head_ = std::move(j); }
+  // The job's liveness, once connected. It also starts the guard on calls into UCX
+  // (common/call_guard.hpp), so a call that never returns after a peer died still ends the run.
+  void set_peer_alive(std::function<bool()> f, const std::string& library) {
+    peer_alive_ = f;
+    guard_.watch({.stuck_s = kStuckCallS, .check_s = 0.25, .library = library, .peers_alive = std::move(f), .fire = {}});
+  }
+
+ protected:
+  static constexpr double kStuckCallS = 2.0;  // a call into UCX this long with a peer gone ends the run
+
+  Datapath(int rank, int size, std::byte* segment, std::uint32_t segment_bytes, std::function<bool()> alive,
+           bool yield_when_idle, std::size_t op_slots, std::size_t op_payload_bytes)
+      : rank_(rank),
+        size_(size),
+        segment_(segment),
+        segment_bytes_(segment_bytes),
+        peer_alive_(std::move(alive)),
+        yield_when_idle_(yield_when_idle),
+        ops_(op_slots, op_payload_bytes),
+        inbox_(segment, segment_bytes) {}
+
+  Derived& self() { return static_cast<Derived&>(*this); }
+  const Peer& peer(std::uint16_t dst) const {
+    if (dst >= peers_.size() || !peers_[dst].ep) [[unlikely]]
+      throw PeerError("ucx: no endpoint to rank " + std::to_string(dst) + " (rank " + std::to_string(rank_) + " of " +
+                      std::to_string(size_) + ")");
+    return peers_[dst];
+  }
+  // One progress call into UCX (`call`, named for the guard), then any failure its callbacks kept.
+  template <class Call>
+  void progress_by(const char* name, Call&& call) {
+    guard_.enter(name);
+    call();
+    guard_.leave();
+    if (callback_error_.status != UCS_OK) [[unlikely]]
+      callback_error_.rethrow();
+  }
+  // The head of describe(): what the control path recorded, then what both datapaths report alike.
+  nlohmann::json describe_common() const {
+    const RxCounters& r = inbox_.counters();
+    nlohmann::json j = head_;
+    j["kind"] = "ucx";
+    j["rank"] = rank_;
+    j["size"] = size_;
+    j["frame_bytes"] = sizeof(am::Frame);
+    j["stuck_call_guard_s"] = guard_.stuck_s();
+    j["op_slots"] = ops_.slots();
+    j["segment_bytes"] = segment_bytes_;
+    j["counters"] = {{"tracked", tracked_},          {"rx_messages", r.messages},
+                     {"rx_chunks", r.chunks},        {"rx_short_or_bad", r.short_or_bad},
+                     {"rx_bad_bulk", r.bad_bulk},    {"rx_rendezvous_refused", r.rendezvous_refused},
+                     {"rx_queue_grown", r.queue_grown}};
+    return j;
+  }
+
+  int rank_, size_;
+  std::vector<Peer> peers_;
+  std::byte* segment_;
+  std::uint32_t segment_bytes_;
+  std::function<bool()> peer_alive_;
+  bool yield_when_idle_;
+  std::uint32_t tx_seq_ = 0;
+  std::uint64_t tracked_ = 0;
+  Ops ops_;
+  Inbox inbox_;
+  CallbackError callback_error_;
+  nlohmann::json head_;
+  CallGuard guard_;
 };
 
 std::string hex(const void* p, std::size_t n);

@@ -134,7 +134,7 @@ UcpConnection::UcpConnection(Ranks& ranks, const TransportOptions& opt)
                {"context", lines(printed([&](FILE* f) { ucp_context_print_info(context_, f); }))},
                {"endpoint", record(rank_ == 0 ? 1 : 0)}};
   transport_->set_describe_head(describe_);
-  transport_->set_peer_alive([&ranks] { return ranks.all_alive(); });
+  transport_->set_peer_alive([&ranks] { return ranks.all_alive(); }, "UCP");
   ranks.barrier();  // ready: every rank's endpoints exist and its handler is set
 }
 

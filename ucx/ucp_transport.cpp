@@ -7,19 +7,14 @@ namespace logpb::ucx {
 
 namespace {
 constexpr std::size_t kOpSlots = 256;  // sends that may wait for their requests at once
-constexpr double kStuckCallS = 2.0;    // a call into UCX this long with a peer gone ends the run
 }  // namespace
 
 UcpTransport::UcpTransport(UcpSetup s)
-    : rank_(s.rank),
-      size_(s.size),
-      worker_(s.worker),
-      segment_(s.segment),
-      segment_bytes_(s.segment_bytes),
-      peer_alive_(std::move(s.peer_alive)),
-      yield_when_idle_(s.yield_when_idle),
-      ops_(kOpSlots, kPayloadMax),
-      inbox_(s.segment, s.segment_bytes) {}
+    : Datapath(s.rank, s.size, s.segment, s.segment_bytes, std::move(s.peer_alive), s.yield_when_idle, kOpSlots,
+               kPayloadMax),
+      worker_(s.worker) {
+  ops_.set_context(this);
+}
 
 ucs_status_t UcpTransport::on_am(void* arg, const void* header, std::size_t header_length, void* data,
                                  std::size_t length, const ucp_am_recv_param_t* param) {
@@ -33,29 +28,20 @@ ucs_status_t UcpTransport::on_am(void* arg, const void* header, std::size_t head
 }
 
 void UcpTransport::on_sent(void* request, ucs_status_t status, void* user_data) {
+  auto& slot = *static_cast<Ops::Slot*>(user_data);
   if (status != UCS_OK) [[unlikely]]
-    fail_datapath(status, "a UCP send (its request's callback)");
-  Ops::part_done(*static_cast<Ops::Slot*>(user_data));
+    static_cast<UcpTransport*>(slot.owner->context())->callback_error_.set(status, "a UCP send (its request)");
+  Ops::part_done(slot);
   ucp_request_free(request);
 }
 
 void UcpTransport::on_got(void* request, ucs_status_t status, void* user_data) {
-  if (status != UCS_OK) [[unlikely]]
-    fail_datapath(status, "ucp_get_nbx (its request's callback)");
   auto* g = static_cast<Get*>(user_data);
+  if (status != UCS_OK) [[unlikely]]
+    g->self->callback_error_.set(status, "ucp_get_nbx (its request)");
   g->self->inbox_.push(g->frame);
   g->self->free_gets_.push_back(g);
   ucp_request_free(request);
-}
-
-void UcpTransport::set_peer_alive(std::function<bool()> f) {
-  peer_alive_ = f;
-  guard_.watch({.stuck_s = kStuckCallS, .check_s = 0.25, .library = "UCP", .peers_alive = std::move(f), .fire = {}});
-}
-
-void UcpTransport::bad_dst(std::uint16_t dst) const {
-  throw PeerError("ucx: no endpoint to rank " + std::to_string(dst) + " (rank " + std::to_string(rank_) + " of " +
-                  std::to_string(size_) + ")");
 }
 
 bool UcpTransport::try_store(const am::Frame& f, const void* src, std::uint32_t n, std::uint32_t remote_off) {
@@ -126,12 +112,7 @@ bool UcpTransport::try_get(const am::Frame& f, std::uint32_t remote_off, std::ui
 
 nlohmann::json UcpTransport::describe() const {
   const UcpCounters& c = counters_;
-  const RxCounters& r = inbox_.counters();
-  nlohmann::json j = head_;
-  j["kind"] = "ucx";
-  j["rank"] = rank_;
-  j["size"] = size_;
-  j["frame_bytes"] = sizeof(am::Frame);
+  nlohmann::json j = describe_common();
   j["small_am"] = "ucp_am_send_nbx, eager, the frame as the AM's header and no data, from a slot held until the "
                   "send completes";
   j["store"] = "up to " + std::to_string(kPayloadMax) +
@@ -144,16 +125,14 @@ nlohmann::json UcpTransport::describe() const {
       "UCP's request: a send is complete when ucp_am_send_nbx returns no request (UCP sent or copied it in the "
       "call), else when its request's callback fires. Bell's flood, Doerfler's wait and the overlap see what UCP "
       "completes in the call: for small eager AMs over shared memory or a short-capable transport, the call alone";
-  j["stuck_call_guard_s"] = guard_.stuck_s();
-  j["op_slots"] = ops_.slots();
-  j["segment_bytes"] = segment_bytes_;
-  j["counters"] = {{"sends", c.sends},           {"requests", c.requests},
-                   {"medium_stores", c.medium_stores}, {"bulk_stores", c.bulk_stores},
-                   {"puts", c.puts},             {"fences", c.fences},
-                   {"gets", c.gets},             {"slots_full", c.full},
-                   {"tracked", c.tracked},       {"rx_messages", r.messages},
-                   {"rx_short_or_bad", r.short_or_bad}, {"rx_bad_bulk", r.bad_bulk},
-                   {"rx_rendezvous_refused", r.rendezvous_refused}, {"rx_queue_grown", r.queue_grown}};
+  j["counters"].update({{"sends", c.sends},
+                        {"requests", c.requests},
+                        {"medium_stores", c.medium_stores},
+                        {"bulk_stores", c.bulk_stores},
+                        {"puts", c.puts},
+                        {"fences", c.fences},
+                        {"gets", c.gets},
+                        {"slots_full", c.full}});
   return j;
 }
 

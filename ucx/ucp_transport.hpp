@@ -29,9 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/call_guard.hpp"
 #include "common/frame.hpp"
-#include "common/transport.hpp"
 #include "ucx/transport.hpp"
 
 namespace logpb::ucx {
@@ -53,17 +51,13 @@ struct UcpSetup {
 
 struct UcpCounters {
   std::uint64_t sends = 0, requests = 0, medium_stores = 0, bulk_stores = 0, puts = 0, fences = 0, gets = 0,
-                full = 0, tracked = 0;
+                full = 0;
 };
 
-class UcpTransport {
+class UcpTransport : public Datapath<UcpTransport, UcpPeer> {
  public:
   explicit UcpTransport(UcpSetup s);
-  UcpTransport(const UcpTransport&) = delete;
-  UcpTransport& operator=(const UcpTransport&) = delete;
 
-  void set_peers(std::vector<UcpPeer> peers) { peers_ = std::move(peers); }
-  void set_peer_alive(std::function<bool()> f);
   // UCP's AM receive handler (registered by the control path with this transport as its argument).
   static ucs_status_t on_am(void* arg, const void* header, std::size_t header_length, void* data, std::size_t length,
                             const ucp_am_recv_param_t* param);
@@ -81,40 +75,13 @@ class UcpTransport {
   }
   bool try_store(const am::Frame& f, const void* src, std::uint32_t n, std::uint32_t remote_off);
   bool try_get(const am::Frame& f, std::uint32_t remote_off, std::uint32_t n, std::uint32_t local_off);
-  std::size_t max_bulk() const { return segment_bytes_; }
 
-  template <class Sink>
-  int poll(Sink&& sink) {
-    if (inbox_.empty()) progress();
-    return inbox_.drain(sink);
+  void progress() {
+    progress_by("ucp_worker_progress", [this] { ucp_worker_progress(worker_); });
   }
-
-  // LocalCompletion (common/transport.hpp).
-  std::uint64_t tx_posted() const { return ops_.posted(); }
-  void track_next() { ++counters_.tracked; }  // every request reports its completion anyway
-  std::uint64_t tx_completed() {
-    if (ops_.in_flight()) progress();
-    return ops_.completed();
-  }
-  bool idle_wait() { return yield_if_oversubscribed(yield_when_idle_); }
-
-  bool peer_alive() const { return peer_alive_(); }
-  std::span<std::byte> segment() { return {segment_, segment_bytes_}; }
   nlohmann::json describe() const;
-  void set_describe_head(nlohmann::json j) { head_ = std::move(j); }
 
  private:
-  const UcpPeer& peer(std::uint16_t dst) const {
-    if (dst >= peers_.size() || !peers_[dst].ep) [[unlikely]]
-      bad_dst(dst);
-    return peers_[dst];
-  }
-  [[noreturn]] void bad_dst(std::uint16_t dst) const;
-  void progress() {
-    guard_.enter("ucp_worker_progress");
-    ucp_worker_progress(worker_);
-    guard_.leave();
-  }
   bool full() {
     ++counters_.full;
     progress();
@@ -149,20 +116,9 @@ class UcpTransport {
   };
   static void on_got(void* request, ucs_status_t status, void* user_data);
 
-  int rank_, size_;
   ucp_worker_h worker_;
-  std::vector<UcpPeer> peers_;
-  std::byte* segment_;
-  std::uint32_t segment_bytes_;
-  std::function<bool()> peer_alive_;
-  bool yield_when_idle_;
-  std::uint32_t tx_seq_ = 0;
-  Ops ops_;
   std::vector<std::unique_ptr<Get>> gets_;
   std::vector<Get*> free_gets_;
-  Inbox inbox_;
-  nlohmann::json head_;
-  CallGuard guard_;
   UcpCounters counters_;
 };
 

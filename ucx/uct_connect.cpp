@@ -116,7 +116,9 @@ UctConnection::UctConnection(Ranks& ranks, const TransportOptions& opt)
     p.ep = eps_[r];
     p.bulk_ep = separate_bulk_ ? bulk_eps_[r] : eps_[r];
     p.segment_addr = all[r].at("segment").get<std::uint64_t>();
-    if (rma) {
+    if (rma && rkey_packed_.empty()) {
+      p.rma = true;  // no key needed: rkey stays UCT_INVALID_RKEY
+    } else if (rma) {
       const auto packed = unhex(all[r].at("rkey").get<std::string>(), "remote key");
       check_setup(uct_rkey_unpack(bulk.component, packed.data(), &rkeys_[r]), "uct_rkey_unpack");
       rkey_held_[r] = true;
@@ -216,7 +218,11 @@ void UctConnection::allocate_segment(const TransportOptions& opt, Iface& bulk) {
     segment_ = static_cast<std::byte*>(std::aligned_alloc(kAllocAlign, segment_bytes_));
     if (!segment_) throw std::runtime_error("ucx: no memory for the segment");
   }
-  if (memh_ != UCT_MEM_HANDLE_NULL || (flags & UCT_MD_FLAG_ALLOC)) {
+  // A remote key only where the memory domain needs one (posix, sysv, verbs); cma reaches the peer's
+  // memory by its address alone. tcp's says it needs a key of 0 bytes and refuses to pack one (UCX 1.13):
+  // a key of no bytes is none.
+  if ((flags & UCT_MD_FLAG_NEED_RKEY) && bulk.md_attr.rkey_packed_size > 0 &&
+      (memh_ != UCT_MEM_HANDLE_NULL || segment_alloc_)) {
     rkey_packed_.resize(bulk.md_attr.rkey_packed_size);
     check_setup(uct_md_mkey_pack(bulk.md, memh_, rkey_packed_.data()), "uct_md_mkey_pack");
   }
@@ -242,8 +248,7 @@ UctCaps UctConnection::caps(const TransportOptions& /*opt*/, const Iface& bulk) 
     throw UsageError("UCT transport " + am_.tl + " carries no 64-byte message (am_short " + std::to_string(c.am_short) +
                      ", am_bcopy " + std::to_string(c.am_bcopy) + " bytes)");
   const uct_iface_attr_t& b = bulk.attr;
-  const bool keyed = !rkey_packed_.empty() || (bulk.md_attr.cap.flags & UCT_MD_FLAG_ALLOC);
-  if (keyed || !(bulk.md_attr.cap.flags & UCT_MD_FLAG_NEED_RKEY)) {
+  if (!rkey_packed_.empty() || !(bulk.md_attr.cap.flags & UCT_MD_FLAG_NEED_RKEY) || bulk.md_attr.rkey_packed_size == 0) {
     if (b.cap.flags & UCT_IFACE_FLAG_PUT_BCOPY) c.put_bcopy = b.cap.put.max_bcopy;
     if ((b.cap.flags & UCT_IFACE_FLAG_PUT_ZCOPY) && (memh_ != UCT_MEM_HANDLE_NULL || separate_bulk_))
       c.put_zcopy = b.cap.put.max_zcopy;

@@ -11,7 +11,6 @@ namespace logpb::ucx {
 
 namespace {
 constexpr std::size_t kOpSlots = 256;   // operations that may be in flight at once (zcopy puts)
-constexpr double kStuckCallS = 2.0;     // a call into UCX this long with a peer gone ends the run
 constexpr double kResourceWaitS = 30.0;  // an operation's later calls waiting this long for resources: broken
 
 struct Pack {
@@ -34,35 +33,22 @@ void unpack_into(void* arg, const void* data, std::size_t length) { std::memcpy(
 }  // namespace
 
 UctTransport::UctTransport(UctSetup s)
-    : rank_(s.rank),
-      size_(s.size),
+    : Datapath(s.rank, s.size, s.segment, s.segment_bytes, std::move(s.peer_alive), s.yield_when_idle, kOpSlots, 0),
       worker_(s.worker),
       caps_(s.caps),
-      segment_(s.segment),
-      segment_bytes_(s.segment_bytes),
       segment_memh_(s.segment_memh),
       staging_(s.staging),
-      staging_memh_(s.staging_memh),
-      peer_alive_(std::move(s.peer_alive)),
-      yield_when_idle_(s.yield_when_idle),
-      ops_(kOpSlots, 0),
-      inbox_(s.segment, s.segment_bytes) {}
+      staging_memh_(s.staging_memh) {}
 
 ucs_status_t UctTransport::on_am(void* arg, void* data, std::size_t length, unsigned /*flags*/) {
   auto* self = static_cast<UctTransport*>(arg);
-  const std::size_t payload = length > sizeof(am::Frame) ? length - sizeof(am::Frame) : 0;
-  self->inbox_.land(data, length, static_cast<const std::byte*>(data) + sizeof(am::Frame), payload);
+  if (length < sizeof(am::Frame)) [[unlikely]] {
+    self->inbox_.land(data, length, nullptr, 0);  // refused and counted
+    return UCS_OK;
+  }
+  self->inbox_.land(data, sizeof(am::Frame), static_cast<const std::byte*>(data) + sizeof(am::Frame),
+                    length - sizeof(am::Frame));
   return UCS_OK;  // copied: UCT may reuse its buffer
-}
-
-void UctTransport::set_peer_alive(std::function<bool()> f, const std::string& what) {
-  peer_alive_ = f;
-  guard_.watch({.stuck_s = kStuckCallS, .check_s = 0.25, .library = what, .peers_alive = std::move(f), .fire = {}});
-}
-
-void UctTransport::bad_dst(std::uint16_t dst) const {
-  throw PeerError("ucx: no endpoint to rank " + std::to_string(dst) + " (rank " + std::to_string(rank_) + " of " +
-                  std::to_string(size_) + ")");
 }
 
 bool UctTransport::no_resource(ucs_status_t s, const char* call) {
@@ -125,7 +111,8 @@ UctTransport::Completion* UctTransport::take_completion(Ops::Slot* slot, Get* ge
 void UctTransport::on_done(uct_completion_t* uc) {
   auto* c = reinterpret_cast<Completion*>(uc);
   UctTransport& t = *c->self;
-  if (uc->status != UCS_OK) fail_datapath(uc->status, c->get ? "a get (uct completion)" : "a put (uct completion)");
+  if (uc->status != UCS_OK) [[unlikely]]
+    t.callback_error_.set(uc->status, c->get ? "a get (its uct completion)" : "a put (its uct completion)");
   if (c->slot) Ops::part_done(*c->slot);
   if (c->get) t.get_piece_done(c->get);
   t.give_back(c);
@@ -215,6 +202,8 @@ bool UctTransport::store_put(const UctPeer& p, am::Frame& out, const void* src, 
 }
 
 bool UctTransport::store_chunks(const UctPeer& p, am::Frame& out, const void* src, std::uint32_t n) {
+  if (caps_.am_bcopy <= sizeof(am::Frame)) [[unlikely]]
+    throw PeerError("ucx: a store of " + std::to_string(n) + " bytes, and this interface has neither put nor am_bcopy");
   const std::uint32_t piece_max = static_cast<std::uint32_t>(caps_.am_bcopy - sizeof(am::Frame));
   const auto* from = static_cast<const std::byte*>(src);
   const std::uint32_t off = out.bulk_off;
@@ -305,17 +294,12 @@ bool UctTransport::try_get(const am::Frame& f, std::uint32_t remote_off, std::ui
 
 nlohmann::json UctTransport::describe() const {
   const UctCounters& c = counters_;
-  const RxCounters& r = inbox_.counters();
-  nlohmann::json j = head_;
-  j["kind"] = "ucx";
-  j["rank"] = rank_;
-  j["size"] = size_;
-  j["frame_bytes"] = sizeof(am::Frame);
+  nlohmann::json j = describe_common();
   j["small_am"] = caps_.am_short >= sizeof(am::Frame)
                       ? "uct_ep_am_short: 8 bytes of header and 56 of payload; complete when the call returns"
                       : "uct_ep_am_bcopy (64 bytes do not fit am_short here): copied, complete when the call returns";
   j["store"] =
-      "up to " + std::to_string(caps_.am_bcopy - sizeof(am::Frame)) +
+      "up to " + std::to_string(caps_.am_bcopy > sizeof(am::Frame) ? caps_.am_bcopy - sizeof(am::Frame) : 0) +
       " bytes: one uct_ep_am_bcopy with the frame; larger: " +
       (caps_.put_bcopy || caps_.put_zcopy
            ? std::string(caps_.put_bcopy ? "uct_ep_put_bcopy" : "uct_ep_put_zcopy") + " into the peer's segment, then " +
@@ -333,15 +317,16 @@ nlohmann::json UctTransport::describe() const {
       "UCT's local completion: short and bcopy calls copy the data and return complete, so Bell's flood, "
       "Doerfler's wait and the overlap see the send call alone for small AMs and medium stores; a zcopy put is "
       "complete when its uct_completion_t fires (the transport may still be sending it)";
-  j["stuck_call_guard_s"] = guard_.stuck_s();
-  j["op_slots"] = ops_.slots();
-  j["segment_bytes"] = segment_bytes_;
-  j["counters"] = {{"am_short", c.shorts},       {"am_bcopy", c.bcopies},          {"puts", c.puts},
-                   {"fences", c.fences},         {"gets", c.gets},                 {"store_data_messages", c.chunks},
-                   {"no_resource", c.no_resource}, {"medium_stores", c.medium_stores}, {"bulk_stores", c.bulk_stores},
-                   {"staged", c.staged},         {"tracked", c.tracked},           {"rx_messages", r.messages},
-                   {"rx_chunks", r.chunks},      {"rx_short_or_bad", r.short_or_bad}, {"rx_bad_bulk", r.bad_bulk},
-                   {"rx_queue_grown", r.queue_grown}};
+  j["counters"].update({{"am_short", c.shorts},
+                        {"am_bcopy", c.bcopies},
+                        {"puts", c.puts},
+                        {"fences", c.fences},
+                        {"gets", c.gets},
+                        {"store_data_messages", c.chunks},
+                        {"no_resource", c.no_resource},
+                        {"medium_stores", c.medium_stores},
+                        {"bulk_stores", c.bulk_stores},
+                        {"staged", c.staged}});
   return j;
 }
 

@@ -30,9 +30,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "common/call_guard.hpp"
 #include "common/frame.hpp"
-#include "common/transport.hpp"
 #include "ucx/transport.hpp"
 
 namespace logpb::ucx {
@@ -67,18 +65,13 @@ struct UctSetup {
 
 struct UctCounters {
   std::uint64_t shorts = 0, bcopies = 0, puts = 0, fences = 0, gets = 0, chunks = 0, no_resource = 0,
-                medium_stores = 0, bulk_stores = 0, staged = 0, tracked = 0;
+                medium_stores = 0, bulk_stores = 0, staged = 0;
 };
 
-class UctTransport {
+class UctTransport : public Datapath<UctTransport, UctPeer> {
  public:
   explicit UctTransport(UctSetup s);
-  UctTransport(const UctTransport&) = delete;
-  UctTransport& operator=(const UctTransport&) = delete;
 
-  void set_peers(std::vector<UctPeer> peers) { peers_ = std::move(peers); }
-  // The job's liveness, once connected; also starts the guard on calls into UCX (common/call_guard.hpp).
-  void set_peer_alive(std::function<bool()> f, const std::string& what);
   // UCT's AM handler (registered by the control path with this transport as its argument).
   static ucs_status_t on_am(void* arg, void* data, std::size_t length, unsigned flags);
 
@@ -93,41 +86,14 @@ class UctTransport {
   }
   bool try_store(const am::Frame& f, const void* src, std::uint32_t n, std::uint32_t remote_off);
   bool try_get(const am::Frame& f, std::uint32_t remote_off, std::uint32_t n, std::uint32_t local_off);
-  std::size_t max_bulk() const { return segment_bytes_; }
 
-  template <class Sink>
-  int poll(Sink&& sink) {
-    if (inbox_.empty()) progress();
-    return inbox_.drain(sink);
+  void progress() {
+    progress_by("uct_worker_progress", [this] { uct_worker_progress(worker_); });
   }
-
-  // LocalCompletion (common/transport.hpp).
-  std::uint64_t tx_posted() const { return ops_.posted(); }
-  void track_next() { ++counters_.tracked; }  // every operation in flight reports its completion anyway
-  std::uint64_t tx_completed() {
-    if (ops_.in_flight()) progress();
-    return ops_.completed();
-  }
-  bool idle_wait() { return yield_if_oversubscribed(yield_when_idle_); }
-
-  bool peer_alive() const { return peer_alive_(); }
-  std::span<std::byte> segment() { return {segment_, segment_bytes_}; }
   nlohmann::json describe() const;
-  void set_describe_head(nlohmann::json j) { head_ = std::move(j); }
   const UctCounters& counters() const { return counters_; }
 
  private:
-  const UctPeer& peer(std::uint16_t dst) const {
-    if (dst >= peers_.size() || !peers_[dst].ep) [[unlikely]]
-      bad_dst(dst);
-    return peers_[dst];
-  }
-  [[noreturn]] void bad_dst(std::uint16_t dst) const;
-  void progress() {
-    guard_.enter("uct_worker_progress");
-    uct_worker_progress(worker_);
-    guard_.leave();
-  }
   // One frame alone: am_short where 64 bytes fit, else am_bcopy. False: no resources now (progressed).
   bool send_frame(const UctPeer& p, const am::Frame& out) {
     if (caps_.am_short >= sizeof(am::Frame)) [[likely]] {
@@ -172,26 +138,15 @@ class UctTransport {
   static void on_done(uct_completion_t* c);
   void get_piece_done(Get* g);
 
-  int rank_, size_;
   uct_worker_h worker_;
   UctCaps caps_;
-  std::vector<UctPeer> peers_;
-  std::byte* segment_;
-  std::uint32_t segment_bytes_;
   uct_mem_h segment_memh_;
   std::byte* staging_;
   uct_mem_h staging_memh_;
-  std::function<bool()> peer_alive_;
-  bool yield_when_idle_;
-  std::uint32_t tx_seq_ = 0;
-  Ops ops_;
   std::vector<std::unique_ptr<Completion>> completions_;
   std::vector<Completion*> free_completions_;
   std::vector<std::unique_ptr<Get>> gets_;
   std::vector<Get*> free_gets_;
-  Inbox inbox_;
-  nlohmann::json head_;
-  CallGuard guard_;
   UctCounters counters_;
 };
 
