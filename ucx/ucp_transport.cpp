@@ -33,6 +33,10 @@ ucs_status_t UcpTransport::on_am(void* arg, const void* header, std::size_t head
 }
 
 void UcpTransport::on_sent(void* request, ucs_status_t status, void* user_data) {
+  if (closing) [[unlikely]] {
+    ucp_request_free(request);
+    return;
+  }
   if (status != UCS_OK) [[unlikely]]
     fail_datapath(status, "a UCP send (its request's callback)");
   Ops::part_done(*static_cast<Ops::Slot*>(user_data));
@@ -40,6 +44,10 @@ void UcpTransport::on_sent(void* request, ucs_status_t status, void* user_data) 
 }
 
 void UcpTransport::on_got(void* request, ucs_status_t status, void* user_data) {
+  if (closing) [[unlikely]] {
+    ucp_request_free(request);
+    return;
+  }
   if (status != UCS_OK) [[unlikely]]
     fail_datapath(status, "ucp_get_nbx (its request's callback)");
   auto* g = static_cast<Get*>(user_data);
