@@ -147,6 +147,7 @@ nlohmann::json UcpConnection::record(int peer) const {
 
 UcpConnection::~UcpConnection() {
   transport_.reset();
+  UcpTransport::closing = true;  // the requests the closes below cancel belong to no transport now
   for (ucp_rkey_h k : rkeys_)
     if (k) ucp_rkey_destroy(k);
   for (ucp_ep_h e : eps_) {

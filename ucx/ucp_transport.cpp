@@ -28,6 +28,10 @@ ucs_status_t UcpTransport::on_am(void* arg, const void* header, std::size_t head
 }
 
 void UcpTransport::on_sent(void* request, ucs_status_t status, void* user_data) {
+  if (closing) [[unlikely]] {
+    ucp_request_free(request);
+    return;
+  }
   auto& slot = *static_cast<Ops::Slot*>(user_data);
   if (status != UCS_OK) [[unlikely]]
     static_cast<UcpTransport*>(slot.owner->context())->callback_error_.set(status, "a UCP send (its request)");
@@ -36,6 +40,10 @@ void UcpTransport::on_sent(void* request, ucs_status_t status, void* user_data) 
 }
 
 void UcpTransport::on_got(void* request, ucs_status_t status, void* user_data) {
+  if (closing) [[unlikely]] {
+    ucp_request_free(request);
+    return;
+  }
   auto* g = static_cast<Get*>(user_data);
   if (status != UCS_OK) [[unlikely]]
     g->self->callback_error_.set(status, "ucp_get_nbx (its request)");

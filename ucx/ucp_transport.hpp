@@ -61,6 +61,10 @@ class UcpTransport : public Datapath<UcpTransport, UcpPeer> {
   // UCP's AM receive handler (registered by the control path with this transport as its argument).
   static ucs_status_t on_am(void* arg, const void* header, std::size_t header_length, void* data, std::size_t length,
                             const ucp_am_recv_param_t* param);
+  // Set by UcpConnection's destructor once the transport is gone and before it closes the endpoints:
+  // closing cancels the requests still in flight, and their callbacks must neither touch the slots (freed)
+  // nor throw (they run inside that destructor: std::terminate).
+  static inline bool closing = false;
 
   bool try_send(const am::Frame& f) {
     const UcpPeer& p = peer(f.dst);
