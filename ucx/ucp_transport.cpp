@@ -1,6 +1,8 @@
 // The UCP datapath's cold parts: stores, gets, callbacks, errors and describe().
 #include "ucx/ucp_transport.hpp"
 
+#include <chrono>
+
 #include "common/errors.hpp"
 
 namespace logpb::ucx {
@@ -50,6 +52,20 @@ void UcpTransport::on_got(void* request, ucs_status_t status, void* user_data) {
   g->self->inbox_.push(g->frame);
   g->self->free_gets_.push_back(g);
   ucp_request_free(request);
+}
+
+void UcpTransport::settle(Ops::Slot& s, const char* call) {
+  constexpr double kRequestWaitS = 30.0;  // a request not complete after this long: the communication broke
+  const auto start = std::chrono::steady_clock::now();
+  for (std::uint64_t i = 1; s.parts > 1; ++i) {  // the one part left is commit()'s
+    progress();
+    if (i % 4096 == 0) {
+      throw_if_interrupted();
+      if (!peer_alive_()) throw PeerError(std::string("ucx: a peer is gone while ") + call + "'s request waited");
+      if (std::chrono::steady_clock::now() - start > std::chrono::duration<double>(kRequestWaitS))
+        throw PeerError(std::string("ucx: ") + call + "'s request did not complete in 30 s");
+    }
+  }
 }
 
 bool UcpTransport::try_store(const am::Frame& f, const void* src, std::uint32_t n, std::uint32_t remote_off) {
@@ -130,9 +146,10 @@ nlohmann::json UcpTransport::describe() const {
   j["receive"] = "UCP's AM handler (called inside ucp_worker_progress) queues the frame and copies any data into "
                  "the segment; poll() progresses once when the queue is empty and hands up what is queued";
   j["completion_means"] =
-      "UCP's request: a send is complete when ucp_am_send_nbx returns no request (UCP sent or copied it in the "
-      "call), else when its request's callback fires. Bell's flood, Doerfler's wait and the overlap see what UCP "
-      "completes in the call: for small eager AMs over shared memory or a short-capable transport, the call alone";
+      "UCP's request, waited for in the call: a send is complete when ucp_am_send_nbx (or ucp_put_nbx) returns no "
+      "request, or once the request it returned has completed, which the call progresses UCP for (counters."
+      "requests). Bell's flood, Doerfler's wait and the overlap see the call: for small eager AMs over shared "
+      "memory or a short-capable transport the send alone, under back-pressure also the wait for UCP to send it";
   j["counters"].update({{"sends", c.sends},
                         {"requests", c.requests},
                         {"medium_stores", c.medium_stores},

@@ -13,8 +13,8 @@
 // Receives: UCP calls our AM handler from ucp_worker_progress with the header and the data; they land in
 // the Inbox and poll() hands the frames up. A rendezvous AM (never sent by logpbench: every AM is eager)
 // is refused and counted.
-// Local completion: a send UCP completed in the call (a NULL request) is complete at once; one that
-// returned a request holds its slot until the request's callback.
+// Local completion: every send is complete when the call returns: UCP completed it in the call (a NULL
+// request), or the call progressed the request UCP returned until its callback.
 #pragma once
 
 #include <ucp/api/ucp.h>
@@ -104,7 +104,10 @@ class UcpTransport : public Datapath<UcpTransport, UcpPeer> {
     in_flight(r, s, "ucp_am_send_nbx");
     ops_.commit(s);
   }
-  // A request UCP returned: the slot waits for its callback; an error ends the run.
+  // A request UCP returned (the send waits in UCP's own queue, or for the transport's completion): it is
+  // progressed to its callback here, so the call returns complete. A request left for a later progress
+  // call would wait for one that may never come: a rank whose last message is queued and that goes on to
+  // a bootstrap collective (k-to-one's stream end over posix hung so, 2 runs in 7); an error ends the run.
   void in_flight(ucs_status_ptr_t r, Ops::Slot& s, const char* call) {
     if (r == nullptr) [[likely]]
       return;
@@ -112,7 +115,9 @@ class UcpTransport : public Datapath<UcpTransport, UcpPeer> {
       fail_datapath(UCS_PTR_STATUS(r), call);
     Ops::add_part(s);
     ++counters_.requests;
+    settle(s, call);
   }
+  void settle(Ops::Slot& s, const char* call);
   static void on_sent(void* request, ucs_status_t status, void* user_data);
   struct Get {
     UcpTransport* self;
