@@ -138,6 +138,21 @@ class Ops {
   std::uint64_t completed() const { return head_ == tail_ ? posted_ : slots_[head_ & mask_].op - 1; }
   std::size_t in_flight() const { return tail_ - head_; }
   std::size_t slots() const { return slots_.size(); }
+  // An operation's completion callback that saw an error notes it here and returns: callbacks run inside
+  // UCX's C code (worker progress, endpoint close), which a C++ exception cannot unwind through (it ended
+  // in std::terminate: UCP's send callback with "Request canceled" in the Soft-RoCE guest). The transport's
+  // next progress throws it. After closing(), errors are the teardown's own cancellations and are dropped.
+  void fail(ucs_status_t s, const char* call) {
+    if (failed_ == UCS_OK && !closing_) {
+      failed_ = s;
+      failed_call_ = call;
+    }
+  }
+  void throw_if_failed() const {
+    if (failed_ != UCS_OK) [[unlikely]]
+      fail_datapath(failed_, failed_call_);
+  }
+  void closing() { closing_ = true; }
 
  private:
   void reclaim() {
@@ -146,6 +161,9 @@ class Ops {
   std::vector<Slot> slots_;
   std::vector<std::byte> payload_;
   std::uint64_t mask_ = 0, head_ = 0, tail_ = 0, posted_ = 0;
+  ucs_status_t failed_ = UCS_OK;
+  const char* failed_call_ = nullptr;
+  bool closing_ = false;
 };
 
 std::string hex(const void* p, std::size_t n);

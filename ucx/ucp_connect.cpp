@@ -146,7 +146,9 @@ nlohmann::json UcpConnection::record(int peer) const {
 }
 
 UcpConnection::~UcpConnection() {
-  transport_.reset();
+  // Closing an endpoint cancels its requests still in flight and calls their callbacks, which reach the
+  // transport's slots: the transport lives until every endpoint is closed.
+  if (transport_) transport_->closing();
   for (ucp_rkey_h k : rkeys_)
     if (k) ucp_rkey_destroy(k);
   for (ucp_ep_h e : eps_) {
@@ -160,6 +162,7 @@ UcpConnection::~UcpConnection() {
       ucp_request_free(r);
     }
   }
+  transport_.reset();
   if (memh_) ucp_mem_unmap(context_, memh_);
   if (worker_) ucp_worker_destroy(worker_);
   if (context_) ucp_cleanup(context_);

@@ -32,18 +32,21 @@ ucs_status_t UcpTransport::on_am(void* arg, const void* header, std::size_t head
   return UCS_OK;  // copied: UCP may release the data
 }
 
+// The callbacks run inside UCP: an error is noted (Ops::fail) and thrown by the next progress().
 void UcpTransport::on_sent(void* request, ucs_status_t status, void* user_data) {
+  auto& slot = *static_cast<Ops::Slot*>(user_data);
   if (status != UCS_OK) [[unlikely]]
-    fail_datapath(status, "a UCP send (its request's callback)");
-  Ops::part_done(*static_cast<Ops::Slot*>(user_data));
+    slot.owner->fail(status, "a UCP send (its request's callback)");
+  Ops::part_done(slot);
   ucp_request_free(request);
 }
 
 void UcpTransport::on_got(void* request, ucs_status_t status, void* user_data) {
-  if (status != UCS_OK) [[unlikely]]
-    fail_datapath(status, "ucp_get_nbx (its request's callback)");
   auto* g = static_cast<Get*>(user_data);
-  g->self->inbox_.push(g->frame);
+  if (status != UCS_OK) [[unlikely]]
+    g->self->ops_.fail(status, "ucp_get_nbx (its request's callback)");
+  else
+    g->self->inbox_.push(g->frame);
   g->self->free_gets_.push_back(g);
   ucp_request_free(request);
 }

@@ -102,6 +102,8 @@ class UcpTransport {
   std::span<std::byte> segment() { return {segment_, segment_bytes_}; }
   nlohmann::json describe() const;
   void set_describe_head(nlohmann::json j) { head_ = std::move(j); }
+  // The endpoints are about to be closed: the requests they cancel are no failure of the run.
+  void closing() { ops_.closing(); }
 
  private:
   const UcpPeer& peer(std::uint16_t dst) const {
@@ -114,6 +116,7 @@ class UcpTransport {
     guard_.enter("ucp_worker_progress");
     ucp_worker_progress(worker_);
     guard_.leave();
+    ops_.throw_if_failed();
   }
   bool full() {
     ++counters_.full;

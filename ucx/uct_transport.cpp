@@ -125,7 +125,9 @@ UctTransport::Completion* UctTransport::take_completion(Ops::Slot* slot, Get* ge
 void UctTransport::on_done(uct_completion_t* uc) {
   auto* c = reinterpret_cast<Completion*>(uc);
   UctTransport& t = *c->self;
-  if (uc->status != UCS_OK) fail_datapath(uc->status, c->get ? "a get (uct completion)" : "a put (uct completion)");
+  // Called inside uct_worker_progress: an error is noted (Ops::fail) and thrown by the next progress().
+  if (uc->status != UCS_OK) [[unlikely]]
+    t.ops_.fail(uc->status, c->get ? "a get (uct completion)" : "a put (uct completion)");
   if (c->slot) Ops::part_done(*c->slot);
   if (c->get) t.get_piece_done(c->get);
   t.give_back(c);

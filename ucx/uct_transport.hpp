@@ -127,6 +127,7 @@ class UctTransport {
     guard_.enter("uct_worker_progress");
     uct_worker_progress(worker_);
     guard_.leave();
+    ops_.throw_if_failed();
   }
   // One frame alone: am_short where 64 bytes fit, else am_bcopy. False: no resources now (progressed).
   bool send_frame(const UctPeer& p, const am::Frame& out) {
