@@ -151,7 +151,8 @@ nlohmann::json UcpConnection::record(int peer) const {
 
 UcpConnection::~UcpConnection() {
   // Closing an endpoint cancels its requests still in flight and calls their callbacks, which reach the
-  // transport's slots: the transport lives until every endpoint is closed.
+  // transport's slots, and so may destroying the worker (requests still queued on it): the transport
+  // lives until the worker is gone.
   if (transport_) transport_->closing();
   for (ucp_rkey_h k : rkeys_)
     if (k) ucp_rkey_destroy(k);
@@ -166,9 +167,9 @@ UcpConnection::~UcpConnection() {
       ucp_request_free(r);
     }
   }
-  transport_.reset();
   if (memh_) ucp_mem_unmap(context_, memh_);
   if (worker_) ucp_worker_destroy(worker_);
+  transport_.reset();
   if (context_) ucp_cleanup(context_);
 }
 
