@@ -128,6 +128,14 @@ def test_ucx_ucp():
         if soft_roce():  # ud_verbs may carry UCP's wire-up: the same check off, recorded
             assert any("UCX_UD_VERBS_ETH_DGID_CHECK=n" in w for w in m.get("workarounds", [])), m
         verify(args, "ucp")
+        if soft_roce():
+            # With the check forced on, UCP's wire-up over ud_verbs never answers: the run must end as a lost
+            # peer (exit 3), not in std::terminate (a callback's exception through UCX) or a segfault (the
+            # worker's teardown calling back into a destroyed transport), as before fcfb12e and c420a18.
+            p = subprocess.run([BIN, "local", "--bench", "pingpong", "-n", "50", "--warmup", "5", "--runs", "1"] + args,
+                               capture_output=True, text=True, timeout=120,
+                               env=dict(os.environ, UCX_UD_VERBS_ETH_DGID_CHECK="y"))
+            assert p.returncode == 3 and "peer lost" in p.stdout + p.stderr, (p.returncode, (p.stdout + p.stderr)[-2000:])
     finally:
         os.environ.clear()
         os.environ.update(old)
