@@ -2,6 +2,8 @@
 // as text.
 #include "ucx/transport.hpp"
 
+#include <cstdlib>
+#include <filesystem>
 #include <stdexcept>
 
 #include "common/errors.hpp"
@@ -24,6 +26,23 @@ void fail_setup(ucs_status_t s, const char* call, const std::string& what_to_che
 
 void CallbackError::rethrow() const {
   if (status != UCS_OK) fail_datapath(status, what);
+}
+
+std::string soft_roce_ud_workaround(const std::string& ib_dev) {
+  if (std::getenv("UCX_UD_VERBS_ETH_DGID_CHECK") || std::getenv("UCX_UD_ETH_DGID_CHECK")) return "";  // the user's
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::string soft;
+  for (const auto& e : fs::directory_iterator("/sys/class/infiniband", ec)) {
+    const std::string name = e.path().filename().string();
+    if ((ib_dev.empty() || name == ib_dev) && fs::exists(e.path() / "parent", ec))
+      soft += (soft.empty() ? "" : ", ") + name;
+  }
+  if (soft.empty()) return "";
+  setenv("UCX_UD_VERBS_ETH_DGID_CHECK", "n", 0);
+  return "UCX_UD_VERBS_ETH_DGID_CHECK=n set by logpbench: " + soft +
+         " is software RoCE, on which UCX's UD destination-GID check drops every packet (ud_verbs never "
+         "connects with it, ucx_perftest's too); set the variable to y to keep the check";
 }
 
 Inbox::Inbox(std::byte* segment, std::uint32_t segment_bytes)

@@ -58,6 +58,17 @@ inline void check_setup(ucs_status_t s, const char* call, const std::string& wha
     fail_setup(s, call, what_to_check);
 }
 
+// UCX's UD transport on a software RoCE device (rdma_rxe) drops every packet it receives by its
+// destination-GID check (UCX_UD_VERBS_ETH_DGID_CHECK, on by default): in the Soft-RoCE guest, UCX 1.13.1,
+// ud_verbs never connected, for logpbench and for `ucx_perftest -t am_lat -x ud_verbs` alike (both resend
+// their first packet until they give up; UCX's debug log shows "resending" and nothing received), and both
+// ran with the check off. UCX's source reads the packet's type (IPv4 or IPv6, so where the GID sits in the
+// header) from the completion's SL field, a Mellanox convention rdma_rxe apparently does not follow. So
+// where the user left the check unset and `ib_dev` (empty: any device) is a software RDMA device (one with
+// a sysfs "parent", the netdev it runs on), the check is turned off through UCX's environment before UCX
+// reads its configuration. Returns what was done, for meta.ucx (empty: nothing).
+std::string soft_roce_ud_workaround(const std::string& ib_dev);
+
 struct RxCounters {
   std::uint64_t messages = 0, chunks = 0, short_or_bad = 0, bad_bulk = 0, rendezvous_refused = 0, queue_grown = 0;
 };

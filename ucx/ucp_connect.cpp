@@ -54,6 +54,9 @@ nlohmann::json ucx_environment() {
 
 UcpConnection::UcpConnection(Ranks& ranks, const TransportOptions& opt)
     : segment_bytes_(opt.segment_bytes), rank_(ranks.rank()), size_(ranks.size()) {
+  // UCP may pick ud_verbs on any RDMA device here (UCX_TLS, UCX_NET_DEVICES): the check off on every
+  // software one, before UCX reads its configuration.
+  const std::string workaround = soft_roce_ud_workaround("");
   ucp_config_t* config = nullptr;
   check_setup(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read", "check UCX_* in the environment");
   ucp_params_t p{};
@@ -133,6 +136,7 @@ UcpConnection::UcpConnection(Ranks& ranks, const TransportOptions& opt)
                {"environment", ucx_environment()},
                {"context", lines(printed([&](FILE* f) { ucp_context_print_info(context_, f); }))},
                {"endpoint", record(rank_ == 0 ? 1 : 0)}};
+  if (!workaround.empty()) describe_["workarounds"] = {workaround};
   transport_->set_describe_head(describe_);
   transport_->set_peer_alive([&ranks] { return ranks.all_alive(); }, "UCP");
   ranks.barrier();  // ready: every rank's endpoints exist and its handler is set
@@ -163,6 +167,7 @@ UcpConnection::~UcpConnection() {
   }
   if (memh_) ucp_mem_unmap(context_, memh_);
   if (worker_) ucp_worker_destroy(worker_);
+  transport_.reset();
   if (context_) ucp_cleanup(context_);
 }
 

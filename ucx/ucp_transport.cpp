@@ -29,6 +29,7 @@ ucs_status_t UcpTransport::on_am(void* arg, const void* header, std::size_t head
   return UCS_OK;  // copied: UCP may release the data
 }
 
+// The callbacks run inside UCP: an error is noted (Ops::fail) and thrown by the next progress().
 void UcpTransport::on_sent(void* request, ucs_status_t status, void* user_data) {
   if (closing) [[unlikely]] {
     ucp_request_free(request);

@@ -179,6 +179,10 @@ void UctConnection::open_iface(Iface& f, const std::string& tl, const std::strin
     throw UsageError("UCT has no transport " + tl + (dev.empty() ? "" : " on device " + dev) +
                      " on this host; it sees (transport/device, as ucx_info -d lists them): " + joined(found.seen));
   check_setup(uct_md_query(f.md, &f.md_attr), "uct_md_query");
+  if (f.tl.rfind("ud_", 0) == 0) {  // UCX names an RDMA device's port as ib_dev:port
+    const std::string w = soft_roce_ud_workaround(f.dev.substr(0, f.dev.find(':')));
+    if (!w.empty()) workarounds_.push_back(w);
+  }
   uct_iface_config_t* cfg = nullptr;
   check_setup(uct_md_iface_config_read(f.md, f.tl.c_str(), nullptr, nullptr, &cfg), "uct_md_iface_config_read");
   uct_iface_params_t p{};
@@ -336,6 +340,7 @@ nlohmann::json UctConnection::record(const TransportOptions& opt, const UctCaps&
                         {"get_bcopy_max", c.get_bcopy},
                         {"get_zcopy_max", c.get_zcopy}}},
                       {"version", UCT_VERNO_STRING}};
+  if (!workarounds_.empty()) j["workarounds"] = workarounds_;
   if (separate_bulk_)
     j["bulk"] = {{"tl", bulk_.tl}, {"dev", bulk_.dev}, {"md", bulk_.md_name}, {"iface", iface_caps(bulk_.attr)}};
   (void)opt;

@@ -67,6 +67,7 @@ class UctConnection {
   std::vector<bool> rkey_held_;
   std::unique_ptr<UctTransport> transport_;
   nlohmann::json describe_;
+  std::vector<std::string> workarounds_;  // what logpbench set in UCX's configuration, and why (meta.ucx)
   int rank_ = 0, size_ = 0;
 };
 

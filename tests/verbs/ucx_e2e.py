@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""The UCX transport over an RDMA device (issue 38 item 6; in this project Soft-RoCE rxe0 inside the qemu
+guest of scripts/rxe-lab): UCT's rc_verbs and ud_verbs, and UCP over them. Exits 77 (skipped) without an
+RDMA device, without UCX in this build, or where UCX lists no such transport on the device.
+
+Under TCG each run is kept short: these check that the transport works and records what it chose, not
+its speed.
+
+usage: ucx_e2e.py LOGPBENCH SOURCE_DIR TEST
+"""
+import glob
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from lpbtest import BIN, expect_fail, load, main, run  # noqa: E402
+
+devs = sorted(os.path.basename(d) for d in glob.glob("/sys/class/infiniband/*"))
+DEV = os.environ.get("LOGPB_RDMA_DEV") or (devs[0] if devs else None)
+if not DEV:
+    print("SKIP: no RDMA device here; scripts/rxe-lab runs these tests inside a Soft-RoCE guest")
+    sys.exit(77)
+UCX_DEV = DEV + ":1"  # UCX names an RDMA device by port
+if "ucx" not in subprocess.run([BIN, "--help"], capture_output=True, text=True).stdout.split("--transport", 1)[-1][:400]:
+    print("SKIP: this logpbench has no --transport ucx (built without libucx-dev)")
+    sys.exit(77)
+TMP = tempfile.mkdtemp(prefix="logpb-ucx-")
+COMMON = ["--allow-variant-tsc", "-q"]  # TCG: no invariant TSC; the flag is recorded in the results
+PARAMS = ("o_s", "o_s_plus_o_r", "g", "L", "rtt")
+
+
+def uct(tl):
+    listed = subprocess.run(["ucx_info", "-d"], capture_output=True, text=True)
+    if listed.returncode != 0 or f"Transport: {tl}" not in listed.stdout or f"Device: {UCX_DEV}" not in listed.stdout:
+        print(f"SKIP: ucx_info -d lists no {tl} on {UCX_DEV} here")
+        sys.exit(77)
+    return ["--transport", "ucx", "--ucx-layer", "uct", "--ucx-tl", tl, "--ucx-dev", UCX_DEV] + COMMON
+
+
+def check_doc(doc, layer, tl=None):
+    assert doc["status"] == "complete", doc["status"]
+    m = doc["meta"]["ucx"]
+    assert m["layer"] == layer, m
+    if tl:
+        assert m["tl"] == tl and m["dev"] == UCX_DEV, (m["tl"], m["dev"])
+    for k, p in doc["parameters"].items():
+        if isinstance(p, dict) and p.get("value_ns") is not None:
+            assert p["value_ns"] >= 0, (k, p)
+    return m
+
+
+def pingpong_and_signature(args, layer, tl=None):
+    out = os.path.join(TMP, f"pp-{tl or layer}.json")
+    run(["local", "--bench", "pingpong", "-n", "500", "--warmup", "50", "--runs", "1", "--json", out] + args,
+        timeout=300)
+    doc = load(out)
+    m = check_doc(doc, layer, tl)
+    assert doc["parameters"]["rtt"]["value_ns"] > 0, doc["parameters"]["rtt"]
+    out = os.path.join(TMP, f"sig-{tl or layer}.json")
+    run(["local", "--runs", "1", "--max-burst", "16", "-n", "200", "--warmup", "20", "--max-point-seconds", "0.3",
+         "--json", out] + args, timeout=300)
+    sig = load(out)
+    check_doc(sig, layer, tl)
+    for k in PARAMS:
+        p = sig["parameters"][k]
+        assert p["value_ns"] is not None or p.get("error"), (k, p)
+    print(tl or layer, "rtt", doc["parameters"]["rtt"]["value_ns"], "ns;",
+          {k: sig["parameters"][k]["value_ns"] for k in PARAMS})
+    return doc, m
+
+
+def verify(args, layer, tl=None):
+    out = os.path.join(TMP, f"verify-{tl or layer}.json")
+    run(["local", "--bench", "verify", "--json", out] + args, timeout=300)
+    doc = load(out)
+    check_doc(doc, layer, tl)
+    cases = doc["runs"][0]["verify"]
+    assert cases and all(c["store_ok"] and c["get_ok"] for c in cases), cases
+    return doc
+
+
+def test_ucx_rc():
+    """UCT rc_verbs: connect-to-ep (each rank's endpoint address per peer through the bootstrap), am_short
+    for a small AM, puts and gets into the peer's registered segment byte for byte."""
+    args = uct("rc_verbs")
+    _, m = pingpong_and_signature(args, "uct", "rc_verbs")
+    assert m["connect"] == "to ep", m
+    assert m["thresholds"]["small_am"] == "am_short", m["thresholds"]
+    c = verify(args, "uct", "rc_verbs")["meta"]["transport"]["counters"]
+    assert c["puts"] > 0 and c["gets"] > 0, c  # rc_verbs has put and get: stores beyond am_bcopy went by put
+
+
+def soft_roce():
+    return os.path.exists(f"/sys/class/infiniband/{DEV}/parent")
+
+
+def test_ucx_ud():
+    """UCT ud_verbs: UCX's own reliability over datagrams; AMs only (no put or get), so a method that gets is
+    refused with a named reason. On Soft-RoCE UCX's destination-GID check drops every UD packet: logpbench
+    turns it off where the user left it unset and records that; with the check forced on, the run ends with
+    the lost peer named, in bounded time, rather than hanging."""
+    args = uct("ud_verbs")
+    _, m = pingpong_and_signature(args, "uct", "ud_verbs")
+    if soft_roce():
+        assert any("UCX_UD_VERBS_ETH_DGID_CHECK=n" in w for w in m.get("workarounds", [])), m
+        p = subprocess.run([BIN, "local", "--bench", "pingpong", "-n", "50", "--warmup", "5", "--runs", "1"] + args,
+                           capture_output=True, text=True, timeout=120,
+                           env=dict(os.environ, UCX_UD_VERBS_ETH_DGID_CHECK="y"))
+        assert p.returncode == 3 and "peer lost" in p.stdout + p.stderr, (p.returncode, (p.stdout + p.stderr)[-2000:])
+    expect_fail(["local", "--bench", "verify"] + args, "has no get here", (2,))
+
+
+def test_ucx_ucp():
+    """UCP with UCX_TLS=self,rc_verbs,ud_verbs and UCX_NET_DEVICES=DEV:1 (rc_verbs needs an auxiliary
+    transport for wire-up; ud_verbs is it): what UCP chose is recorded, and stores and gets land exactly."""
+    uct("rc_verbs")  # skip where UCX has no verbs transport here
+    env = dict(os.environ, UCX_TLS="self,rc_verbs,ud_verbs", UCX_NET_DEVICES=UCX_DEV)
+    args = ["--transport", "ucx", "--ucx-layer", "ucp"] + COMMON
+    old = os.environ.copy()
+    os.environ.update(env)
+    try:
+        doc, m = pingpong_and_signature(args, "ucp")
+        assert m["environment"].get("UCX_TLS") == env["UCX_TLS"], m["environment"]
+        info = " ".join(m["endpoint"]["info"])
+        assert "verbs" in info, info
+        if soft_roce():  # ud_verbs may carry UCP's wire-up: the same check off, recorded
+            assert any("UCX_UD_VERBS_ETH_DGID_CHECK=n" in w for w in m.get("workarounds", [])), m
+        verify(args, "ucp")
+        if soft_roce():
+            # With the check forced on, UCP's wire-up over ud_verbs never answers: the run must end as a lost
+            # peer (exit 3), not in std::terminate (a callback's exception through UCX) or a segfault (the
+            # worker's teardown calling back into a destroyed transport), as before fcfb12e and c420a18.
+            p = subprocess.run([BIN, "local", "--bench", "pingpong", "-n", "50", "--warmup", "5", "--runs", "1"] + args,
+                               capture_output=True, text=True, timeout=120,
+                               env=dict(os.environ, UCX_UD_VERBS_ETH_DGID_CHECK="y"))
+            assert p.returncode == 3 and "peer lost" in p.stdout + p.stderr, (p.returncode, (p.stdout + p.stderr)[-2000:])
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+
+
+if __name__ == "__main__":
+    main(globals(), *sys.argv[3:])
