@@ -79,6 +79,34 @@ struct Expect {
   std::uint64_t messages = 0, chunks = 0, short_or_bad = 0, bad_bulk = 0, rndv = 0;
 };
 
+// What Inbox::land's contract (ucx/transport.hpp) says becomes of one message: the counters it moves in
+// `e`, whether its payload lands in the segment, and how many frames it delivers (0 or 1). A frame is
+// exactly 64 bytes: UCT's handler takes the message's first 64 (fewer: refused), UCP's header must be 64.
+int expected(Expect& e, bool use_ucp, bool rndv, std::size_t header_len, std::size_t n, const am::Frame& f,
+             bool& lands) {
+  if (use_ucp && rndv) {
+    ++e.rndv;
+    return 0;
+  }
+  ++e.messages;
+  const bool frame = use_ucp ? header_len == sizeof(am::Frame) : header_len >= sizeof(am::Frame);
+  if (!frame || ((n != 0 || f.seq == ucx::kChunk) && n != f.bulk_len)) {
+    ++e.short_or_bad;
+    return 0;
+  }
+  if (n != 0 || f.seq == ucx::kChunk) {
+    if (std::uint64_t{f.bulk_off} + n <= kSegment)
+      lands = true;
+    else
+      ++e.bad_bulk;
+  }
+  if (f.seq == ucx::kChunk) {
+    ++e.chunks;
+    return 0;
+  }
+  return 1;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -118,30 +146,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (header_len >= sizeof(am::Frame)) std::memcpy(&f, header, sizeof f);
 
     // What Inbox::land's contract says becomes of it.
-    Expect& e = use_ucp ? ucp_seen : uct_seen;
-    int deliver = 0;
     bool lands = false;
-    if (use_ucp && rndv) {
-      ++e.rndv;
-    } else {
-      ++e.messages;
-      if (header_len < sizeof(am::Frame)) {
-        ++e.short_or_bad;
-      } else if ((n != 0 || f.seq == ucx::kChunk) && n != f.bulk_len) {
-        ++e.short_or_bad;
-      } else {
-        if (n != 0 || f.seq == ucx::kChunk) {
-          if (std::uint64_t{f.bulk_off} + n <= kSegment)
-            lands = true;
-          else
-            ++e.bad_bulk;
-        }
-        if (f.seq == ucx::kChunk)
-          ++e.chunks;
-        else
-          deliver = 1;
-      }
-    }
+    const int deliver = expected(use_ucp ? ucp_seen : uct_seen, use_ucp, rndv, header_len, n, f, lands);
 
     std::memcpy(before.data(), side.segment.get(), kSegment);
     ucs_status_t s;
