@@ -155,6 +155,8 @@ bool UctTransport::store_put(const UctPeer& p, am::Frame& out, const void* src, 
   const auto* from = static_cast<const std::byte*>(src);
   uct_mem_h memh = segment_memh_;
   if (!bcopy && !(from >= segment_ && from + n <= segment_ + segment_bytes_)) {
+    // One staging area: a put still reading it (an earlier store's, in flight) must finish first.
+    until_taken([&] { return ops_.in_flight() ? UCS_ERR_NO_RESOURCE : UCS_OK; }, "an earlier staged put");
     std::memcpy(staging_, src, n);
     from = staging_;
     memh = staging_memh_;

@@ -105,9 +105,13 @@ def test_readme():
                          if f not in foreign and not re.search(re.escape(f) + r"(?![a-z0-9-])", known))
         if missing:
             bad.append(f"{page} names flags that nothing here has: {missing}")
-        for name in sorted(set(re.findall(r"\bscripts/([a-z][a-z0-9-]*)", text))):
+        # A command (scripts/NAME) must be an executable; a file under scripts/lib/ must exist.
+        for name in sorted(set(re.findall(r"\bscripts/([a-z][a-z0-9_./-]*[a-z0-9])", text))):
             path = os.path.join(scripts, name)
-            if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+            if "/" in name:
+                if not os.path.isfile(path):
+                    bad.append(f"{page} names scripts/{name}: no such file")
+            elif not (os.path.isfile(path) and os.access(path, os.X_OK)):
                 bad.append(f"{page} names scripts/{name}: not an executable")
     assert not bad, "\n".join(bad)
     print(f"readme: {len(pages)} pages checked: {', '.join(pages)}")
