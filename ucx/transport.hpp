@@ -218,7 +218,8 @@ class Datapath {
   // (common/call_guard.hpp), so a call that never returns after a peer died still ends the run.
   void set_peer_alive(std::function<bool()> f, const std::string& library) {
     peer_alive_ = f;
-    guard_.watch({.stuck_s = kStuckCallS, .check_s = 0.25, .library = library, .peers_alive = std::move(f), .fire = {}});
+    guard_.watch(
+        {.stuck_s = kStuckCallS, .check_s = 0.25, .library = library, .peers_alive = std::move(f), .fire = {}});
   }
 
  protected:
@@ -262,9 +263,12 @@ class Datapath {
     j["stuck_call_guard_s"] = guard_.stuck_s();
     j["op_slots"] = ops_.slots();
     j["segment_bytes"] = segment_bytes_;
-    j["counters"] = {{"tracked", tracked_},          {"rx_messages", r.messages},
-                     {"rx_chunks", r.chunks},        {"rx_short_or_bad", r.short_or_bad},
-                     {"rx_bad_bulk", r.bad_bulk},    {"rx_rendezvous_refused", r.rendezvous_refused},
+    j["counters"] = {{"tracked", tracked_},
+                     {"rx_messages", r.messages},
+                     {"rx_chunks", r.chunks},
+                     {"rx_short_or_bad", r.short_or_bad},
+                     {"rx_bad_bulk", r.bad_bulk},
+                     {"rx_rendezvous_refused", r.rendezvous_refused},
                      {"rx_queue_grown", r.queue_grown}};
     return j;
   }

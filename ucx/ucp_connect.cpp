@@ -107,9 +107,8 @@ UcpConnection::UcpConnection(Ranks& ranks, const TransportOptions& opt)
   ucp_address_t* addr = nullptr;
   std::size_t addr_len = 0;
   check_setup(ucp_worker_get_address(worker_, &addr, &addr_len), "ucp_worker_get_address");
-  const nlohmann::json mine = {{"worker", hex(addr, addr_len)},
-                               {"segment", reinterpret_cast<std::uint64_t>(segment_)},
-                               {"rkey", rkey_hex}};
+  const nlohmann::json mine = {
+      {"worker", hex(addr, addr_len)}, {"segment", reinterpret_cast<std::uint64_t>(segment_)}, {"rkey", rkey_hex}};
   ucp_worker_release_address(worker_, addr);
   const nlohmann::json all = ranks.allgather(mine);
 

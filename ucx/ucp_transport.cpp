@@ -138,14 +138,16 @@ bool UcpTransport::try_get(const am::Frame& f, std::uint32_t remote_off, std::ui
 nlohmann::json UcpTransport::describe() const {
   const UcpCounters& c = counters_;
   nlohmann::json j = describe_common();
-  j["small_am"] = "ucp_am_send_nbx, eager, the frame as the AM's header and no data, from a slot held until the "
-                  "send completes";
+  j["small_am"] =
+      "ucp_am_send_nbx, eager, the frame as the AM's header and no data, from a slot held until the "
+      "send completes";
   j["store"] = "up to " + std::to_string(kPayloadMax) +
                " bytes: one eager ucp_am_send_nbx, the frame as header and the payload (copied into the slot) as "
                "data; larger: ucp_put_nbx into the peer's segment, ucp_worker_fence, then the frame";
   j["get"] = "ucp_get_nbx into the segment; its completion delivers the frame locally";
-  j["receive"] = "UCP's AM handler (called inside ucp_worker_progress) queues the frame and copies any data into "
-                 "the segment; poll() progresses once when the queue is empty and hands up what is queued";
+  j["receive"] =
+      "UCP's AM handler (called inside ucp_worker_progress) queues the frame and copies any data into "
+      "the segment; poll() progresses once when the queue is empty and hands up what is queued";
   j["completion_means"] =
       "UCP's request, waited for in the call: a send is complete when ucp_am_send_nbx (or ucp_put_nbx) returns no "
       "request, or once the request it returned has completed, which the call progresses UCP for (counters."

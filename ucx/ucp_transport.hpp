@@ -50,8 +50,7 @@ struct UcpSetup {
 };
 
 struct UcpCounters {
-  std::uint64_t sends = 0, requests = 0, medium_stores = 0, bulk_stores = 0, puts = 0, fences = 0, gets = 0,
-                full = 0;
+  std::uint64_t sends = 0, requests = 0, medium_stores = 0, bulk_stores = 0, puts = 0, fences = 0, gets = 0, full = 0;
 };
 
 class UcpTransport : public Datapath<UcpTransport, UcpPeer> {

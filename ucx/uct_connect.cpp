@@ -21,31 +21,37 @@ nlohmann::json iface_caps(const uct_iface_attr_t& a) {
   const std::uint64_t f = a.cap.flags;
   auto has = [&](std::uint64_t bit) { return (f & bit) != 0; };
   nlohmann::json ops = nlohmann::json::array();
-  for (auto [bit, name] : {std::pair{UCT_IFACE_FLAG_AM_SHORT, "am_short"}, {UCT_IFACE_FLAG_AM_BCOPY, "am_bcopy"},
-                           {UCT_IFACE_FLAG_AM_ZCOPY, "am_zcopy"},          {UCT_IFACE_FLAG_PUT_SHORT, "put_short"},
-                           {UCT_IFACE_FLAG_PUT_BCOPY, "put_bcopy"},        {UCT_IFACE_FLAG_PUT_ZCOPY, "put_zcopy"},
-                           {UCT_IFACE_FLAG_GET_SHORT, "get_short"},        {UCT_IFACE_FLAG_GET_BCOPY, "get_bcopy"},
-                           {UCT_IFACE_FLAG_GET_ZCOPY, "get_zcopy"},        {UCT_IFACE_FLAG_CONNECT_TO_IFACE, "connect_to_iface"},
+  for (auto [bit, name] : {std::pair{UCT_IFACE_FLAG_AM_SHORT, "am_short"},
+                           {UCT_IFACE_FLAG_AM_BCOPY, "am_bcopy"},
+                           {UCT_IFACE_FLAG_AM_ZCOPY, "am_zcopy"},
+                           {UCT_IFACE_FLAG_PUT_SHORT, "put_short"},
+                           {UCT_IFACE_FLAG_PUT_BCOPY, "put_bcopy"},
+                           {UCT_IFACE_FLAG_PUT_ZCOPY, "put_zcopy"},
+                           {UCT_IFACE_FLAG_GET_SHORT, "get_short"},
+                           {UCT_IFACE_FLAG_GET_BCOPY, "get_bcopy"},
+                           {UCT_IFACE_FLAG_GET_ZCOPY, "get_zcopy"},
+                           {UCT_IFACE_FLAG_CONNECT_TO_IFACE, "connect_to_iface"},
                            {UCT_IFACE_FLAG_CONNECT_TO_EP, "connect_to_ep"}})
     if (has(bit)) ops.push_back(name);
-  return {{"operations", ops},
-          {"am_max_short", has(UCT_IFACE_FLAG_AM_SHORT) ? a.cap.am.max_short : 0},
-          {"am_max_bcopy", has(UCT_IFACE_FLAG_AM_BCOPY) ? a.cap.am.max_bcopy : 0},
-          {"am_max_zcopy", has(UCT_IFACE_FLAG_AM_ZCOPY) ? a.cap.am.max_zcopy : 0},
-          {"put_max_short", has(UCT_IFACE_FLAG_PUT_SHORT) ? a.cap.put.max_short : 0},
-          {"put_max_bcopy", has(UCT_IFACE_FLAG_PUT_BCOPY) ? a.cap.put.max_bcopy : 0},
-          {"put_max_zcopy", has(UCT_IFACE_FLAG_PUT_ZCOPY) ? a.cap.put.max_zcopy : 0},
-          {"get_max_bcopy", has(UCT_IFACE_FLAG_GET_BCOPY) ? a.cap.get.max_bcopy : 0},
-          {"get_max_zcopy", has(UCT_IFACE_FLAG_GET_ZCOPY) ? a.cap.get.max_zcopy : 0},
-          // UCT's own estimates (uct_iface_query), what UCP's transport selection weighs: seconds.
-          {"estimate_latency_ns", a.latency.c * 1e9},
-          {"estimate_latency_ns_per_ep", a.latency.m * 1e9},
-          {"estimate_overhead_ns", a.overhead * 1e9},
-          {"estimate_bandwidth_MBps", {{"dedicated", a.bandwidth.dedicated / 1e6}, {"shared", a.bandwidth.shared / 1e6}}},
-          {"priority", a.priority},
-          {"device_address_bytes", a.device_addr_len},
-          {"iface_address_bytes", a.iface_addr_len},
-          {"ep_address_bytes", a.ep_addr_len}};
+  return {
+      {"operations", ops},
+      {"am_max_short", has(UCT_IFACE_FLAG_AM_SHORT) ? a.cap.am.max_short : 0},
+      {"am_max_bcopy", has(UCT_IFACE_FLAG_AM_BCOPY) ? a.cap.am.max_bcopy : 0},
+      {"am_max_zcopy", has(UCT_IFACE_FLAG_AM_ZCOPY) ? a.cap.am.max_zcopy : 0},
+      {"put_max_short", has(UCT_IFACE_FLAG_PUT_SHORT) ? a.cap.put.max_short : 0},
+      {"put_max_bcopy", has(UCT_IFACE_FLAG_PUT_BCOPY) ? a.cap.put.max_bcopy : 0},
+      {"put_max_zcopy", has(UCT_IFACE_FLAG_PUT_ZCOPY) ? a.cap.put.max_zcopy : 0},
+      {"get_max_bcopy", has(UCT_IFACE_FLAG_GET_BCOPY) ? a.cap.get.max_bcopy : 0},
+      {"get_max_zcopy", has(UCT_IFACE_FLAG_GET_ZCOPY) ? a.cap.get.max_zcopy : 0},
+      // UCT's own estimates (uct_iface_query), what UCP's transport selection weighs: seconds.
+      {"estimate_latency_ns", a.latency.c * 1e9},
+      {"estimate_latency_ns_per_ep", a.latency.m * 1e9},
+      {"estimate_overhead_ns", a.overhead * 1e9},
+      {"estimate_bandwidth_MBps", {{"dedicated", a.bandwidth.dedicated / 1e6}, {"shared", a.bandwidth.shared / 1e6}}},
+      {"priority", a.priority},
+      {"device_address_bytes", a.device_addr_len},
+      {"iface_address_bytes", a.iface_addr_len},
+      {"ep_address_bytes", a.ep_addr_len}};
 }
 
 std::string joined(const std::vector<std::string>& v) {
@@ -65,7 +71,8 @@ UctConnection::UctConnection(Ranks& ranks, const TransportOptions& opt)
   if (!(am_.attr.cap.flags & UCT_IFACE_FLAG_AM_BCOPY) && !(am_.attr.cap.flags & UCT_IFACE_FLAG_AM_SHORT))
     throw UsageError("UCT transport " + am_.tl + "/" + am_.dev +
                      " has no active messages (it is a bulk path: give it as --ucx-bulk-tl beside an AM transport, "
-                     "e.g. --ucx-tl posix --ucx-bulk-tl " + am_.tl + ")");
+                     "e.g. --ucx-tl posix --ucx-bulk-tl " +
+                     am_.tl + ")");
   separate_bulk_ = !opt.bulk_tl.empty();
   if (separate_bulk_) open_iface(bulk_, opt.bulk_tl, "");
   Iface& bulk = separate_bulk_ ? bulk_ : am_;
@@ -90,7 +97,9 @@ UctConnection::UctConnection(Ranks& ranks, const TransportOptions& opt)
   uct_iface_progress_enable(am_.iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
   if (separate_bulk_) uct_iface_progress_enable(bulk_.iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
 
-  nlohmann::json mine = {{"tl", am_.tl}, {"dev", am_.dev}, {"segment", reinterpret_cast<std::uint64_t>(segment_)},
+  nlohmann::json mine = {{"tl", am_.tl},
+                         {"dev", am_.dev},
+                         {"segment", reinterpret_cast<std::uint64_t>(segment_)},
                          {"rkey", hex(rkey_packed_.data(), rkey_packed_.size())}};
   eps_.assign(size_, nullptr);
   mine["am"] = my_addresses(am_, eps_, size_);
@@ -232,7 +241,8 @@ void UctConnection::allocate_segment(const TransportOptions& opt, Iface& bulk) {
   }
   const std::uint64_t caps = bulk.attr.cap.flags;
   if (opt.remote_read && !(caps & (UCT_IFACE_FLAG_GET_BCOPY | UCT_IFACE_FLAG_GET_ZCOPY)))
-    throw UsageError("this method gets, and UCT transport " + bulk.tl + " has no get here (posix and sysv have "
+    throw UsageError("this method gets, and UCT transport " + bulk.tl +
+                     " has no get here (posix and sysv have "
                      "get_bcopy, cma get_zcopy): add --ucx-bulk-tl cma, or use --ucx-layer ucp");
   // put_zcopy of data from outside the segment goes through a registered staging copy.
   if (!(caps & UCT_IFACE_FLAG_PUT_BCOPY) && (caps & UCT_IFACE_FLAG_PUT_ZCOPY) && (flags & UCT_MD_FLAG_REG)) {
@@ -252,7 +262,8 @@ UctCaps UctConnection::caps(const TransportOptions& /*opt*/, const Iface& bulk) 
     throw UsageError("UCT transport " + am_.tl + " carries no 64-byte message (am_short " + std::to_string(c.am_short) +
                      ", am_bcopy " + std::to_string(c.am_bcopy) + " bytes)");
   const uct_iface_attr_t& b = bulk.attr;
-  if (!rkey_packed_.empty() || !(bulk.md_attr.cap.flags & UCT_MD_FLAG_NEED_RKEY) || bulk.md_attr.rkey_packed_size == 0) {
+  if (!rkey_packed_.empty() || !(bulk.md_attr.cap.flags & UCT_MD_FLAG_NEED_RKEY) ||
+      bulk.md_attr.rkey_packed_size == 0) {
     if (b.cap.flags & UCT_IFACE_FLAG_PUT_BCOPY) c.put_bcopy = b.cap.put.max_bcopy;
     if ((b.cap.flags & UCT_IFACE_FLAG_PUT_ZCOPY) && (memh_ != UCT_MEM_HANDLE_NULL || separate_bulk_))
       c.put_zcopy = b.cap.put.max_zcopy;
@@ -272,7 +283,8 @@ nlohmann::json UctConnection::my_addresses(const Iface& f, std::vector<uct_ep_h>
   nlohmann::json j = {{"dev", hex(dev.data(), dev.size())}};
   if (f.attr.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_IFACE) {
     std::vector<std::byte> ia(f.attr.iface_addr_len);
-    check_setup(uct_iface_get_address(f.iface, reinterpret_cast<uct_iface_addr_t*>(ia.data())), "uct_iface_get_address");
+    check_setup(uct_iface_get_address(f.iface, reinterpret_cast<uct_iface_addr_t*>(ia.data())),
+                "uct_iface_get_address");
     j["iface"] = hex(ia.data(), ia.size());
     return j;
   }
@@ -323,23 +335,24 @@ void UctConnection::connect(Ranks& ranks, Iface& f, std::vector<uct_ep_h>& eps, 
 }
 
 nlohmann::json UctConnection::record(const TransportOptions& opt, const UctCaps& c) const {
-  nlohmann::json j = {{"layer", "uct"},
-                      {"tl", am_.tl},
-                      {"dev", am_.dev},
-                      {"md", am_.md_name},
-                      {"component", am_.component_name},
-                      {"iface", iface_caps(am_.attr)},
-                      {"connect", (am_.attr.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_IFACE) ? "to iface" : "to ep"},
-                      {"segment", segment_alloc_ ? "allocated by memory domain " + am_.md_name
-                                                 : std::string(memh_ != UCT_MEM_HANDLE_NULL ? "registered" : "plain memory")},
-                      {"thresholds",
-                       {{"small_am", c.am_short >= sizeof(am::Frame) ? "am_short" : "am_bcopy"},
-                        {"store_in_one_am_max", c.am_bcopy > sizeof(am::Frame) ? c.am_bcopy - sizeof(am::Frame) : 0},
-                        {"put_bcopy_max", c.put_bcopy},
-                        {"put_zcopy_max", c.put_zcopy},
-                        {"get_bcopy_max", c.get_bcopy},
-                        {"get_zcopy_max", c.get_zcopy}}},
-                      {"version", UCT_VERNO_STRING}};
+  nlohmann::json j = {
+      {"layer", "uct"},
+      {"tl", am_.tl},
+      {"dev", am_.dev},
+      {"md", am_.md_name},
+      {"component", am_.component_name},
+      {"iface", iface_caps(am_.attr)},
+      {"connect", (am_.attr.cap.flags & UCT_IFACE_FLAG_CONNECT_TO_IFACE) ? "to iface" : "to ep"},
+      {"segment", segment_alloc_ ? "allocated by memory domain " + am_.md_name
+                                 : std::string(memh_ != UCT_MEM_HANDLE_NULL ? "registered" : "plain memory")},
+      {"thresholds",
+       {{"small_am", c.am_short >= sizeof(am::Frame) ? "am_short" : "am_bcopy"},
+        {"store_in_one_am_max", c.am_bcopy > sizeof(am::Frame) ? c.am_bcopy - sizeof(am::Frame) : 0},
+        {"put_bcopy_max", c.put_bcopy},
+        {"put_zcopy_max", c.put_zcopy},
+        {"get_bcopy_max", c.get_bcopy},
+        {"get_zcopy_max", c.get_zcopy}}},
+      {"version", UCT_VERNO_STRING}};
   if (!workarounds_.empty()) j["workarounds"] = workarounds_;
   if (separate_bulk_)
     j["bulk"] = {{"tl", bulk_.tl}, {"dev", bulk_.dev}, {"md", bulk_.md_name}, {"iface", iface_caps(bulk_.attr)}};

@@ -10,7 +10,7 @@
 namespace logpb::ucx {
 
 namespace {
-constexpr std::size_t kOpSlots = 256;   // operations that may be in flight at once (zcopy puts)
+constexpr std::size_t kOpSlots = 256;    // operations that may be in flight at once (zcopy puts)
 constexpr double kResourceWaitS = 30.0;  // an operation's later calls waiting this long for resources: broken
 
 struct Pack {
@@ -300,14 +300,14 @@ nlohmann::json UctTransport::describe() const {
   j["small_am"] = caps_.am_short >= sizeof(am::Frame)
                       ? "uct_ep_am_short: 8 bytes of header and 56 of payload; complete when the call returns"
                       : "uct_ep_am_bcopy (64 bytes do not fit am_short here): copied, complete when the call returns";
-  j["store"] =
-      "up to " + std::to_string(caps_.am_bcopy > sizeof(am::Frame) ? caps_.am_bcopy - sizeof(am::Frame) : 0) +
-      " bytes: one uct_ep_am_bcopy with the frame; larger: " +
-      (caps_.put_bcopy || caps_.put_zcopy
-           ? std::string(caps_.put_bcopy ? "uct_ep_put_bcopy" : "uct_ep_put_zcopy") + " into the peer's segment, then " +
-                 (caps_.bulk_same_iface ? "uct_ep_fence and the frame"
-                                        : "the frame once the puts completed (they are on another interface)")
-           : "am_bcopy data messages, uct_ep_fence, then the frame (no put on this interface)");
+  j["store"] = "up to " + std::to_string(caps_.am_bcopy > sizeof(am::Frame) ? caps_.am_bcopy - sizeof(am::Frame) : 0) +
+               " bytes: one uct_ep_am_bcopy with the frame; larger: " +
+               (caps_.put_bcopy || caps_.put_zcopy
+                    ? std::string(caps_.put_bcopy ? "uct_ep_put_bcopy" : "uct_ep_put_zcopy") +
+                          " into the peer's segment, then " +
+                          (caps_.bulk_same_iface ? "uct_ep_fence and the frame"
+                                                 : "the frame once the puts completed (they are on another interface)")
+                    : "am_bcopy data messages, uct_ep_fence, then the frame (no put on this interface)");
   j["get"] = caps_.get_bcopy || caps_.get_zcopy
                  ? std::string(caps_.get_bcopy ? "uct_ep_get_bcopy" : "uct_ep_get_zcopy") +
                        " into the segment; its completion delivers the frame locally"

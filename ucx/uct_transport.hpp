@@ -45,7 +45,7 @@ struct UctPeer {
 
 // What the interface can do, from uct_iface_query, as the datapath uses it.
 struct UctCaps {
-  std::size_t am_short = 0, am_bcopy = 0;  // largest message, header included (0: none)
+  std::size_t am_short = 0, am_bcopy = 0;                                  // largest message, header included (0: none)
   std::size_t put_bcopy = 0, put_zcopy = 0, get_bcopy = 0, get_zcopy = 0;  // of the bulk interface
   bool bulk_same_iface = true;  // puts on the AM interface itself: a fence orders the frame after them
 };
@@ -64,8 +64,8 @@ struct UctSetup {
 };
 
 struct UctCounters {
-  std::uint64_t shorts = 0, bcopies = 0, puts = 0, fences = 0, gets = 0, chunks = 0, no_resource = 0,
-                medium_stores = 0, bulk_stores = 0, staged = 0;
+  std::uint64_t shorts = 0, bcopies = 0, puts = 0, fences = 0, gets = 0, chunks = 0, no_resource = 0, medium_stores = 0,
+                bulk_stores = 0, staged = 0;
 };
 
 class UctTransport : public Datapath<UctTransport, UctPeer> {

@@ -48,9 +48,9 @@ constexpr int kMaxMessages = 64;
   std::fprintf(stderr, "fuzz_ucx: %s\n", what);
   std::abort();
 }
-#define MUST(cond)                                \
-  do {                                            \
-    if (!(cond)) fail("failed: " #cond);          \
+#define MUST(cond)                       \
+  do {                                   \
+    if (!(cond)) fail("failed: " #cond); \
   } while (0)
 
 struct Side {

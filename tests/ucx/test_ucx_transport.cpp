@@ -59,7 +59,7 @@ TEST_CASE("ucx Ops: operations completed in the call need no slot", "[ucx]") {
 
 TEST_CASE("ucx Ops: a slot holds its operation until commit and every part is done", "[ucx]") {
   Ops ops(4, 0);
-  ops.complete_now();  // 1
+  ops.complete_now();          // 1
   Ops::Slot& s = ops.begin();  // 2
   CHECK(s.op == 2);
   CHECK(ops.posted() == 2);
@@ -200,9 +200,9 @@ TEST_CASE("ucx Inbox: a payload beyond the segment is not copied; the frame goes
   CHECK(seg[255] == std::byte{0xab});
   CHECK(in.counters().bad_bulk == 0);
   std::fill(seg.begin(), seg.end(), std::byte{0});
-  const Frame over = frame(2, 16, 241);                   // one byte past the end
-  const Frame far = frame(3, 16, 0xfffffff8u);            // off + n wraps around 32 bits
-  const Frame chunk_over = frame(kChunk, 16, 250);        // a data message past the end
+  const Frame over = frame(2, 16, 241);             // one byte past the end
+  const Frame far = frame(3, 16, 0xfffffff8u);      // off + n wraps around 32 bits
+  const Frame chunk_over = frame(kChunk, 16, 250);  // a data message past the end
   in.land(&over, sizeof over, data.data(), data.size());
   in.land(&far, sizeof far, data.data(), data.size());
   in.land(&chunk_over, sizeof chunk_over, data.data(), data.size());
