@@ -1,6 +1,8 @@
 """What the end-to-end test scripts share: running the logpbench binary, reading its JSON, checking
 that a failure is clear. Each script is invoked as SCRIPT LOGPBENCH SOURCE_DIR TEST [ARGS]."""
+import glob
 import json
+import os
 import subprocess
 import sys
 import time
@@ -37,6 +39,17 @@ def params_present(doc, keys=("o_s", "o_s_plus_o_r", "g", "L", "rtt")):  # the s
         p = doc["parameters"][k]
         assert "value_ns" in p and "ci95_ns" in p, (k, p)
         assert p["value_ns"] is not None or p.get("error"), (k, p)
+
+
+def rdma_device():
+    """The RDMA device the tests use (LOGPB_RDMA_DEV, else the first /sys/class/infiniband lists); without one,
+    exits 77, which ctest reports as skipped."""
+    devs = sorted(os.path.basename(d) for d in glob.glob("/sys/class/infiniband/*"))
+    dev = os.environ.get("LOGPB_RDMA_DEV") or (devs[0] if devs else None)
+    if not dev:
+        print("SKIP: no RDMA device here; scripts/rxe-lab runs these tests inside a Soft-RoCE guest")
+        sys.exit(77)
+    return dev
 
 
 def main(namespace, name, *args):

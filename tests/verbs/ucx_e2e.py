@@ -8,20 +8,15 @@ its speed.
 
 usage: ucx_e2e.py LOGPBENCH SOURCE_DIR TEST
 """
-import glob
 import os
 import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lpbtest import BIN, expect_fail, load, main, run  # noqa: E402
+from lpbtest import BIN, expect_fail, load, main, rdma_device, run  # noqa: E402
 
-devs = sorted(os.path.basename(d) for d in glob.glob("/sys/class/infiniband/*"))
-DEV = os.environ.get("LOGPB_RDMA_DEV") or (devs[0] if devs else None)
-if not DEV:
-    print("SKIP: no RDMA device here; scripts/rxe-lab runs these tests inside a Soft-RoCE guest")
-    sys.exit(77)
+DEV = rdma_device()
 UCX_DEV = DEV + ":1"  # UCX names an RDMA device by port
 if "ucx" not in subprocess.run([BIN, "--help"], capture_output=True, text=True).stdout.split("--transport", 1)[-1][:400]:
     print("SKIP: this logpbench has no --transport ucx (built without libucx-dev)")

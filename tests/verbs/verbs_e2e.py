@@ -4,7 +4,6 @@ guest of scripts/rxe-lab). Without a device each test exits 77, which ctest repo
 
 usage: verbs_e2e.py LOGPBENCH SOURCE_DIR TEST
 """
-import glob
 import json
 import os
 import subprocess
@@ -14,13 +13,9 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lpbtest import BIN, expect_fail, load, main, run  # noqa: E402
+from lpbtest import BIN, expect_fail, load, main, rdma_device, run  # noqa: E402
 
-devs = sorted(os.path.basename(d) for d in glob.glob("/sys/class/infiniband/*"))
-DEV = os.environ.get("LOGPB_RDMA_DEV") or (devs[0] if devs else None)
-if not DEV:
-    print("SKIP: no RDMA device here; scripts/rxe-lab runs these tests inside a Soft-RoCE guest")
-    sys.exit(77)
+DEV = rdma_device()
 TMP = tempfile.mkdtemp(prefix="logpb-verbs-")
 # Under qemu's TCG the CPU reports no invariant TSC; the flag is recorded in the results.
 BASE = ["--transport", "verbs", "-d", DEV, "--allow-variant-tsc", "-q"]
