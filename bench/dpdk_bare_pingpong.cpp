@@ -6,16 +6,21 @@
 // Clock, tsc::now / now_end, the timer's own cost taken off), the median printed as JSON (what
 // scripts/dpdk-vs-testpmd compares logpbench's ping-pong against, alternated in one run).
 //
-// usage: dpdk_bare_pingpong server|client CPU ITERATIONS "EAL ARGS" [WORK]
+// usage: dpdk_bare_pingpong server|client CPU ITERATIONS "EAL ARGS" [WORK [timed]]
 //   server: reflects until it receives the client's stop frame (or its link goes down);
 //   client: WARMUP = ITERATIONS / 10 untimed round trips, then ITERATIONS timed ones, then the stop frame.
 //   WORK (server only, default 0): a chain of WORK dependent adds (about WORK cycles) between a burst's
 //   arrival and its reflection: a stand-in for what a real server does there (validate, dispatch, build
 //   the reply), to show what a few nanoseconds in that place cost the round trip (scripts/dpdk-vs-testpmd
 //   prints it each round; one lab's figures are in docs/results/lab-notes.md).
+//   timed (server only): the server stamps the TSC before each rx burst and after the tx burst of every
+//   burst that held a frame, as logpbench's replier times its service (Endpoint::time_service), and prints
+//   the median and 90th percentile per frame as JSON when it stops: its turnaround beside logpbench's
+//   (the ping-pong's replier_turnaround), with the same two TSC reads in the same places.
 #include <rte_ethdev.h>
 #include <rte_ether.h>
 #include <rte_mbuf.h>
+#include <x86intrin.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -60,10 +65,26 @@ rte_mbuf* request(Port& port, std::uint16_t type) {
   return m;
 }
 
-int serve(Port& port, long work) {
+// The timed server's turnaround per frame (TSC cycles) as JSON.
+void print_service(const std::vector<float>& cycles, long work) {
+  const logpb::Clock clock;
+  std::vector<float> v = cycles;
+  std::sort(v.begin(), v.end());
+  auto ns = [&](double q) {
+    return v.empty() ? 0.0 : clock.ns(static_cast<double>(v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))]));
+  };
+  std::printf("{\"bench\":\"dpdk_bare_pingpong\",\"role\":\"server\",\"work\":%ld,\"service\":{\"median_ns\":%.1f,"
+              "\"p90_ns\":%.1f,\"bursts\":%zu}}\n",
+              work, ns(0.5), ns(0.9), v.size());
+}
+
+int serve(Port& port, long work, bool timed) {
   rte_mbuf* rx[32];
   rte_eth_link link{};
+  std::vector<float> service;
+  if (timed) service.reserve(1 << 22);
   for (std::uint64_t idle = 0;; ++idle) {
+    const std::uint64_t t0 = timed ? __rdtsc() : 0;
     const std::uint16_t n = rte_eth_rx_burst(port.id(), 0, rx, 32);
     if (n == 0) {
       if ((idle & 0xfffff) == 0xfffff) {  // now and then: is the client still there?
@@ -83,7 +104,12 @@ int serve(Port& port, long work) {
     }
     std::uint16_t sent = 0;
     while (sent < n) sent += rte_eth_tx_burst(port.id(), 0, rx + sent, static_cast<std::uint16_t>(n - sent));
-    if (stop) return 0;
+    if (timed && service.size() < service.capacity())
+      service.push_back(static_cast<float>(__rdtsc() - t0) / static_cast<float>(n));
+    if (stop) {
+      if (timed) print_service(service, work);
+      return 0;
+    }
   }
 }
 
@@ -126,11 +152,13 @@ int client(Port& port, long iterations) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if ((argc != 5 && argc != 6) || (std::strcmp(argv[1], "server") != 0 && std::strcmp(argv[1], "client") != 0)) {
-    std::fprintf(stderr, "usage: dpdk_bare_pingpong server|client CPU ITERATIONS \"EAL ARGS\" [WORK]\n");
+  const bool timed = argc == 7 && std::strcmp(argv[6], "timed") == 0;
+  if (argc < 5 || argc > 7 || (argc == 7 && !timed) ||
+      (std::strcmp(argv[1], "server") != 0 && std::strcmp(argv[1], "client") != 0)) {
+    std::fprintf(stderr, "usage: dpdk_bare_pingpong server|client CPU ITERATIONS \"EAL ARGS\" [WORK [timed]]\n");
     return 2;
   }
-  const long work = argc == 6 ? std::atol(argv[5]) : 0;
+  const long work = argc >= 6 ? std::atol(argv[5]) : 0;
   if (work < 0 || work > 1000000) {
     std::fprintf(stderr, "dpdk_bare_pingpong: WORK %s outside 0 .. 1000000\n", argv[5]);
     return 2;
@@ -146,7 +174,7 @@ int main(int argc, char** argv) {
     // script starts the client once the server says this.
     if (is_server) std::fprintf(stderr, "dpdk_bare_pingpong: port started\n");
     port.wait_link(20);
-    return is_server ? serve(port, work) : client(port, iterations);
+    return is_server ? serve(port, work, timed) : client(port, iterations);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dpdk_bare_pingpong: %s\n", e.what());
     return 1;

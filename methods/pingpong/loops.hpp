@@ -2,6 +2,7 @@
 // every iteration and keeps the full distribution (Culler et al. section 3.2 needs RTT to solve for L).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -24,13 +25,56 @@ struct PingpongConfig {
   // ping-pong on its own sends without it, as a ping-pong program (and perftest, and MPI's) does: that poll
   // finds nothing in a ping-pong and costs one empty poll per round trip (40-50 ns over MPI/vader).
   bool poll_before_send = true;
+  // Round trips after the timed ones during which the replier times its own turnaround (0: none).
+  int turnaround_iterations = 0;
+};
+
+// The replier's turnaround, measured after the timed round trips and kept apart from them: for
+// turnaround_iterations more round trips the replier times each of its polls that handed up a request
+// (Endpoint::time_service: the receive, the handler and the reply's send, Culler et al. 3.5's service).
+// Its two TSC reads per poll lengthen those round trips, so they are not samples of rtt_ns; their median
+// is kept beside the turnaround. Where two ping-pongs differ (logpbench against a bare loop or another
+// library), this is the replier's part of the difference, in ns; the round trips beside it show what that
+// time costs the requester, which need not be one for one (docs/results/lab-notes.md, the DPDK step).
+struct Turnaround {
+  double service_ns = NAN, service_p90_ns = NAN;  // per request: median and 90th percentile (NaN: not said)
+  std::uint64_t requests = 0;                     // requests the replier timed
+  double rtt_median_ns = NAN;                     // the round trips meanwhile
+  int iterations = 0;
 };
 
 struct PingpongResult {
   std::vector<double> rtt_ns;
   Summary summary;
   std::uint64_t lost = 0;  // iterations whose request or reply was lost: not in rtt_ns
+  Turnaround turnaround;
 };
+
+// One round trip in TSC cycles, 0 when the request or its reply was lost.
+template <class EP>
+std::uint64_t round_trip(EP& ep, ClientState& st, std::uint32_t bytes) {
+  const std::uint64_t want = st.acks + 1;
+  const std::uint64_t t0 = tsc::now();
+  send_message(ep, bytes);
+  const bool ok = ep.wait_until([&] { return st.acks == want; });
+  const std::uint64_t t1 = tsc::now_end();
+  return ok ? t1 - t0 : 0;
+}
+
+template <class EP>
+Turnaround replier_turnaround(EP& ep, ClientState& st, const Clock& clock, std::uint32_t bytes, int iterations) {
+  Turnaround t;
+  t.iterations = iterations;
+  replier_service(ep, st, true);
+  std::vector<double> rtt;
+  rtt.reserve(static_cast<std::size_t>(iterations));
+  for (int i = 0; i < iterations; ++i)
+    if (const std::uint64_t c = round_trip(ep, st, bytes))
+      rtt.push_back(clock.ns(static_cast<double>(c) - clock.timer_cost_cycles()));
+  t.service_ns = replier_service(ep, st, false, &t.requests, nullptr, &t.service_p90_ns);
+  if (!rtt.empty()) t.rtt_median_ns = summarize(rtt).median;
+  return t;
+}
 
 template <class EP>
 PingpongResult pingpong(EP& ep, ClientState& st, const Clock& clock, const PingpongConfig& cfg) {
@@ -45,13 +89,8 @@ PingpongResult pingpong(EP& ep, ClientState& st, const Clock& clock, const Pingp
   throw_if_interrupted();
   std::size_t kept = 0;
   for (std::size_t i = 0; i < cycles.size(); ++i) {
-    const std::uint64_t want = st.acks + 1;
-    const std::uint64_t t0 = tsc::now();
-    send_message(ep, cfg.bytes);
-    const bool ok = ep.wait_until([&] { return st.acks == want; });
-    const std::uint64_t t1 = tsc::now_end();
-    if (ok)
-      cycles[kept++] = t1 - t0;
+    if (const std::uint64_t c = round_trip(ep, st, cfg.bytes))
+      cycles[kept++] = c;
     else
       ++r.lost;  // a lost message: this round trip is not a sample
   }
@@ -59,6 +98,8 @@ PingpongResult pingpong(EP& ep, ClientState& st, const Clock& clock, const Pingp
   r.rtt_ns.reserve(cycles.size());
   for (auto c : cycles) r.rtt_ns.push_back(clock.ns(static_cast<double>(c) - clock.timer_cost_cycles()));
   r.summary = summarize(r.rtt_ns);
+  if (cfg.turnaround_iterations > 0)
+    r.turnaround = replier_turnaround(ep, st, clock, cfg.bytes, cfg.turnaround_iterations);
   return r;
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -40,8 +41,19 @@ struct pingpong {
 
   // The round trip of a ping-pong program: no poll before each request (methods/pingpong/loops.hpp).
   static constexpr bool kPollBeforeSend = false;
-  static methods::PingpongConfig config(const Settings& o, std::uint32_t bytes) {
-    return {o.iterations, o.warmup, bytes, kPollBeforeSend};
+  // One size: the replier's turnaround after the timed round trips (methods/pingpong/loops.hpp), over
+  // as many round trips as were timed, at most kTurnaroundIterations. A sweep has none.
+  static constexpr int kTurnaroundIterations = 2000;
+  static methods::PingpongConfig config(const Settings& o, std::uint32_t bytes, bool sweep) {
+    return {o.iterations, o.warmup, bytes, kPollBeforeSend, sweep ? 0 : std::min(o.iterations, kTurnaroundIterations)};
+  }
+  static nlohmann::json turnaround_json(const methods::Turnaround& t) {
+    auto ns = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+    return {{"service_median_ns", ns(t.service_ns)},
+            {"service_p90_ns", ns(t.service_p90_ns)},
+            {"requests_timed", t.requests},
+            {"rtt_median_ns", ns(t.rtt_median_ns)},
+            {"iterations", t.iterations}};
   }
 
   template <class L>
@@ -50,7 +62,7 @@ struct pingpong {
     run.sweep = !o.sizes.empty();
     if (!run.sweep) {
       io.progress("round trip");
-      run.sizes.push_back({o.size, methods::pingpong(link, st, clock, config(o, o.size))});
+      run.sizes.push_back({o.size, methods::pingpong(link, st, clock, config(o, o.size, false))});
       return run;
     }
     const std::vector<std::uint32_t> sizes = method_sizes({}, o.sizes, methods::max_message(link));
@@ -60,7 +72,7 @@ struct pingpong {
     for (auto n : sizes) {
       throw_if_interrupted();
       io.progress("round trip " + std::to_string(n) + " B");
-      run.sizes.push_back({n, methods::pingpong(link, st, clock, config(o, n))});
+      run.sizes.push_back({n, methods::pingpong(link, st, clock, config(o, n, true))});
       so_far += n + 4096.0;
       io.done(so_far / total);
     }
@@ -70,7 +82,8 @@ struct pingpong {
     if (!r.sweep)
       return {{"rtt", analysis::distribution_json(r.sizes.front().r.rtt_ns, o.raw)},
               {"lost", r.sizes.front().r.lost},
-              {"poll_before_send", kPollBeforeSend}};
+              {"poll_before_send", kPollBeforeSend},
+              {"replier_turnaround", turnaround_json(r.sizes.front().r.turnaround)}};
     nlohmann::json per = nlohmann::json::array();
     for (const auto& s : r.sizes)
       per.push_back({{"bytes", s.bytes}, {"rtt", analysis::distribution_json(s.r.rtt_ns, o.raw)}, {"lost", s.r.lost}});
@@ -79,8 +92,21 @@ struct pingpong {
   static nlohmann::json analyse(const std::vector<Run>& runs, const Settings&) {
     if (!runs.front().sweep) {
       std::vector<analysis::Param> rtts;
-      for (const auto& r : runs) rtts.push_back(analysis::rtt_param(r.sizes.front().r.summary));
-      return {{"parameters", {{"rtt", analysis::combine_runs(rtts)}}}, {"checks", nlohmann::json::array()}};
+      std::vector<double> service, rtt_timed;
+      for (const auto& r : runs) {
+        const auto& s = r.sizes.front().r;
+        rtts.push_back(analysis::rtt_param(s.summary));
+        if (std::isfinite(s.turnaround.service_ns)) service.push_back(s.turnaround.service_ns);
+        if (std::isfinite(s.turnaround.rtt_median_ns)) rtt_timed.push_back(s.turnaround.rtt_median_ns);
+      }
+      // The replier's turnaround over the runs: the median of the runs' medians (null where the peer
+      // did not time itself, e.g. a reflector). Not a LogP parameter: a record of the replier's share.
+      auto median = [](std::vector<double> v) {
+        return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(v[lower_median_index(v)]);
+      };
+      return {{"parameters", {{"rtt", analysis::combine_runs(rtts)}}},
+              {"checks", nlohmann::json::array()},
+              {"replier_turnaround", {{"service_median_ns", median(service)}, {"rtt_median_ns", median(rtt_timed)}}}};
     }
     // Per size: the median RTT combined over the runs, and which run is typical (its median is the
     // median of the runs'), whose distribution the table shows.

@@ -76,21 +76,6 @@ struct SignatureData {
   bool compute_delta = false;    // Delta was fixed work (--delta-kind compute)
 };
 
-// Asks the replier to start (on) or stop timing its own service of requests; stopping returns its busy
-// time per request in ns (NaN when it did not time any).
-template <class EP>
-double replier_service(EP& ep, ClientState& st, bool on, std::uint64_t* requests = nullptr, double* mean_ns = nullptr,
-                       double* p90_ns = nullptr) {
-  const std::uint64_t want = st.acks + 1;
-  ep.request(kService, on ? 1 : 0);
-  if (!ep.wait_until([&] { return st.acks == want; })) return NAN;
-  if (requests) *requests = st.last_args[1];
-  // A replier that does not send them (an older peer) leaves them 0: NaN.
-  if (mean_ns) *mean_ns = st.last_args[2] > 0 ? static_cast<double>(st.last_args[2]) / 1000 : NAN;
-  if (p90_ns) *p90_ns = st.last_args[3] > 0 ? static_cast<double>(st.last_args[3]) / 1000 : NAN;
-  return !on && st.last_args[1] > 0 ? static_cast<double>(st.last_args[0]) / 1000 : NAN;
-}
-
 struct Hooks {
   std::function<void(const std::string&)> progress = [](const std::string&) {};
   std::function<void(const SignatureData&)> checkpoint = [](const SignatureData&) {};
