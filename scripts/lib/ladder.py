@@ -191,8 +191,8 @@ def main():
                 print(f"  rung {name} ran over {res['runs'][name]['ucx']} (meta.ucx)")
         if "mpi" in res["runs"] and res["runs"]["mpi"].get("pml"):
             env = res["runs"]["mpi"].get("ucx_environment")
-            env = (" (" + (" ".join(f"{k}={v}" for k, v in sorted(env.items())) or "no UCX_* variable set") +
-                   ", meta.mpi.ucx_from_environment)") if env is not None else ""
+            env = (", " + (" ".join(f"{k}={v}" for k, v in sorted(env.items())) or "no UCX_* variable set") +
+                   " (meta.mpi.ucx_from_environment)") if env is not None else ""
             print(f"  rung mpi ran over pml {res['runs']['mpi']['pml']} (meta.mpi.mca_from_environment){env}")
         print(f"  {'quantity':<14} {'rung':<5} {'value ± 95% CI (ns)':>24}   adds over the rung below (ns)")
         keys = []
