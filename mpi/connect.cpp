@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "common/environment.hpp"
 #include "common/errors.hpp"
 #include "common/stats.hpp"
 
@@ -141,7 +142,10 @@ Connection::Connection(Ranks& ranks, const TransportOptions& opt, const Clock& c
   library_ = {{"library_version", v},
               {"thread_level", thread_level_name(thread_level)},
               {"standard", std::to_string(major) + "." + std::to_string(minor)},
-              {"mca_from_environment", mca_environment()}};
+              {"mca_from_environment", mca_environment()},
+              // Under pml ucx, UCX's own variables choose its transports and devices (UCX_TLS,
+              // UCX_NET_DEVICES, the Soft-RoCE workaround scripts/mpirun-lab adds): they are not MCA parameters.
+              {"ucx_from_environment", environment_with_prefix("UCX_")}};
   const auto t_settings = std::chrono::steady_clock::now();
   library_["mpi_t_settings"] = opt.read_settings ? mpit_settings() : nlohmann::json("not read (--mpi-settings off; on reads them through MPI_T)");
   settings_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_settings).count();

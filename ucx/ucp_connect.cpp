@@ -7,9 +7,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "common/environment.hpp"
 #include "common/errors.hpp"
-
-extern char** environ;
 
 namespace logpb::ucx {
 
@@ -37,17 +36,6 @@ nlohmann::json lines(const std::string& s) {
     if (start != std::string::npos) a.push_back(l.substr(start));
   }
   return a;
-}
-
-// UCX's own environment: what chose UCP's transports and protocols (UCX_TLS, UCX_NET_DEVICES, ...).
-nlohmann::json ucx_environment() {
-  nlohmann::json j = nlohmann::json::object();
-  for (char** e = environ; e && *e; ++e)
-    if (std::strncmp(*e, "UCX_", 4) == 0) {
-      const char* eq = std::strchr(*e, '=');
-      if (eq) j[std::string(*e, static_cast<std::size_t>(eq - *e))] = eq + 1;
-    }
-  return j;
 }
 
 }  // namespace
@@ -132,7 +120,7 @@ UcpConnection::UcpConnection(Ranks& ranks, const TransportOptions& opt)
   transport_->set_peers(std::move(peers));
   describe_ = {{"layer", "ucp"},
                {"version", ucp_get_version_string()},
-               {"environment", ucx_environment()},
+               {"environment", environment_with_prefix("UCX_")},
                {"context", lines(printed([&](FILE* f) { ucp_context_print_info(context_, f); }))},
                {"endpoint", record(rank_ == 0 ? 1 : 0)}};
   if (!workaround.empty()) describe_["workarounds"] = {workaround};

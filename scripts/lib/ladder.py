@@ -149,8 +149,13 @@ def main():
                 if name in ("uct", "ucp"):  # what UCX itself says it used (meta.ucx)
                     res["runs"][name]["ucx"] = ucx_used(rd)
                 if name == "mpi":  # the pml the ranks were told (--mca pml ucx: Open MPI fails rather than fall back)
-                    pml = ((rd.get("meta", {}).get("mpi") or {}).get("mca_from_environment") or {}).get("pml")
+                    mpi = rd.get("meta", {}).get("mpi") or {}
+                    pml = (mpi.get("mca_from_environment") or {}).get("pml")
                     res["runs"][name]["pml"] = pml
+                    # UCX's own variables as the ranks saw them (UCX_TLS, UCX_NET_DEVICES, the Soft-RoCE
+                    # workaround mpirun-lab adds); absent from a logpbench before they were recorded.
+                    if "ucx_from_environment" in mpi:
+                        res["runs"][name]["ucx_environment"] = mpi["ucx_from_environment"]
                     if pml != "ucx":
                         bad.append(f"{m}: rung mpi ran over pml {pml} (meta.mpi.mca_from_environment), not ucx")
                 ran.append({"name": name, "json": r["detail"], "doc": rd})
@@ -185,7 +190,10 @@ def main():
             if res["runs"].get(name, {}).get("ucx"):
                 print(f"  rung {name} ran over {res['runs'][name]['ucx']} (meta.ucx)")
         if "mpi" in res["runs"] and res["runs"]["mpi"].get("pml"):
-            print(f"  rung mpi ran over pml {res['runs']['mpi']['pml']} (meta.mpi.mca_from_environment)")
+            env = res["runs"]["mpi"].get("ucx_environment")
+            env = (", " + (" ".join(f"{k}={v}" for k, v in sorted(env.items())) or "no UCX_* variable set") +
+                   " (meta.mpi.ucx_from_environment)") if env is not None else ""
+            print(f"  rung mpi ran over pml {res['runs']['mpi']['pml']} (meta.mpi.mca_from_environment){env}")
         print(f"  {'quantity':<14} {'rung':<5} {'value ± 95% CI (ns)':>24}   adds over the rung below (ns)")
         keys = []
         for k in TABLE_KEYS:

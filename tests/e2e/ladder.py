@@ -75,6 +75,11 @@ def check_ladder(out, text, rc):
         assert rtt["value_ns"] and rtt["value_ns"] > 0 and rtt["ci95_ns"] is not None, (name, rtt)
         if name == "mpi":
             assert res["meta"]["mpi"]["mca_from_environment"].get("pml") == "ucx", res["meta"]["mpi"]
+            # UCX's own variables as the ranks saw them (not MCA parameters): the rung's UCX_TLS, in the
+            # result and in ladder.json.
+            env = res["meta"]["mpi"]["ucx_from_environment"]
+            assert env.get("UCX_TLS") == "self,posix", env
+            assert runs[name].get("ucx_environment") == env, runs[name]
         # The table's value is the result's own.
         assert f"{rtt['value_ns']:.1f} ± {rtt['ci95_ns']:.1f}" in rows[name], (name, rows[name], rtt)
         if not ran:

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The UCX transport over an RDMA device (issue 38 item 6; in this project Soft-RoCE rxe0 inside the qemu
-guest of scripts/rxe-lab): UCT's rc_verbs and ud_verbs, and UCP over them. Exits 77 (skipped) without an
-RDMA device, without UCX in this build, or where UCX lists no such transport on the device.
+guest of scripts/rxe-lab): UCT's rc_verbs and ud_verbs, UCP over them, and Open MPI over pml ucx on them.
+Exits 77 (skipped) without an RDMA device, without UCX (or MPI) in this build, or where UCX lists no such
+transport on the device.
 
 Under TCG each run is kept short: these check that the transport works and records what it chose, not
 its speed.
@@ -14,7 +15,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lpbtest import BIN, expect_fail, load, main, rdma_device, run  # noqa: E402
+from lpbtest import BIN, SRC, expect_fail, load, main, rdma_device, run  # noqa: E402
 
 DEV = rdma_device()
 UCX_DEV = DEV + ":1"  # UCX names an RDMA device by port
@@ -134,6 +135,55 @@ def test_ucx_ucp():
     finally:
         os.environ.clear()
         os.environ.update(old)
+
+
+def test_ucx_mpi():
+    """Open MPI over pml ucx on the same device (the ladder's top rung in the guest): scripts/mpirun-lab turns
+    UCX's UD destination-GID check off on Soft-RoCE, as logpbench's own UCX transport does, and the ranks
+    record it with UCX_TLS in meta.mpi.ucx_from_environment. With the check forced on, UCX itself fails there:
+    pml ucx's wire-up over ud_verbs never hears back, and UCX aborts the rank in its own progress
+    ("ud_ep.c ... Fatal: UD endpoint ...: unhandled timeout error"), which logpbench cannot catch."""
+    uct("rc_verbs")
+    helped = subprocess.run([BIN, "--help"], capture_output=True, text=True).stdout
+    if "--mpi-bulk" not in helped:
+        print("SKIP: this logpbench has no --transport mpi (built without MPI)")
+        sys.exit(77)
+    lab = os.path.join(SRC, "scripts", "mpirun-lab")
+    tls = "self,rc_verbs,ud_verbs"
+
+    def mpirun(out, env, timeout):
+        cmd = [lab, "--no-lock", "-np", "2", "--timeout", str(timeout), "--pml-ucx", tls,
+               "--mpirun-arg=-x", f"--mpirun-arg=UCX_NET_DEVICES={UCX_DEV}", "--", BIN, "--transport", "mpi",
+               "--rendezvous-dir", TMP, "--bench", "pingpong", "-n", "200", "--warmup", "20", "--runs", "1",
+               "--json", out] + COMMON
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout + 60, env=env)
+
+    out = os.path.join(TMP, "pp-mpi.json")
+    p = mpirun(out, dict(os.environ), 300)
+    if p.returncode != 0 and "no pml ucx" in p.stderr:
+        print("SKIP: this Open MPI has no pml ucx")
+        sys.exit(77)
+    assert p.returncode == 0, (p.returncode, (p.stdout + p.stderr)[-3000:])
+    doc = load(out)
+    assert doc["status"] == "complete", doc["status"]
+    mpi = doc["meta"]["mpi"]
+    assert mpi["mca_from_environment"].get("pml") == "ucx", mpi["mca_from_environment"]
+    env = mpi["ucx_from_environment"]
+    assert env.get("UCX_TLS") == tls and env.get("UCX_NET_DEVICES") == UCX_DEV, env
+    assert doc["parameters"]["rtt"]["value_ns"] > 0, doc["parameters"]["rtt"]
+    if not soft_roce():
+        return
+    assert env.get("UCX_UD_VERBS_ETH_DGID_CHECK") == "n", env
+    assert "UCX_UD_VERBS_ETH_DGID_CHECK=n given to the ranks" in p.stderr, p.stderr[-2000:]
+    # The check on (the user's setting is kept); UD's timeout shortened from its 30 s so the failure comes soon.
+    forced = dict(os.environ, UCX_UD_VERBS_ETH_DGID_CHECK="y", UCX_UD_VERBS_TIMEOUT="5s")
+    p = mpirun(os.path.join(TMP, "pp-mpi-check.json"), forced, 180)
+    text = p.stdout + p.stderr
+    assert p.returncode not in (0, 124), (p.returncode, text[-3000:])
+    assert "given to the ranks" not in p.stderr, p.stderr[-2000:]
+    assert "unhandled timeout error" in text, (p.returncode, text[-3000:])
+    print("mpi over pml ucx: rtt", doc["parameters"]["rtt"]["value_ns"], "ns; with the check on, exit",
+          p.returncode, "and UCX's own 'unhandled timeout error'")
 
 
 if __name__ == "__main__":
