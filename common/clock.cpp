@@ -163,6 +163,7 @@ bool probe_precise_enough(const std::vector<double>& chunk_stolen, std::vector<d
   const Estimate stolen = mean_ci95(chunk_stolen);
   const bool clear_of_limit = stolen.value - stolen.ci95 > p.limit || stolen.value + stolen.ci95 < p.limit;
   if (!(stolen.ci95 <= p.stolen_ci95 || clear_of_limit)) return false;  // NaN (one chunk) settles nothing
+  if (!p.interval_read) return true;
   const double ci = interval_ci95(intervals_us);
   const double med = median_of(intervals_us);
   return ci <= p.interval_rel_ci95 * med;

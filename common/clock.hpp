@@ -128,6 +128,7 @@ struct ProbePrecision {
   double stolen_ci95 = 0.01;        // the stolen fraction's half-width, as a fraction of the core
   double limit = kCoreTakenLimit;   // ... or its interval clear of this
   double interval_rel_ci95 = 0.25;  // the median interval's half-width over the median
+  bool interval_read = true;        // false after a run: nothing reads its median interval then
   int min_count = 20;
 };
 // Whether a probe may stop: chunk_stolen holds its chunks' stolen fractions, intervals_us the intervals between

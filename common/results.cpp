@@ -175,7 +175,8 @@ nlohmann::json interruptions_json(const Interruptions& irq, const ProbePrecision
                     {"chunk_ms", rule->chunk_ms},
                     {"stolen_fraction_ci95", rule->stolen_ci95},
                     {"stolen_fraction_limit", rule->limit},
-                    {"median_interval_rel_ci95", rule->interval_rel_ci95},
+                    {"median_interval_rel_ci95", rule->interval_read ? nlohmann::json(rule->interval_rel_ci95)
+                                                                     : nlohmann::json("not read after the run")},
                     {"min_count", rule->min_count},
                     {"rule",
                      "stops before max_window_ms once, after min_ms and min_count interruptions, the stolen "

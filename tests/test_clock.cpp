@@ -91,6 +91,10 @@ TEST_CASE("an interruption probe stops early only once its intervals settle what
   for (int i = 0; i < 29; ++i) spread.push_back(i % 2 ? 1000.0 : 300.0);
   CHECK_FALSE(probe_precise_enough(tick_chunks, spread, 30, p));
   CHECK_FALSE(probe_precise_enough({0.05}, tick, 30, p));  // one chunk: no interval at all
+  // After the run nothing reads the median interval: the stolen share alone settles it.
+  const ProbePrecision after{.interval_read = false};
+  CHECK(probe_precise_enough(tick_chunks, spread, 30, after));
+  CHECK_FALSE(probe_precise_enough(straddle, spread, 30, after));
 }
 
 TEST_CASE("an interruption probe records how long it watched and its own intervals") {
