@@ -157,8 +157,8 @@ double interval_ci95(std::vector<double>& intervals) {
 
 }  // namespace
 
-bool probe_precise_enough(const std::vector<double>& chunk_stolen, std::vector<double>& intervals_us,
-                          double watched_ms, const ProbePrecision& p) {
+bool probe_precise_enough(const std::vector<double>& chunk_stolen, std::vector<double>& intervals_us, double watched_ms,
+                          const ProbePrecision& p) {
   if (watched_ms < p.min_ms || static_cast<int>(intervals_us.size()) + 1 < p.min_count) return false;
   const Estimate stolen = mean_ci95(chunk_stolen);
   const bool clear_of_limit = stolen.value - stolen.ci95 > p.limit || stolen.value + stolen.ci95 < p.limit;

@@ -97,8 +97,8 @@ class Clock {
 // signature keeps its bursts shorter than that where it can (docs/design.md §13; on one VM seen
 // here the 1 kHz tick costs ~35 us, 3-7% of the core).
 struct Interruptions {
-  double window_ms = 0;      // how long the loop watched
-  double max_window_ms = 0;  // how long it would have watched (the probe stops early only with a ProbePrecision)
+  double window_ms = 0;        // how long the loop watched
+  double max_window_ms = 0;    // how long it would have watched (the probe stops early only with a ProbePrecision)
   bool stopped_early = false;  // its intervals below were narrow enough before max_window_ms
   int count = 0;               // gaps above threshold_ns
   double threshold_ns = 0;
@@ -133,8 +133,8 @@ struct ProbePrecision {
 };
 // Whether a probe may stop: chunk_stolen holds its chunks' stolen fractions, intervals_us the intervals between
 // the interruptions it saw (reordered), watched_ms how long it has watched.
-bool probe_precise_enough(const std::vector<double>& chunk_stolen, std::vector<double>& intervals_us,
-                          double watched_ms, const ProbePrecision& p);
+bool probe_precise_enough(const std::vector<double>& chunk_stolen, std::vector<double>& intervals_us, double watched_ms,
+                          const ProbePrecision& p);
 // Watches for window_ms; with `early`, stops sooner once probe_precise_enough holds (checked at each chunk's end).
 Interruptions measure_interruptions(const Clock& clock, double window_ms = 200, double threshold_ns = 2000,
                                     const ProbePrecision* early = nullptr);

@@ -160,16 +160,16 @@ nlohmann::json host_meta(const Clock& clock) {
 nlohmann::json interruptions_json(const Interruptions& irq, const ProbePrecision* rule) {
   auto num = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); };
   nlohmann::json j = {{"window_ms", irq.window_ms},
-          {"max_window_ms", irq.max_window_ms},
-          {"stopped_early", irq.stopped_early},
-          {"threshold_ns", irq.threshold_ns},
-          {"count", irq.count},
-          {"median_interval_us", num(irq.median_interval_us)},
-          {"median_interval_ci95_us", num(irq.median_interval_ci95_us)},
-          {"median_length_us", num(irq.median_length_us)},
-          {"max_length_us", num(irq.max_length_us)},
-          {"stolen_fraction", irq.stolen_fraction},
-          {"stolen_fraction_ci95", num(irq.stolen_fraction_ci95)}};
+                      {"max_window_ms", irq.max_window_ms},
+                      {"stopped_early", irq.stopped_early},
+                      {"threshold_ns", irq.threshold_ns},
+                      {"count", irq.count},
+                      {"median_interval_us", num(irq.median_interval_us)},
+                      {"median_interval_ci95_us", num(irq.median_interval_ci95_us)},
+                      {"median_length_us", num(irq.median_length_us)},
+                      {"max_length_us", num(irq.max_length_us)},
+                      {"stolen_fraction", irq.stolen_fraction},
+                      {"stolen_fraction_ci95", num(irq.stolen_fraction_ci95)}};
   if (!rule) return j;
   j["stop_rule"] = {{"min_ms", rule->min_ms},
                     {"chunk_ms", rule->chunk_ms},
