@@ -100,8 +100,9 @@ po::options_description placement_section(Options& o, Text& t) {
       "seconds to wait for the peer to connect")("allow-variant-tsc", po::bool_switch(&o.allow_variant_tsc),
                                                  "measure even without an invariant TSC")(
       "probe-ms", po::value(&o.probe_ms)->default_value(o.probe_ms),
-      "ms this core is watched for interruptions before the run (half that after it): the 'core stayed available' "
-      "check and the signature's automatic --max-burst-time read it; shorter starts sooner and sees fewer of them");
+      "ms this core is watched for interruptions before the run at most (half that after it; each probe stops "
+      "after 30 ms once its own intervals settle what reads it, meta.interruptions.stop_rule): the 'core stayed "
+      "available' check and the signature's automatic --max-burst-time read it");
   return place;
 }
 

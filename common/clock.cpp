@@ -147,25 +147,65 @@ double Clock::cpuid_disagreement() const {
   return std::fabs(hz_ - cpuid_.reported_hz) / cpuid_.reported_hz;
 }
 
-Interruptions measure_interruptions(const Clock& clock, double window_ms, double threshold_ns) {
+namespace {
+
+// The half-width of the median of intervals (sorted here), NaN under six.
+double interval_ci95(std::vector<double>& intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  return median_ci95_of_sorted(intervals);
+}
+
+}  // namespace
+
+bool probe_precise_enough(const std::vector<double>& chunk_stolen, std::vector<double>& intervals_us, double watched_ms,
+                          const ProbePrecision& p) {
+  if (watched_ms < p.min_ms || static_cast<int>(intervals_us.size()) + 1 < p.min_count) return false;
+  const Estimate stolen = mean_ci95(chunk_stolen);
+  const bool clear_of_limit = stolen.value - stolen.ci95 > p.limit || stolen.value + stolen.ci95 < p.limit;
+  if (!(stolen.ci95 <= p.stolen_ci95 || clear_of_limit)) return false;  // NaN (one chunk) settles nothing
+  if (!p.interval_read) return true;
+  const double ci = interval_ci95(intervals_us);
+  const double med = median_of(intervals_us);
+  return ci <= p.interval_rel_ci95 * med;
+}
+
+Interruptions measure_interruptions(const Clock& clock, double window_ms, double threshold_ns,
+                                    const ProbePrecision* early) {
   Interruptions r;
-  r.window_ms = window_ms;
+  r.max_window_ms = window_ms;
   r.threshold_ns = threshold_ns;
   const std::uint64_t thr = clock.cycles(threshold_ns);
+  // Chunks for the stolen fraction's interval: the default's length where no early stop was asked for.
+  const std::uint64_t chunk = clock.cycles((early ? early->chunk_ms : ProbePrecision{}.chunk_ms) * 1e6);
   std::vector<std::uint64_t> at, len;
   at.reserve(4096);
   len.reserve(4096);
-  const std::uint64_t start = __rdtsc(), end = start + clock.cycles(window_ms * 1e6);
-  std::uint64_t prev = start;
+  std::vector<double> chunks, iv_us;
+  std::uint64_t start = __rdtsc(), end = start + clock.cycles(window_ms * 1e6);
+  std::uint64_t prev = start, chunk_start = start, chunk_stolen = 0;
   for (;;) {
-    const std::uint64_t t = __rdtsc();
+    std::uint64_t t = __rdtsc();
     if (t - prev > thr && at.size() < 100000) {
+      if (!at.empty()) iv_us.push_back(clock.ns(prev - at.back()) / 1e3);
       at.push_back(prev);
       len.push_back(t - prev);
+      chunk_stolen += t - prev;
     }
     prev = t;
+    if (t - chunk_start >= chunk) {
+      chunks.push_back(static_cast<double>(chunk_stolen) / static_cast<double>(t - chunk_start));
+      chunk_stolen = 0;
+      if (early && t < end && probe_precise_enough(chunks, iv_us, clock.ns(t - start) / 1e6, *early)) {
+        end = t;
+        r.stopped_early = true;
+        break;
+      }
+      // The check's own time (a sort of the intervals, microseconds) is not an interruption.
+      prev = chunk_start = __rdtsc();
+    }
     if (t >= end) break;
   }
+  r.window_ms = clock.ns(end - start) / 1e6;
   r.count = static_cast<int>(at.size());
   std::vector<double> iv, ln;
   double stolen = 0;
@@ -175,9 +215,11 @@ Interruptions measure_interruptions(const Clock& clock, double window_ms, double
     if (i) iv.push_back(clock.ns(at[i] - at[i - 1]) / 1e3);
   }
   r.median_interval_us = median_of(iv);
+  r.median_interval_ci95_us = interval_ci95(iv);
   r.median_length_us = median_of(ln);
   r.max_length_us = ln.empty() ? std::nan("") : *std::max_element(ln.begin(), ln.end());
-  r.stolen_fraction = stolen / (window_ms * 1e6);
+  r.stolen_fraction = stolen / (r.window_ms * 1e6);
+  r.stolen_fraction_ci95 = mean_ci95(chunks).ci95;
   return r;
 }
 

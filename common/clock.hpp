@@ -97,14 +97,47 @@ class Clock {
 // signature keeps its bursts shorter than that where it can (docs/design.md §13; on one VM seen
 // here the 1 kHz tick costs ~35 us, 3-7% of the core).
 struct Interruptions {
-  double window_ms = 0;  // how long the loop watched
-  int count = 0;         // gaps above threshold_ns
+  double window_ms = 0;        // how long the loop watched
+  double max_window_ms = 0;    // how long it would have watched (the probe stops early only with a ProbePrecision)
+  bool stopped_early = false;  // its intervals below were narrow enough before max_window_ms
+  int count = 0;               // gaps above threshold_ns
   double threshold_ns = 0;
   double median_interval_us = NAN;  // between the starts of consecutive interruptions
+  double median_interval_ci95_us = NAN;  // distribution-free half-width of that median (NaN under 6 intervals)
   double median_length_us = NAN, max_length_us = NAN;
   double stolen_fraction = 0;  // of the window
+  // Student-t half-width of the stolen fraction, from the fractions of the window's chunks (ProbePrecision's
+  // chunk_ms; NaN under two chunks)
+  double stolen_fraction_ci95 = NAN;
 };
-Interruptions measure_interruptions(const Clock& clock, double window_ms = 200, double threshold_ns = 2000);
+
+// More than this share of a core taken by interruptions, before or after a run, fails the check "the core
+// stayed available" (app/main.cpp).
+inline constexpr double kCoreTakenLimit = 0.15;
+
+// When a probe has watched long enough: after min_ms and min_count interruptions, once its own 95% intervals
+// settle what it is read for. The stolen fraction is read by the check against kCoreTakenLimit: it is settled
+// when its half-width is at most stolen_ci95 (a fifteenth of that limit) or its whole interval lies on one side
+// of the limit. The median interval sets the signature's burst cap, a quarter of it, which leaves room: at
+// 0.4 of the interval one burst in three held an interruption and the median moved (app/main.cpp). Within 25%
+// the cap stays under 0.25 x 1.25 = 0.31 of the true interval, below that one in three. Fewer than min_count
+// interruptions never suffice: where they are rare, only the whole window tells how rare.
+struct ProbePrecision {
+  double min_ms = 30;
+  double chunk_ms = 5;
+  double stolen_ci95 = 0.01;        // the stolen fraction's half-width, as a fraction of the core
+  double limit = kCoreTakenLimit;   // ... or its interval clear of this
+  double interval_rel_ci95 = 0.25;  // the median interval's half-width over the median
+  bool interval_read = true;        // false after a run: nothing reads its median interval then
+  int min_count = 20;
+};
+// Whether a probe may stop: chunk_stolen holds its chunks' stolen fractions, intervals_us the intervals between
+// the interruptions it saw (reordered), watched_ms how long it has watched.
+bool probe_precise_enough(const std::vector<double>& chunk_stolen, std::vector<double>& intervals_us, double watched_ms,
+                          const ProbePrecision& p);
+// Watches for window_ms; with `early`, stops sooner once probe_precise_enough holds (checked at each chunk's end).
+Interruptions measure_interruptions(const Clock& clock, double window_ms = 200, double threshold_ns = 2000,
+                                    const ProbePrecision* early = nullptr);
 
 // The compute delay Delta of the Culler signature and the work loop of Doerfler & Brightwell: a busy
 // spin to a TSC deadline. It occupies the CPU like computation and cannot be optimised away.

@@ -24,9 +24,11 @@ namespace logpb {
 
 std::string version_string() { return std::string(LOGPB_VERSION) + "+" + LOGPB_GIT; }
 
-void write_json_atomic(const std::string& path, const nlohmann::json& j) { write_text_atomic(path, j.dump(1) + "\n"); }
+void write_json_atomic(const std::string& path, const nlohmann::json& j, bool durable) {
+  write_text_atomic(path, j.dump(1) + "\n", durable);
+}
 
-void write_text_atomic(const std::string& path, const std::string& text) {
+void write_text_atomic(const std::string& path, const std::string& text, bool durable) {
   const std::string tmp = path + ".tmp." + std::to_string(getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) throw std::runtime_error("cannot write results to " + tmp + ": " + std::strerror(errno));
@@ -44,7 +46,7 @@ void write_text_atomic(const std::string& path, const std::string& text) {
     p += r;
     n -= static_cast<std::size_t>(r);
   }
-  ::fsync(fd);
+  if (durable) ::fsync(fd);
   ::close(fd);
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const std::string e = std::strerror(errno);
@@ -155,15 +157,33 @@ nlohmann::json host_meta(const Clock& clock) {
   };
 }
 
-nlohmann::json interruptions_json(const Interruptions& irq) {
+nlohmann::json interruptions_json(const Interruptions& irq, const ProbePrecision* rule) {
   auto num = [](double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); };
-  return {{"window_ms", irq.window_ms},
-          {"threshold_ns", irq.threshold_ns},
-          {"count", irq.count},
-          {"median_interval_us", num(irq.median_interval_us)},
-          {"median_length_us", num(irq.median_length_us)},
-          {"max_length_us", num(irq.max_length_us)},
-          {"stolen_fraction", irq.stolen_fraction}};
+  nlohmann::json j = {{"window_ms", irq.window_ms},
+                      {"max_window_ms", irq.max_window_ms},
+                      {"stopped_early", irq.stopped_early},
+                      {"threshold_ns", irq.threshold_ns},
+                      {"count", irq.count},
+                      {"median_interval_us", num(irq.median_interval_us)},
+                      {"median_interval_ci95_us", num(irq.median_interval_ci95_us)},
+                      {"median_length_us", num(irq.median_length_us)},
+                      {"max_length_us", num(irq.max_length_us)},
+                      {"stolen_fraction", irq.stolen_fraction},
+                      {"stolen_fraction_ci95", num(irq.stolen_fraction_ci95)}};
+  if (!rule) return j;
+  j["stop_rule"] = {{"min_ms", rule->min_ms},
+                    {"chunk_ms", rule->chunk_ms},
+                    {"stolen_fraction_ci95", rule->stolen_ci95},
+                    {"stolen_fraction_limit", rule->limit},
+                    {"median_interval_rel_ci95", rule->interval_read ? nlohmann::json(rule->interval_rel_ci95)
+                                                                     : nlohmann::json("not read after the run")},
+                    {"min_count", rule->min_count},
+                    {"rule",
+                     "stops before max_window_ms once, after min_ms and min_count interruptions, the stolen "
+                     "fraction's 95% interval (Student-t over chunk_ms chunks) is at most stolen_fraction_ci95 "
+                     "either side or clear of stolen_fraction_limit (the check's), and the median interval's "
+                     "(order statistics) at most median_interval_rel_ci95 of the median"}};
+  return j;
 }
 
 }  // namespace logpb

@@ -71,3 +71,43 @@ TEST_CASE("on this machine the resolution is no finer than a TSC read") {
                     << c.smallest_step_ns() << " ns");
   CHECK(c.resolution_ns() >= 0.8 * c.ns(read_cycles));
 }
+
+TEST_CASE("an interruption probe stops early only once its intervals settle what it is read for") {
+  const ProbePrecision p;  // 30 ms at least, 20 interruptions, 1 point or clear of 15%, interval within 25%
+  // A quiet core: a 1 kHz tick taking 5% of it, 5 ms chunks alike.
+  std::vector<double> tick_chunks(6, 0.05), tick(29, 1000.0);
+  CHECK(probe_precise_enough(tick_chunks, tick, 30, p));
+  CHECK_FALSE(probe_precise_enough(tick_chunks, tick, 25, p));  // before min_ms
+  std::vector<double> few(10, 1000.0);
+  CHECK_FALSE(probe_precise_enough(tick_chunks, few, 30, p));  // under min_count
+  // A busy core: chunks from 20% to 100% taken, far above the limit, settles the check however wide.
+  std::vector<double> busy{0.2, 1.0, 0.6, 0.9, 0.3, 0.8};
+  CHECK(probe_precise_enough(busy, tick, 30, p));
+  // Chunks straddling the limit, neither narrow nor clear of it: not settled.
+  std::vector<double> straddle{0.0, 0.3, 0.05, 0.25, 0.1, 0.2};
+  CHECK_FALSE(probe_precise_enough(straddle, tick, 30, p));
+  // Intervals of 300 and 1000 us alike often: the median's interval is wider than 25% of it.
+  std::vector<double> spread;
+  for (int i = 0; i < 29; ++i) spread.push_back(i % 2 ? 1000.0 : 300.0);
+  CHECK_FALSE(probe_precise_enough(tick_chunks, spread, 30, p));
+  CHECK_FALSE(probe_precise_enough({0.05}, tick, 30, p));  // one chunk: no interval at all
+  // After the run nothing reads the median interval: the stolen share alone settles it.
+  const ProbePrecision after{.interval_read = false};
+  CHECK(probe_precise_enough(tick_chunks, spread, 30, after));
+  CHECK_FALSE(probe_precise_enough(straddle, spread, 30, after));
+}
+
+TEST_CASE("an interruption probe records how long it watched and its own intervals") {
+  const Clock c;
+  const Interruptions fixed = measure_interruptions(c, 50);
+  CHECK(fixed.max_window_ms == 50);
+  CHECK_FALSE(fixed.stopped_early);
+  CHECK(fixed.window_ms == Approx(50).epsilon(0.01));
+  CHECK(std::isfinite(fixed.stolen_fraction_ci95));  // 5 ms chunks: NaN only if one gap took 40 ms
+  // With a rule, never past the window and never before min_ms.
+  const ProbePrecision p{.min_ms = 10};
+  const Interruptions early = measure_interruptions(c, 40, 2000, &p);
+  CHECK(early.window_ms <= 40 * 1.01);
+  CHECK(early.window_ms >= 10);
+  CHECK((early.stopped_early || early.window_ms == Approx(40).epsilon(0.01)));
+}
