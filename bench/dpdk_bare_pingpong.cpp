@@ -71,11 +71,14 @@ void print_service(const std::vector<float>& cycles, long work) {
   std::vector<float> v = cycles;
   std::sort(v.begin(), v.end());
   auto ns = [&](double q) {
-    return v.empty() ? 0.0 : clock.ns(static_cast<double>(v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))]));
+    return v.empty()
+               ? 0.0
+               : clock.ns(static_cast<double>(v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))]));
   };
-  std::printf("{\"bench\":\"dpdk_bare_pingpong\",\"role\":\"server\",\"work\":%ld,\"service\":{\"median_ns\":%.1f,"
-              "\"p90_ns\":%.1f,\"bursts\":%zu}}\n",
-              work, ns(0.5), ns(0.9), v.size());
+  std::printf(
+      "{\"bench\":\"dpdk_bare_pingpong\",\"role\":\"server\",\"work\":%ld,\"service\":{\"median_ns\":%.1f,"
+      "\"p90_ns\":%.1f,\"bursts\":%zu}}\n",
+      work, ns(0.5), ns(0.9), v.size());
 }
 
 int serve(Port& port, long work, bool timed) {

@@ -42,7 +42,6 @@
 #include <cstring>
 #include <functional>
 #include <span>
-#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -290,8 +289,6 @@ class Transport {
         m = tx_mbufs_[--tx_mbufs_n_];
       else if (!(m = rte_pktmbuf_alloc(pools_[p.port])))
         return nullptr;
-    } else if (spare_ && spare_pool_ == pools_[p.port]) [[likely]] {
-      m = std::exchange(spare_, nullptr);
     } else if (!(m = rte_pktmbuf_alloc(pools_[p.port]))) {
       return nullptr;
     }
@@ -334,12 +331,6 @@ class Transport {
     if (rte_eth_tx_burst(p.port_id, 0, &m, 1) == 1) {
       ++p.tx_seq;
       ++p.c.tx;
-      // The next send's mbuf is taken now, while this frame is on its way (the pool's cache hands back
-      // the one the PMD just freed), not on the next send's critical path (a server's reply).
-      if (!spare_) [[likely]] {
-        spare_pool_ = pools_[p.port];
-        spare_ = rte_pktmbuf_alloc(spare_pool_);
-      }
       return true;
     }
     rte_pktmbuf_free(m);
@@ -472,8 +463,6 @@ class Transport {
   rte_mbuf* txq_[kMaxTxBurst];  // batched sends not yet taken by the PMD, oldest first
   std::uint16_t tx_mbufs_n_ = 0;
   rte_mempool* tx_mbufs_pool_ = nullptr;
-  rte_mbuf* spare_ = nullptr;  // unbatched sends: the next send's mbuf, from spare_pool_, taken after a send
-  rte_mempool* spare_pool_ = nullptr;
   rte_mbuf* tx_mbufs_[kMaxTxBurst];  // allocated for batched sends, not yet used (frame_mbuf)
   std::uint16_t stash_n_ = 0;        // frames in stash_ (0 unless a gap was seen)
   std::uint64_t drop_threshold_ = 0, rng_;

@@ -115,7 +115,6 @@ Transport<Rig>::~Transport() {
   for (int tries = 0; txq_n_ != 0 && tries < 1000; ++tries) flush_queue();
   for (std::uint16_t i = 0; i < txq_n_; ++i) rte_pktmbuf_free(txq_[i]);
   release_tx_mbufs();
-  if (spare_) rte_pktmbuf_free(spare_);
   for (std::uint16_t i = rx_pos_; i < rx_n_; ++i) rte_pktmbuf_free(rx_[i]);
   if (held_) rte_pktmbuf_free(held_);
   for (int i = 0; i < stash_n_; ++i) rte_pktmbuf_free(stash_[static_cast<std::size_t>(i)].m);
