@@ -48,11 +48,11 @@ struct pingpong {
     return {o.iterations, o.warmup, bytes, kPollBeforeSend, sweep ? 0 : std::min(o.iterations, kTurnaroundIterations)};
   }
   static nlohmann::json turnaround_json(const methods::Turnaround& t) {
-    auto ns = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
-    return {{"service_median_ns", ns(t.service_ns)},
-            {"service_p90_ns", ns(t.service_p90_ns)},
+    using analysis::finite_or_null;
+    return {{"service_median_ns", finite_or_null(t.service_ns)},
+            {"service_p90_ns", finite_or_null(t.service_p90_ns)},
             {"requests_timed", t.requests},
-            {"rtt_median_ns", ns(t.rtt_median_ns)},
+            {"rtt_median_ns", finite_or_null(t.rtt_median_ns)},
             {"iterations", t.iterations}};
   }
 
