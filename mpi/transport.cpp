@@ -326,6 +326,23 @@ bool Transport::try_get(const am::Frame& f, std::uint32_t remote_off, std::uint3
   return true;
 }
 
+namespace {
+// A compact AM's sizes on the wire, as a map from bytes to sends (only the sizes sent).
+nlohmann::json compact_histogram(const Counters& c) {
+  nlohmann::json h = nlohmann::json::object();
+  for (std::size_t k = 0; k < c.compact_sent_by_args.size(); ++k)
+    if (c.compact_sent_by_args[k]) h[std::to_string(compact_bytes(static_cast<int>(k)))] = c.compact_sent_by_args[k];
+  return h;
+}
+// The size most compact sends had: a ping-pong's own message, where a few control AMs carry argument words.
+nlohmann::json most_common_compact(const Counters& c) {
+  const auto& by = c.compact_sent_by_args;
+  const auto top = std::max_element(by.begin(), by.end());
+  if (*top == 0) return nullptr;
+  return compact_bytes(static_cast<int>(top - by.begin()));
+}
+}  // namespace
+
 nlohmann::json Transport::describe() const {
   const Counters& c = counters_;
   const bool blocking = send_ == SendMode::send || send_ == SendMode::ssend;
@@ -352,11 +369,8 @@ nlohmann::json Transport::describe() const {
       {"frame", to_string(compact_ ? FrameMode::compact : FrameMode::full)},
       // What a small AM without payload put on the wire: a number, for scripts that set a bare message
       // beside it (scripts/mpi-vs-bare), so that no script guesses it from the options.
-      {"small_am_bytes", !compact_ ? nlohmann::json(sizeof(am::Frame))
-                         : c.compact_sent ? nlohmann::json(static_cast<double>(c.compact_bytes_sent) /
-                                                           static_cast<double>(c.compact_sent))
-                                          : nlohmann::json(nullptr)},
-      {"small_am_rule", compact_ ? "the mean over this rank's compact sends (compact_bytes_sent / compact_sent; "
+      {"small_am_bytes", !compact_ ? nlohmann::json(sizeof(am::Frame)) : most_common_compact(c)},
+      {"small_am_rule", compact_ ? "the size of this rank's most frequent compact send (counters.compact_sent_by_bytes; "
                                    "8 + 8 per argument word up to the last nonzero one, null when none)"
                                  : "the 64-byte frame"},
       {"message", bulk_ == BulkMode::send
@@ -398,6 +412,7 @@ nlohmann::json Transport::describe() const {
         {"compact_sent", c.compact_sent},
         {"compact_received", c.compact_received},
         {"compact_bytes_sent", c.compact_bytes_sent},
+        {"compact_sent_by_bytes", compact_histogram(c)},
         {"bulk_gets", c.bulk_gets},
         {"gets_served", c.gets_served},
         {"stashed", c.stashed},

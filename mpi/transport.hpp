@@ -83,6 +83,7 @@ struct Counters {
   std::uint64_t inline_stores = 0, stashed = 0, compact_sent = 0, compact_received = 0, compact_bytes_sent = 0;
   std::uint64_t gets_served = 0, bad_bulk = 0, short_messages = 0;
   std::uint64_t tracked = 0;
+  std::array<std::uint64_t, 5> compact_sent_by_args{};  // compact sends by argument words (0-4): 8-40 bytes
 };
 
 // The frames' tags: AMs (with inline payload), the data of a larger store, the data answering a get.
@@ -250,6 +251,7 @@ class Transport {
       for (int k = 0; k < nargs; ++k) c.args[k] = f.args[k];
       ++counters_.compact_sent;
       counters_.compact_bytes_sent += static_cast<std::uint64_t>(compact_bytes(nargs));
+      ++counters_.compact_sent_by_args[static_cast<std::size_t>(nargs)];
       post(i, &c, compact_bytes(nargs), f.dst, kTagAm, true, send_);
       return;
     }
