@@ -15,6 +15,7 @@ from lpbtest import SRC, main  # noqa: E402
 LIB = os.path.join(SRC, "scripts", "lib")
 sys.path.insert(0, LIB)
 from ratios import median_of_ratios  # noqa: E402
+import per_message as PM  # noqa: E402
 
 
 def test_ratios():
@@ -50,6 +51,28 @@ def test_ratios():
             continue
         raise AssertionError(f"median_of_ratios{bad} accepted rounds that do not pair up")
     print("median of ratios 2.000 (ratio of medians would be 1.300); dropped rounds named")
+
+
+def test_per_message():
+    """scripts/lib/per_message.py: what logpbench adds per message over a bare loop, split into the AM layer
+    and the transport's datapath, and medians that leave out what a round lacks, never a number for it."""
+    doc = {"meta": {"harness": {"send_ns": {"value_ns": 6.5}, "recv_ns": {"value_ns": 4.5}}}}
+    assert PM.am_layer_ns(doc) == 11.0 and PM.am_layer_ns({"meta": {}}) is None and PM.am_layer_ns(None) is None
+    r1 = PM.split(416.0, 380.5, 11.0)
+    assert r1 == {"over_bare": 35.5, "am_layer": 11.0, "transport_datapath": 24.5}, r1
+    r2 = PM.split(None, 380.0, 11.0)
+    assert r2 == {"over_bare": None, "am_layer": 11.0, "transport_datapath": None}, r2
+    r3 = PM.split(400.0, 390.0, None)
+    assert r3 == {"over_bare": 10.0, "am_layer": None, "transport_datapath": None}, r3
+    m = PM.medians([r1, r2, r3])
+    assert m == {"over_bare": 22.75, "am_layer": 11.0, "transport_datapath": 24.5}, m
+    assert PM.medians([r2]) == {"over_bare": None, "am_layer": 11.0, "transport_datapath": None}
+    line = PM.text("x-vs-bare", m, "shm")
+    assert line == ("x-vs-bare per message: +22.8 ns over the bare loop, of which the AM layer 11.0 ns "
+                    "(meta.harness send + recv) and the shm transport's datapath +24.5 ns"), line
+    assert "n/a ns over fi_pingpong" in PM.text("y", PM.medians([r2]), "libfabric", bare="fi_pingpong")
+    assert "fi_pingpong's" in PM.rule("fi_pingpong's") and PM.RULE == PM.rule()
+    print(line)
 
 
 def hold(path):
