@@ -267,7 +267,8 @@ methods::Role role_of(const Job& job) {
 }
 
 void run_job_main(Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress, RankKind& kind,
-                  const std::function<void()>& on_pinned, TransportRun run_transport) {
+                  const std::function<void()>& on_pinned, TransportRun run_transport,
+                  const std::function<void()>& after_method) {
   settle_mode(o);
   Ranks ranks = make_ranks(o);
   const int leader = o.mode == "server" || o.mode == "client" ? 1 : 0;
@@ -291,6 +292,7 @@ void run_job_main(Options& o, const Clock& clock, ResultsDoc& doc, Progress& pro
     job.oversubscribed = cores.shared;
     job.fit_for_timing = fitness.fit;
     job.leader_rank = leader;
+    job.after_method = after_method;
     announce_job(job, fitness, agreed.per_host.size());
     run_transport(job);
     if (job.leader()) check_own_cores(doc, cores.shared, fitness.fit, n);

@@ -42,6 +42,9 @@ struct Job {
   bool fit_for_timing = true;   // false when ranks share cores, unless an emulated NI sleeps at ms scale
   int leader_rank = 0;
   bool leader() const { return ranks.rank() == leader_rank; }
+  // The leader's, run once the method is over and before the job's last barrier, while the other ranks wait
+  // in it and their launcher is still idle (main's probe of the core after the run).
+  std::function<void()> after_method{};
 
   // One requester's measurement over its link with the link-level method `bench`, as a record the
   // leader can gather: the method's own document (parameters, checks, runs) without a file behind it.
@@ -73,12 +76,14 @@ enum class RankKind { leader, member, local_child };
 // Builds the job's ranks from the mode (forking for local), agrees on settings and placement, pins this
 // rank and runs its transport. `kind` is set as soon as it is known: a local child must leave with _exit
 // once this returns or throws, and only the leader keeps a results file. on_pinned runs on every rank once
-// it is on its core, before the transport connects (main measures the core's interruptions there).
+// it is on its core, before the transport connects (main measures the core's interruptions there);
+// after_method is the leader's Job::after_method.
 // run_transport: the chosen transport's job (its descriptor's run), which connects this rank and plays its
 // role through run_job below.
 using TransportRun = void (*)(Job&);
 void run_job_main(Options& o, const Clock& clock, ResultsDoc& doc, Progress& progress, RankKind& kind,
-                  const std::function<void()>& on_pinned, TransportRun run_transport);
+                  const std::function<void()>& on_pinned, TransportRun run_transport,
+                  const std::function<void()>& after_method);
 
 namespace detail {
 
@@ -139,6 +144,7 @@ void run_job(Job& job, T& t, double loss_timeout_s, const nlohmann::json& numa) 
   // Every rank's AM counters toward each peer, gathered once the job is over; the allgather is also the
   // barrier that keeps each transport up while another rank may still read from it. The leader records
   // them and checks that what each rank sent to another is what that one took in (detail::record_counters).
+  if (job.leader() && job.after_method) job.after_method();
   nlohmann::json mine = nlohmann::json::object();
   for (int q = 0; q < ep.size(); ++q)
     if (q != ep.rank()) mine[std::to_string(q)] = ep.counters(q);

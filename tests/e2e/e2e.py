@@ -239,6 +239,20 @@ def test_default_run():
         assert h[k]["value_ns"] > 0 and h[k]["ci95_ns"] >= 0, (k, h[k])
     assert h["batches"] >= 1 and h["batch"] >= 1 and "error" not in h, h
     assert h["seconds"] < 0.5, f"the harness cost took {h['seconds']:.3f} s"
+    # The core's probes, before the method and after it (inside the job, before its last barrier), each with
+    # its window within its longest and its stop rule; after the run only the stolen share is read, so that
+    # probe needs no count of interruptions. The check names both shares.
+    m = doc["meta"]
+    for k, longest in (("interruptions", 100.0), ("interruptions_after", 50.0)):
+        irq = m[k]
+        assert 0 < irq["window_ms"] <= irq["max_window_ms"] + 1 and irq["max_window_ms"] == longest, (k, irq)
+        assert 0 <= irq["stolen_fraction"] <= 1 and irq["stop_rule"]["min_ms"] <= irq["window_ms"] + 1, (k, irq)
+        assert m["startup_ms"][k if k == "interruptions_after" else "core_probe"] >= irq["window_ms"] - 1, (k, m)
+    before, after = m["interruptions"]["stop_rule"], m["interruptions_after"]["stop_rule"]
+    assert isinstance(before["median_interval_rel_ci95"], float) and before["min_count"] == 20, before
+    assert after["median_interval_rel_ci95"] == "not read after the run" and after["min_count"] == 0, after
+    check = next(c for c in doc["checks"] if c["name"] == "the core stayed available")
+    assert check["detail"].count("%") >= 3 and "before the run" in check["detail"], check
 
 
 def test_plot():
