@@ -197,7 +197,7 @@ bool UctTransport::store_put(const UctPeer& p, am::Frame& out, const void* src, 
     until_taken([&] { return slot.parts > 1 ? UCS_ERR_NO_RESOURCE : UCS_OK; }, "a put's completion");
   }
   out.seq = tx_seq_;
-  until_taken([&] { return send_frame(p, out) ? UCS_OK : UCS_ERR_NO_RESOURCE; }, "the frame after a put");
+  until_taken([&] { return send_frame(p, out, tx_seq_) ? UCS_OK : UCS_ERR_NO_RESOURCE; }, "the frame after a put");
   ++tx_seq_;
   ops_.commit(slot);
   return true;
@@ -231,7 +231,7 @@ bool UctTransport::store_chunks(const UctPeer& p, am::Frame& out, const void* sr
   out.seq = tx_seq_;
   out.bulk_len = n;
   out.bulk_off = off;
-  until_taken([&] { return send_frame(p, out) ? UCS_OK : UCS_ERR_NO_RESOURCE; }, "the frame after a store");
+  until_taken([&] { return send_frame(p, out, tx_seq_) ? UCS_OK : UCS_ERR_NO_RESOURCE; }, "the frame after a store");
   ++tx_seq_;
   ops_.complete_now();
   return true;

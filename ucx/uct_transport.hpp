@@ -77,9 +77,7 @@ class UctTransport : public Datapath<UctTransport, UctPeer> {
 
   bool try_send(const am::Frame& f) {
     const UctPeer& p = peer(f.dst);
-    alignas(64) am::Frame out = f;
-    out.seq = tx_seq_;
-    if (!send_frame(p, out)) return false;
+    if (!send_frame(p, f, tx_seq_)) return false;
     ++tx_seq_;
     ops_.complete_now();
     return true;
@@ -94,14 +92,18 @@ class UctTransport : public Datapath<UctTransport, UctPeer> {
   const UctCounters& counters() const { return counters_; }
 
  private:
-  // One frame alone: am_short where 64 bytes fit, else am_bcopy. False: no resources now (progressed).
-  bool send_frame(const UctPeer& p, const am::Frame& out) {
+  // One frame alone, sent as `f` with `seq` in its seq field: am_short where 64 bytes fit, else am_bcopy.
+  // False: no resources now (progressed). am_short's 8-byte header is the frame's first 8 bytes, seq's low
+  // half of it (x86 is little-endian), so the frame is sent from where it is, not copied to patch seq.
+  bool send_frame(const UctPeer& p, const am::Frame& f, std::uint32_t seq) {
+    static_assert(offsetof(am::Frame, seq) == 0 && sizeof(am::Frame::seq) == 4);
     if (caps_.am_short >= sizeof(am::Frame)) [[likely]] {
       std::uint64_t header;
-      std::memcpy(&header, &out, sizeof header);
+      std::memcpy(&header, &f, sizeof header);
+      header = (header & ~std::uint64_t{0xffffffff}) | seq;
       guard_.enter("uct_ep_am_short");
-      const ucs_status_t s = uct_ep_am_short(p.ep, kAmId, header, reinterpret_cast<const std::byte*>(&out) + 8,
-                                             sizeof out - sizeof header);
+      const ucs_status_t s =
+          uct_ep_am_short(p.ep, kAmId, header, reinterpret_cast<const std::byte*>(&f) + 8, sizeof f - sizeof header);
       guard_.leave();
       if (s == UCS_OK) [[likely]] {
         ++counters_.shorts;
@@ -109,6 +111,8 @@ class UctTransport : public Datapath<UctTransport, UctPeer> {
       }
       return no_resource(s, "uct_ep_am_short");
     }
+    alignas(64) am::Frame out = f;
+    out.seq = seq;
     return send_bcopy(p, out, nullptr, 0);
   }
   // The frame and n bytes of payload in one am_bcopy.

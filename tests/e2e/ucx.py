@@ -11,6 +11,8 @@ transport's counters say the paths the sizes call for were taken (am_short for s
 takes 64 bytes short; medium stores in one message below the am_bcopy limit; puts or data messages above
 it) and that nothing received was malformed (rx_short_or_bad and rx_bad_bulk 0), and the method's figures
 are present and not negative."""
+import json
+import math
 import os
 import subprocess
 import sys
@@ -249,6 +251,48 @@ def test_errors():
     # installs signal handlers in every process that links it.
     deps = subprocess.run(["ldd", BIN], capture_output=True, text=True, check=True).stdout
     assert "libucs" not in deps and "libuct" not in deps and "libucp" not in deps, deps
+
+
+
+def test_bare_pingpong(bare):
+    """bench/uct_bare_pingpong (the bare loop scripts/ucx-vs-perftest runs beside logpbench and ucx_perftest):
+    a few thousand round trips over posix in each of its modes print one JSON line with every round trip
+    kept and positive figures, the timed server's turnaround with as many requests as round trips it served
+    (warm-up included), and bad input is refused. Functional only: its figures belong to the script."""
+    why = unavailable(["posix"])
+    if why:
+        print(f"skipped: {why}")
+        return
+    n = 3000
+    for modes in ([], ["timed"], ["plain"], ["plain", "timed"]):
+        p = subprocess.run([bare, str(n), "0", "1", "posix", "memory"] + modes, capture_output=True, text=True,
+                           timeout=120)
+        assert p.returncode == 0, (modes, p.returncode, p.stdout, p.stderr)
+        lines = p.stdout.strip().splitlines()
+        assert len(lines) == 1, (modes, p.stdout)
+        doc = json.loads(lines[0])
+        assert doc["bench"] == "uct_bare_pingpong" and doc["tl"] == "posix" and doc["dev"] == "memory", doc
+        assert doc["message_bytes"] == 64 and doc["iterations"] == n and doc["warmup"] == n // 10, doc
+        assert doc["client_cpu"] == 0 and doc["server_cpu"] == 1, doc
+        assert ("ucx_perftest" in doc["clock"]) == ("plain" in modes), doc["clock"]
+        rtt = doc["rtt"]
+        assert rtt["n"] == n, rtt
+        for k in ("min_ns", "median_ns", "p90_ns", "p99_ns", "mean_ns"):
+            assert math.isfinite(rtt[k]) and rtt[k] > 0, (modes, k, rtt)
+        assert rtt["min_ns"] <= rtt["median_ns"] <= rtt["p90_ns"] <= rtt["max_ns"], rtt
+        if "timed" in modes:
+            t = doc["server_turnaround"]
+            assert t["requests"] == n + n // 10, t  # one per request it answered: warm-up and timed
+            assert 0 < t["median_ns"] <= t["p90_ns"] and t["median_ns"] < rtt["median_ns"], (t, rtt)
+        else:
+            assert "server_turnaround" not in doc, doc
+        print(f"uct_bare_pingpong {' '.join(modes) or 'default'}: rtt median {rtt['median_ns']:.0f} ns")
+    for args in (["10", "0", "1", "posix", "memory", "bogus"], ["0"],
+                 ["10", "0", "1", "posix", "memory", "timed", "timed"]):
+        p = subprocess.run([bare] + args, capture_output=True, text=True, timeout=60)
+        assert p.returncode == 2 and "usage:" in p.stderr, (args, p.returncode, p.stderr)
+    p = subprocess.run([bare, "10", "0", "1", "posix", "no-such-device"], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 2 and "no transport posix on device no-such-device" in p.stderr, (p.returncode, p.stderr)
 
 
 if __name__ == "__main__":

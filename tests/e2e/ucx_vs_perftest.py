@@ -63,6 +63,26 @@ def test_posix():
                 kept.append(want)
             else:
                 assert r["state"].startswith("two states") and res["per_round"][i] is None, r
+            # The bare loop (bench/uct_bare_pingpong), on the uct layer only: its figures are its own JSON's,
+            # and logpbench/bare per round is computed from the two programs' output.
+            if layer == "ucp":
+                assert "bare" not in r and "bare" not in res, (tag, r)
+                continue
+            b = r["bare"]
+            brtt = load(os.path.join(out, f"{tag}-bare.json"))["rtt"]
+            assert brtt["n"] == 3000 and abs(b["median_ns"] - brtt["median_ns"] / 2) < 1e-6, (tag, b, brtt)
+            plain = load(os.path.join(out, f"{tag}-bare-plain.json"))
+            assert "ucx_perftest" in plain["clock"] and abs(b["plain_median_ns"] - plain["rtt"]["median_ns"] / 2) < 1e-6
+            turn = load(os.path.join(out, f"{tag}-bare-timed.json"))["server_turnaround"]
+            assert b["turnaround_ns"] == turn["median_ns"] > 0 and b["logpbench_turnaround_ns"] > 0, (tag, b, turn)
+            assert len(b["probes_ns"]) == 4 and b["probes_ns"][:3] == r["probes_ns"], (tag, b)
+            if b["skip"] is None:
+                want = rtt["median_ns"] / brtt["median_ns"]
+                got = res["bare"]["lpb_over_bare_per_round"][i]
+                assert abs(got - want) < 1e-9 * want, (tag, got, want)
+        if layer == "uct":
+            line = [x for x in p.stdout.splitlines() if x.startswith(f"ucx-vs-perftest {key} logpbench/bare: ")]
+            assert len(line) == 1, p.stdout
         line = [x for x in p.stdout.splitlines() if x.startswith(f"ucx-vs-perftest {key} ratio: ")]
         assert len(line) == 1, p.stdout
         shown = line[0].split()[-1]
