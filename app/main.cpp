@@ -114,7 +114,7 @@ void start_document(const app::Options& o, const Clock& clock, double calibratio
 // another busy process (or a VM moved between hosts) bends figures, and the results must say so. The
 // leader probes inside the job (Job::after_method), before its last barrier: the other ranks wait there
 // and their launcher is idle. After MPI_Finalize, mpirun's own work at the job's end took 9-10% of the
-// leader's core (interruptions every 100-150 us against the tick's 1 ms), so a probe there watched the
+// leader's core (interruptions every 94-150 us against the tick's 1 ms), so a probe there watched the
 // launcher rather than the run, and ran its whole window, its share never settling against the limit.
 void probe_after(const app::Options& o, const Clock& clock, ResultsDoc& doc) {
   const auto t_phase = std::chrono::steady_clock::now();
