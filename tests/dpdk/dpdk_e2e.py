@@ -5,6 +5,7 @@ network namespaces (scripts/dpdk-lab), testpmd macswap as a reflector.
 usage: dpdk_e2e.py LOGPBENCH SOURCE_DIR TEST
 """
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -192,6 +193,9 @@ def test_testpmd():
     ratio = float(line[0].split(": ")[1])
     assert 0.3 < ratio < 5, ratio  # a sanity bound only: the figure itself is reported, not judged here
     assert any(l.startswith("what those 50 cycles cost the round trip") for l in p.stdout.splitlines()), p.stdout
+    # What logpbench adds per message over the bare loop, split into its AM layer and the DPDK datapath.
+    assert re.search(r"^dpdk-vs-bare per message: [+-]\d+\.\d ns over the bare loop, of which the AM layer \d+\.\d ns "
+                     r".* DPDK transport's datapath [+-]\d+\.\d ns$", p.stdout, re.M), p.stdout
     print(p.stdout)
 
 

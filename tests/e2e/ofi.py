@@ -202,6 +202,13 @@ def test_vs_fi_pingpong():
         ratio = line[0].split()[-1]
         assert (ratio == "n/a") == (r["skip"] is not None), (line, r)  # n/a only for a round left out, named
         assert ratio == "n/a" or float(ratio) > 0, line
+        # What logpbench adds per message over fi_pingpong, split into its AM layer and the transport's datapath:
+        # n/a where the round was left out, else the split adds up (scripts/lib/per_message.py).
+        pm = doc[key]["per_message_ns"]
+        assert any(x.startswith(f"ofi-vs-fi-pingpong {key} per message: ") for x in p.stdout.splitlines()), p.stdout
+        if r["skip"] is None:
+            assert abs(pm["over_bare"] - (r["logpbench_mean_ns"] - r["fi_pingpong_ns"])) < 1e-6, (pm, r)
+            assert pm["am_layer"] > 0 and abs(pm["am_layer"] + pm["transport_datapath"] - pm["over_bare"]) < 1e-6, pm
 
 
 if __name__ == "__main__":
