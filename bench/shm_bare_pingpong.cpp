@@ -65,7 +65,9 @@ struct Frames {
     return std::atomic_ref<const std::uint32_t>(ring[(i - 1) % kSlots].seq).load(std::memory_order_acquire) ==
            static_cast<std::uint32_t>(i);
   }
-  static void take(const Slot* ring, std::uint64_t i, Slot& msg) { std::memcpy(&msg, &ring[(i - 1) % kSlots], sizeof msg); }
+  static void take(const Slot* ring, std::uint64_t i, Slot& msg) {
+    std::memcpy(&msg, &ring[(i - 1) % kSlots], sizeof msg);
+  }
 };
 
 template <class Layout, bool Timed>
@@ -118,7 +120,8 @@ int main(int argc, char** argv) {
   const std::string layout = argc > 4 ? argv[4] : "counter";
   const bool timed = argc > 5 && std::string(argv[5]) == "timed";
   if (iters < 1 || (layout != "counter" && layout != "frames") || (argc > 5 && !timed) || argc > 6) {
-    std::fprintf(stderr, "usage: shm_bare_pingpong [iterations>0] [client_cpu] [server_cpu] [counter|frames] [timed]\n");
+    std::fprintf(stderr,
+                 "usage: shm_bare_pingpong [iterations>0] [client_cpu] [server_cpu] [counter|frames] [timed]\n");
     return 2;
   }
   const bool frames = layout == "frames";
@@ -155,7 +158,7 @@ int main(int argc, char** argv) {
   for (auto c : cyc) ns.push_back(clock.ns(static_cast<double>(c) - clock.timer_cost_cycles()));
   const auto s = logpb::summarize(ns);
   nlohmann::json j = {{"bench", "shm_bare_pingpong"}, {"iterations", iters}, {"client_cpu", ccpu},
-                      {"server_cpu", scpu},          {"layout", layout},     {"rtt", s}};
+                      {"server_cpu", scpu},           {"layout", layout},    {"rtt", s}};
   // The server's two reads are inside its turnaround, as the ping-pong's replier_turnaround holds them.
   if (timed) j["server_turnaround_median_ns"] = clock.ns(static_cast<double>(sh->turnaround_cycles.load()));
   std::printf("%s\n", j.dump().c_str());

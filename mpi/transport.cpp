@@ -370,9 +370,10 @@ nlohmann::json Transport::describe() const {
       // What a small AM without payload put on the wire: a number, for scripts that set a bare message
       // beside it (scripts/mpi-vs-bare), so that no script guesses it from the options.
       {"small_am_bytes", !compact_ ? nlohmann::json(sizeof(am::Frame)) : most_common_compact(c)},
-      {"small_am_rule", compact_ ? "the size of this rank's most frequent compact send (counters.compact_sent_by_bytes; "
-                                   "8 + 8 per argument word up to the last nonzero one, null when none)"
-                                 : "the 64-byte frame"},
+      {"small_am_rule", compact_
+                            ? "the size of this rank's most frequent compact send (counters.compact_sent_by_bytes; "
+                              "8 + 8 per argument word up to the last nonzero one, null when none)"
+                            : "the 64-byte frame"},
       {"message", bulk_ == BulkMode::send
                       ? "one MPI message per AM: the 64-byte frame with a payload of up to inline_bytes behind it; "
                         "a larger payload is a message of its own (by MPI_Isend), sent before its frame and "
