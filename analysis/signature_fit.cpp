@@ -360,12 +360,24 @@ void read_pair_cost(SignatureFit& fit, int k, const std::string& unsteady, doubl
   }
 }
 
+// Where no Delta curve gave o_s + o_r, LogP still bounds it from above: the Delta = 0 curve's steady state is
+// its slowest stage per request, and the requester's own o_s + o_r is one of them (Culler et al. 3.3). Only a
+// reached steady state bounds it; a curve still in its transition would rise further.
+void bound_pair_cost(SignatureFit& fit, const Steady& st) {
+  if (fit.o_s_plus_o_r.valid || !st.reached || !st.cost.valid) return;
+  fit.o_s_plus_o_r.upper_bound = st.cost.value + st.cost.ci95;
+  fit.o_s_plus_o_r.note += "; at most the Delta = 0 curve's steady state, of which it is one stage";
+}
+
 // What o_s did not take of the pair. Not LogP's o_r: the empty poll each request makes before it sends
-// is timed inside o_s, so a receive here is only the rest.
+// is timed inside o_s, so a receive here is only the rest. Where the pair is only bounded, so is the rest.
 void read_o_r_remainder(SignatureFit& fit) {
   if (!fit.o_s_plus_o_r.valid || !fit.o_s.valid) {
     fit.o_r_remainder = Param::invalid(fit.o_s.valid ? "needs o_s_plus_o_r: " + fit.o_s_plus_o_r.note
                                                      : "needs o_s: " + fit.o_s.note);
+    if (fit.o_s.valid && std::isfinite(fit.o_s_plus_o_r.upper_bound) &&
+        fit.o_s_plus_o_r.upper_bound - (fit.o_s.value - fit.o_s.ci95) > 0)
+      fit.o_r_remainder.upper_bound = fit.o_s_plus_o_r.upper_bound - (fit.o_s.value - fit.o_s.ci95);
     return;
   }
   const double v = fit.o_s_plus_o_r.value - fit.o_s.value;
@@ -399,6 +411,12 @@ void read_latency(SignatureFit& fit) {
     }
   } else {
     fit.L = Param::invalid("needs RTT and o_s_plus_o_r");
+    // A pair bounded from above bounds L = RTT/2 - o_s_plus_o_r from below.
+    if (fit.rtt.valid && std::isfinite(fit.o_s_plus_o_r.upper_bound) &&
+        (fit.rtt.value - fit.rtt.ci95) / 2 - fit.o_s_plus_o_r.upper_bound > 0) {
+      fit.L.lower_bound = (fit.rtt.value - fit.rtt.ci95) / 2 - fit.o_s_plus_o_r.upper_bound;
+      fit.L.note += ", so it is at least RTT/2 less the pair's bound";
+    }
   }
   fit.checks.push_back({"L >= 0", fit.L.valid || !std::isfinite(fit.L.raw), fit.L.valid ? "" : fit.L.note});
 }
@@ -578,6 +596,7 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
   std::string unsteady;
   const int k = read_delta_curves(fit, curves, slope, raise_threshold, unsteady);
   read_pair_cost(fit, k, unsteady, raise_threshold);
+  bound_pair_cost(fit, st);
   read_o_r_remainder(fit);
   read_latency(fit);
 

@@ -54,6 +54,9 @@ void print_table(std::FILE* out, const nlohmann::json& doc) {
         if (const std::string share = methods::harness_share(doc, key); !share.empty()) why += "; " + share;
         std::fprintf(out, "  %-7s %12s   at most %.4f us (%s)\n", k, "hidden", p["upper_bound_ns"].get<double>() / 1e3,
                      why.c_str());
+      } else if (p.contains("lower_bound_ns") && p["lower_bound_ns"].is_number()) {  // a floor, never a value
+        std::fprintf(out, "  %-7s %12s   at least %.4f us (%s)\n", k, "n/a", p["lower_bound_ns"].get<double>() / 1e3,
+                     p.value("error", std::string()).c_str());
       } else {
         std::fprintf(out, "  %-7s %12s   (%s)\n", k, "n/a", p.value("error", std::string("not measured")).c_str());
       }

@@ -126,6 +126,10 @@ Table parameters_table(const nlohmann::json& doc) {
       char b[96];
       std::snprintf(b, sizeof b, "hidden: at most %.6g %s", p["upper_bound_ns"].get<double>() * scale, unit.c_str());
       note = b + (note.empty() ? "" : "; " + note);
+    } else if (value.is_null() && p.contains("lower_bound_ns") && p["lower_bound_ns"].is_number()) {
+      char b[96];
+      std::snprintf(b, sizeof b, "at least %.6g %s", p["lower_bound_ns"].get<double>() * scale, unit.c_str());
+      note = b + (note.empty() ? "" : "; " + note);
     }
     if (note.empty()) note = p.value("ci_method", std::string());
     if (const std::string share = harness_share(doc, key); !share.empty()) note += (note.empty() ? "" : "; ") + share;

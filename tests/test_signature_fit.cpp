@@ -104,6 +104,24 @@ TEST_CASE("no raising Delta: o_r and L are invalid and the check says why") {
   CHECK_THAT(f.o_s_plus_o_r.note, Catch::Contains("--deltas"));
   CHECK_FALSE(f.L.valid);
   CHECK_FALSE(check_ok(f, "a Delta raised the steady state"));
+  // Not nothing: the Delta = 0 steady state (7600) holds the pair (3600) as one of its stages, so it bounds
+  // o_s + o_r from above, the remainder (2200) from above and L (9900 - 3600 = 6300) from below, each holding
+  // the truth.
+  CHECK(f.o_s_plus_o_r.upper_bound == Approx(7600).epsilon(0.01));
+  CHECK(f.o_r_remainder.upper_bound == Approx(7600 - 1400).epsilon(0.01));
+  CHECK(f.L.lower_bound == Approx(9900 - 7600).epsilon(0.01));
+  CHECK(f.o_s_plus_o_r.upper_bound >= 3600);
+  CHECK(f.o_r_remainder.upper_bound >= 2200);
+  CHECK(f.L.lower_bound <= 6300);
+  CHECK(std::isnan(f.L.raw));  // the check "L >= 0" still holds: no negative L was computed
+  CHECK(check_ok(f, "L >= 0"));
+  // A Delta = 0 curve still in its transition bounds nothing: it would rise further.
+  std::vector<Curve> rising{synth(1400, 2200, 7600, 19800, 32, 0), synth(1400, 2200, 7600, 19800, 32, 1000)};
+  for (auto& c : rising[0].cost_ns) c = 1400;
+  rising[0].cost_ns.back() = 2000;
+  const SignatureFit r = fit_signature(rising, rtt_of(19800));
+  CHECK(std::isnan(r.o_s_plus_o_r.upper_bound));
+  CHECK(std::isnan(r.L.lower_bound));
 }
 
 TEST_CASE("a round trip shorter than the overheads gives no negative L") {
