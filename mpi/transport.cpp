@@ -334,6 +334,13 @@ nlohmann::json compact_histogram(const Counters& c) {
     if (c.compact_sent_by_args[k]) h[std::to_string(compact_bytes(static_cast<int>(k)))] = c.compact_sent_by_args[k];
   return h;
 }
+// The compact sends, counted or (bytes) summed over their sizes.
+std::uint64_t compact_total(const Counters& c, bool bytes) {
+  std::uint64_t t = 0;
+  for (std::size_t k = 0; k < c.compact_sent_by_args.size(); ++k)
+    t += c.compact_sent_by_args[k] * (bytes ? static_cast<std::uint64_t>(compact_bytes(static_cast<int>(k))) : 1);
+  return t;
+}
 // The size most compact sends had: a ping-pong's own message, where a few control AMs carry argument words.
 nlohmann::json most_common_compact(const Counters& c) {
   const auto& by = c.compact_sent_by_args;
@@ -410,9 +417,9 @@ nlohmann::json Transport::describe() const {
         {"delivered", c.delivered},
         {"bulk_stores", c.bulk_stores},
         {"inline_stores", c.inline_stores},
-        {"compact_sent", c.compact_sent},
+        {"compact_sent", compact_total(c, false)},
         {"compact_received", c.compact_received},
-        {"compact_bytes_sent", c.compact_bytes_sent},
+        {"compact_bytes_sent", compact_total(c, true)},
         {"compact_sent_by_bytes", compact_histogram(c)},
         {"bulk_gets", c.bulk_gets},
         {"gets_served", c.gets_served},

@@ -80,10 +80,11 @@ namespace logpb::mpi {
 
 struct Counters {
   std::uint64_t tx = 0, tx_pool_full = 0, rx = 0, delivered = 0, bulk_stores = 0, bulk_gets = 0;
-  std::uint64_t inline_stores = 0, stashed = 0, compact_sent = 0, compact_received = 0, compact_bytes_sent = 0;
+  std::uint64_t inline_stores = 0, stashed = 0, compact_received = 0;
   std::uint64_t gets_served = 0, bad_bulk = 0, short_messages = 0;
   std::uint64_t tracked = 0;
-  std::array<std::uint64_t, 5> compact_sent_by_args{};  // compact sends by argument words (0-4): 8-40 bytes
+  // Compact sends by argument words (0-4: 8-40 bytes); their count and bytes are derived from it (describe()).
+  std::array<std::uint64_t, 5> compact_sent_by_args{};
 };
 
 // The frames' tags: AMs (with inline payload), the data of a larger store, the data answering a get.
@@ -249,8 +250,6 @@ class Transport {
       c.flags = f.flags;
       c.token = f.token;
       for (int k = 0; k < nargs; ++k) c.args[k] = f.args[k];
-      ++counters_.compact_sent;
-      counters_.compact_bytes_sent += static_cast<std::uint64_t>(compact_bytes(nargs));
       ++counters_.compact_sent_by_args[static_cast<std::size_t>(nargs)];
       post(i, &c, compact_bytes(nargs), f.dst, kTagAm, true, send_);
       return;
