@@ -101,9 +101,12 @@ Bottleneck classify_flood(double gap, double gap_ci, const Param& o_s, const Par
   // An overhead "reaches" the flood's time when it is within 5% of it, or within the two intervals.
   // The intervals count for at most 10% of the flood's time: an overlap inference made wide by one
   // preempted run (its bootstrap interval then spans microseconds) must not make any overhead "reach".
+  // Like with like: a robust overhead against the flood's robust pace where it was measured (FloodLimits::pace_ns),
+  // never above the total / N.
+  const double pace = std::isfinite(lim.pace_ns) && lim.pace_ns > 0 ? std::min(gap, lim.pace_ns) : gap;
   auto reaches = [&](const Param& o) {
-    const double slack = std::min(0.10 * gap, ci + (std::isfinite(o.ci95) ? o.ci95 : 0));
-    return o.valid && o.value >= gap - std::max(0.05 * gap, slack);
+    const double slack = std::min(0.10 * pace, ci + (std::isfinite(o.ci95) ? o.ci95 : 0));
+    return o.valid && o.value >= pace - std::max(0.05 * pace, slack);
   };
   const bool s = reaches(o_s), r = reaches(o_r);
   if (s || r) {
@@ -118,7 +121,7 @@ Bottleneck classify_flood(double gap, double gap_ci, const Param& o_s, const Par
     b.ni.value = b.ni.raw = gap;
     b.ni.ci95 = ci;
     b.ni.valid = true;
-    b.ni.note = "the NI's gap: both overheads stay below the flood's time per message";
+    b.ni.note = "the NI's gap: both overheads stay below the flood's time per message (and its steady pace)";
   } else {
     b.ni = Param::hidden(
         "the overheads are unknown at this size, so the flood cannot tell the NI's gap from an "

@@ -102,6 +102,24 @@ TEST_CASE("classify_flood: the NI only when neither overhead, the queue nor the 
   CHECK_FALSE(send.ni.valid);
 }
 
+TEST_CASE("classify_flood: the overheads are held to the flood's steady pace, not to a total / N an interruption raised") {
+  // Seen in e2e_truth_replier (o_s 300, o_r 500, g 200 emulated): the total / N read 576 ns, the receive
+  // overhead 529, the steady pace 520. Against the total the receive overhead missed by 8% and the NI was named.
+  CHECK(classify_flood(576, 10, overhead(350), overhead(529)).stage == kStageNI);
+  FloodLimits lim;
+  lim.pace_ns = 520;
+  const auto c = classify_flood(576, 10, overhead(350), overhead(529), lim);
+  CHECK(c.stage == kStageRecv);
+  CHECK_FALSE(c.ni.valid);
+  CHECK(c.ni.upper_bound == Approx(576));  // the bound is still the flood's whole time
+  // A pace above the total (it cannot be faster than the total) changes nothing; an NI gap far above both
+  // overheads stays the NI's.
+  lim.pace_ns = 700;
+  CHECK(classify_flood(576, 10, overhead(350), overhead(529), lim).stage == kStageNI);
+  lim.pace_ns = 7500;
+  CHECK(classify_flood(7600, 20, overhead(1400), overhead(2200), lim).stage == kStageNI);
+}
+
 TEST_CASE("classify_flood: a queue still limiting at the deepest q is named, and g_ni is no value") {
   // The old classifier named the NI here: both overheads stay far below the flood's time.
   FloodLimits q;

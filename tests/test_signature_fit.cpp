@@ -490,3 +490,25 @@ TEST_CASE("a published figure within one clock step of zero is a bound") {
   CHECK(j["replier_service"]["raw_value_ns"].get<double>() == Approx(10.02));
   CHECK_THAT(j["replier_service"]["error"].get<std::string>(), Catch::Contains("clock step"));
 }
+
+TEST_CASE("Delta curves that scatter beyond their intervals widen the pair's, and the NI is not named on it") {
+  // The ConnectX-like emulation (o_s 150, o_r 200, g 5 ns; 16 replies per poll), fast state: the Delta curves
+  // read o_s + o_r = 600, 477, 603 and 473 ns, each +- 10, against a Delta = 0 steady state of 579. Held to
+  // the median's own interval (538 +- 10), Idle = 41 named the NI and published g_ni = 579 for a truth of 5.
+  const std::vector<double> deltas{295, 584, 1165, 2325}, pair{600, 477, 603, 473};
+  std::vector<Curve> cs{synth(200, 0, 579, 2000, 32, 0)};
+  for (std::size_t i = 0; i < deltas.size(); ++i) cs.push_back(flat_curve(deltas[i], pair[i], 10));
+  const SignatureFit f = fit_signature(cs, param_of(2000, 10), 1.2, 32);
+  for (const auto& c : f.checks) INFO(c.name << ": " << c.detail);
+  REQUIRE(f.o_s_plus_o_r.valid);
+  CHECK(f.o_s_plus_o_r.value == Approx(538.5).epsilon(1e-3));
+  // Student's t over the four estimates: 3.18 x 73.3 / 2.
+  CHECK(f.o_s_plus_o_r.ci95 == Approx(116.6).epsilon(0.01));
+  CHECK(f.bottleneck == kBottleneckProcessor);
+  CHECK_FALSE(f.g_ni.valid);
+  CHECK(f.g_ni.upper_bound == Approx(579).epsilon(0.01));
+  // Estimates that agree keep the median's own interval (the middle two's, combined: 10 / sqrt 2).
+  std::vector<Curve> agree{synth(200, 0, 579, 2000, 32, 0)};
+  for (double d : deltas) agree.push_back(flat_curve(d, 538, 10));
+  CHECK(fit_signature(agree, param_of(2000, 10), 1.2, 32).o_s_plus_o_r.ci95 == Approx(7.07).epsilon(0.01));
+}

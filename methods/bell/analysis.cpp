@@ -19,6 +19,7 @@ FloodLimits limits_of(const methods::BellSize& b) {
   l.completion_ns = b.queue.completion_ns;
   l.credits = b.queue.credits;
   l.rtt_ns = b.rtt.min;
+  l.pace_ns = b.gap_steady.min;
   return l;
 }
 nlohmann::json queue_json(const methods::FloodQueue& q) {
