@@ -119,10 +119,20 @@ class Endpoint {
     cred_.kind = Kind::credit;
     credit_limit_ = opt.credits;
     if constexpr (CreditLimited<T>) credit_limit_ = std::min(credit_limit_, static_cast<int>(net.max_credits(window_)));
-    if (credit_limit_ < 2)
-      throw UsageError("the NI's queues leave room for " + std::to_string(credit_limit_) +
-                       " one-way messages beside the window of " + std::to_string(window_) +
-                       ": enlarge the queues (--ring, --rq-depth, --rx-ring) or shrink --window");
+    if (credit_limit_ < 2) {
+      // Never a negative count (--ring 64 once said "room for -18"): what is left, and the largest window
+      // these queues would take.
+      std::string left = credit_limit_ > 0 ? "room for only " + std::to_string(credit_limit_) : "no room";
+      std::string shrink = "shrink --window";
+      if constexpr (CreditLimited<T>) {
+        int fits = window_ - 1;
+        while (fits >= 1 && net.max_credits(fits) < 2) --fits;
+        shrink = fits >= 1 ? "set --window " + std::to_string(fits) + " or less" : "";
+      }
+      throw UsageError("the NI's queues leave " + left + " for one-way messages beside the window of " +
+                       std::to_string(window_) + " (at least 2 are needed): enlarge the queues (--ring, --rq-depth, "
+                       "--rx-ring)" + (shrink.empty() ? "" : " or " + shrink));
+    }
     peers_.resize(static_cast<std::size_t>(size_));
     for (auto& p : peers_) p.credits = credit_limit_;
     timeout_cycles_ = opt.stall_timeout_s > 0 ? clock.cycles(opt.stall_timeout_s * 1e9) : 0;

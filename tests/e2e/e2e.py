@@ -63,6 +63,10 @@ def test_cli_errors():
     assert time.time() - t0 < 5, "the output path is refused before anything is measured"
     expect_usage_error(["--json", "/tmp"], "is a directory")
     expect_usage_error(["--window", "200", "--ring", "256"], "twice --window")
+    # A ring twice the window but too small for one-way credits beside it: no negative count ("room for -18"),
+    # and the window that would fit.
+    expect_usage_error(["local", "--bench", "pingpong", "--ring", "64"], "no room for one-way messages")
+    expect_usage_error(["local", "--bench", "pingpong", "--ring", "64"], "set --window 22 or less")
     # An NI that reports completion only every k-th send, tracked or not: the methods that wait for one send's
     # completion say so at once (before, the wait stalled until the watchdog named a lost peer, exit 3).
     for bench in ("flood", "overlap", "availability"):
