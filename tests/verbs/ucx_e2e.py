@@ -128,9 +128,14 @@ def test_ucx_ucp():
             # With the check forced on, UCP's wire-up over ud_verbs never answers: the run must end as a lost
             # peer (exit 3), not in std::terminate (a callback's exception through UCX) or a segfault (the
             # worker's teardown calling back into a destroyed transport), as before fcfb12e and c420a18.
+            # UCX's own UD timeout (UCX_UD_VERBS_TIMEOUT, 30 s) counts from the endpoint's creation and, in UCP's
+            # default error mode, aborts the process (SIGABRT, "ud_ep.c: unhandled timeout error"); logpbench's
+            # watchdog (10 s without progress) counts from the wait. In the TCG guest the start-up between them
+            # once took the 20 s apart, and UCX aborted first. This checks logpbench's watchdog, so UCX's is set
+            # past it.
             p = subprocess.run([BIN, "local", "--bench", "pingpong", "-n", "50", "--warmup", "5", "--runs", "1"] + args,
-                               capture_output=True, text=True, timeout=120,
-                               env=dict(os.environ, UCX_UD_VERBS_ETH_DGID_CHECK="y"))
+                               capture_output=True, text=True, timeout=240,
+                               env=dict(os.environ, UCX_UD_VERBS_ETH_DGID_CHECK="y", UCX_UD_VERBS_TIMEOUT="180s"))
             assert p.returncode == 3 and "peer lost" in p.stdout + p.stderr, (p.returncode, (p.stdout + p.stderr)[-2000:])
     finally:
         os.environ.clear()
