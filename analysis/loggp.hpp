@@ -38,11 +38,12 @@ struct FloodLimits {
   double completion_ns = NAN;  // one send's local completion time
   int credits = 0;             // one-way credits (the AM layer's C)
   double rtt_ns = NAN;         // the round trip a credit frame takes back
-  // The flood's steady pace (the median over its credit returns of the time per message), where measured.
-  // The overheads it is held against are medians over blocks of a stream, which leave interruptions out;
-  // the total / N does not, and on a shared core one run in three read 5-30% above its own steady pace
-  // (replier-bound emulation, o_r 555 ns: total / N 552-1812 against a pace of 541-551). Held against the
-  // total, a receive overhead that sets the pace then fails to "reach" it and the NI is named instead.
+  // The flood's mean rate with the hosts' interruptions left out (credit_pace_ns), where measured. The
+  // overheads it is held against are medians over blocks of a stream, which leave interruptions out; the
+  // total / N does not, and on a shared core one run in three read 5-30% above its steady rate
+  // (replier-bound emulation, o_r 555 ns: total / N 552-1812 against 541-551). Held against the total, a
+  // receive overhead that sets the pace then fails to "reach" it and the NI is named instead. (The median
+  // of the credit intervals would not do: it reads a jittery NI's rate low, 2210 for the cloud's 2400.)
   double pace_ns = NAN;
 };
 Bottleneck classify_flood(double gap, double gap_ci, const Param& o_s, const Param& o_r, const FloodLimits& lim = {});

@@ -305,11 +305,25 @@ bool pair_cost_is_flat(const std::vector<const DeltaFit*>& used, double v, char 
   const double se = std::isfinite(lf.slope_se_resid) ? std::max(lf.slope_se, lf.slope_se_resid) : lf.slope_se;
   const double half = kZ95 * se;
   const double moves = std::fabs(lf.slope) * (dmax - dmin);
-  const bool resolved = std::fabs(lf.slope) > half;
+  // A trend also keeps its direction (Kendall's tau over the estimates in Delta order, at least kPairTrendTau
+  // in size): one curve off the others tilts a line through four points without ordering them. On a
+  // ConnectX-like emulation (slow state) the Deltas read 578, 435, 430 and 532 ns, a slope "resolved" at
+  // -0.1287 +- 0.1277 with tau -1/3; rxe's 3634, 2783, 707 and 586 fall in order (tau -1).
+  int concordant = 0, pairs = 0;
+  for (std::size_t i = 0; i < x.size(); ++i)
+    for (std::size_t j = i + 1; j < x.size(); ++j) {
+      const double s = (x[j] - x[i]) * (y[j] - y[i]);
+      concordant += s > 0 ? 1 : s < 0 ? -1 : 0;
+      ++pairs;
+    }
+  const double tau = pairs > 0 ? static_cast<double>(concordant) / pairs : 0;
+  const bool resolved = std::fabs(lf.slope) > half && std::fabs(tau) >= kPairTrendTau;
   std::snprintf(trend, sizeof trend,
                 "o_s + o_r over Delta = %.0f..%.0f ns reads %.1f..%.1f ns: slope %.4f +- %.4f per ns of "
-                "Delta, moving it %.1f ns (%.0f%% of %.1f; allowed %.0f%% when the slope is resolved)",
-                dmin, dmax, lo, hi, lf.slope, half, moves, 100 * moves / std::fabs(v), v, 100 * kPairSlopeShare);
+                "Delta (Kendall's tau %.2f), moving it %.1f ns (%.0f%% of %.1f; allowed %.0f%% when the slope is "
+                "resolved and |tau| >= %.2f)",
+                dmin, dmax, lo, hi, lf.slope, half, tau, moves, 100 * moves / std::fabs(v), v, 100 * kPairSlopeShare,
+                kPairTrendTau);
   return !(resolved && moves > kPairSlopeShare * std::fabs(v));
 }
 

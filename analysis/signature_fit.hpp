@@ -108,6 +108,9 @@ SignatureFit fit_signature(const std::vector<Curve>& curves, const Param& rtt, d
 
 // How far o_s + o_r may move over the used Deltas before it is no single number (a share of the figure).
 inline constexpr double kPairSlopeShare = 0.10;
+// ... and only when the estimates keep the slope's direction: Kendall's tau at least this in size (five of
+// six pairs of four Deltas in order; three Deltas all in order).
+inline constexpr double kPairTrendTau = 0.6;
 
 // The automatic Delta grid: factors x g, rounded to 10 ns.
 std::vector<double> auto_deltas(double g_ns, const std::vector<double>& factors);

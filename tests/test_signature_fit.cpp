@@ -512,3 +512,25 @@ TEST_CASE("Delta curves that scatter beyond their intervals widen the pair's, an
   for (double d : deltas) agree.push_back(flat_curve(d, 538, 10));
   CHECK(fit_signature(agree, param_of(2000, 10), 1.2, 32).o_s_plus_o_r.ci95 == Approx(7.07).epsilon(0.01));
 }
+
+TEST_CASE("one Delta curve off the others is no trend in Delta: the estimates must keep the slope's direction") {
+  // ConnectX-like emulation, slow state: 578, 435, 430 and 532 ns (+- 4, 10, 4, 22) at Delta = 294, 575, 1156
+  // and 2296 ns. The line through them falls 0.1287 +- 0.1277 per ns, "resolved", and the pair came out as no
+  // LogP figure; Kendall's tau is -1/3, so it is scatter, and the pair is their median with their spread.
+  const std::vector<double> deltas{294, 575, 1156, 2296}, pair{578, 435, 430, 532}, ci{4, 10, 4, 22};
+  std::vector<Curve> cs{synth(180, 0, 573, 2000, 32, 0)};
+  for (std::size_t i = 0; i < deltas.size(); ++i) cs.push_back(flat_curve(deltas[i], pair[i], ci[i]));
+  const SignatureFit f = fit_signature(cs, param_of(2000, 10), 1.2, 32);
+  for (const auto& c : f.checks) INFO(c.name << ": " << c.detail);
+  CHECK(check_ok(f, "o_s + o_r does not move with Delta"));
+  REQUIRE(f.o_s_plus_o_r.valid);
+  CHECK(f.o_s_plus_o_r.value == Approx(483.5));
+  CHECK(f.o_s_plus_o_r.ci95 > 100);  // the four estimates' Student-t interval, not the middle two's
+  // The same values in Delta order (tau -1) are a trend, and it moves the pair by more than 10%.
+  std::vector<Curve> ordered{synth(180, 0, 573, 2000, 32, 0)};
+  const std::vector<double> falling{578, 532, 435, 430};
+  for (std::size_t i = 0; i < deltas.size(); ++i) ordered.push_back(flat_curve(deltas[i], falling[i], ci[i]));
+  const SignatureFit g = fit_signature(ordered, param_of(2000, 10), 1.2, 32);
+  CHECK_FALSE(check_ok(g, "o_s + o_r does not move with Delta"));
+  CHECK_FALSE(g.o_s_plus_o_r.valid);
+}

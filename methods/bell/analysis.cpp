@@ -19,7 +19,7 @@ FloodLimits limits_of(const methods::BellSize& b) {
   l.completion_ns = b.queue.completion_ns;
   l.credits = b.queue.credits;
   l.rtt_ns = b.rtt.min;
-  l.pace_ns = b.gap_steady.min;
+  l.pace_ns = b.gap_pace.min;
   return l;
 }
 nlohmann::json queue_json(const methods::FloodQueue& q) {
@@ -108,6 +108,7 @@ nlohmann::json bell_record(const std::vector<methods::BellSize>& run, bool flood
                    {"gap_runs_ns", b.gap.runs},
                    {"gap_total_over_n_runs_ns", b.gap.runs},
                    {"gap_steady_runs_ns", b.gap_steady.runs},
+                   {"gap_pace_runs_ns", b.gap_pace.runs},
                    {"rtt_runs_ns", b.rtt.runs},
                    {"o_s_runs_ns", b.send.per_run_overhead},
                    {"o_r_runs_ns", b.recv.per_run_overhead},
@@ -164,6 +165,11 @@ nlohmann::json flood_size(const SizeOverRuns& s, const methods::BellSize& b) {
       "per run: the median over the receiver's credit frames of (time between two) / (credits "
       "they returned): the bottleneck's steady pace, start-up and interruptions left out; "
       "minimum over runs";
+  e["g_pace"] = over_runs({param_of(b.gap_pace.min, b.gap_pace.ci95, "", b.gap_pace.ci_method)});
+  e["g_pace"]["estimator"] =
+      "per run: the total time over the credits of the receiver's credit intervals, those longer per message "
+      "than 1.5 x their median (an interruption of either host) left out: the stream's mean rate, an NI's "
+      "jitter included; what the overheads are held to when the stage is named; minimum over runs";
   e["queue"] = queue_json(b.queue);
   e["core_taken_repeats"] = {{"count", b.taken_repeats},
                              {"rule",

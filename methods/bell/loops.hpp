@@ -67,6 +67,7 @@ inline RunsFigure runs_figure(const std::vector<double>& v) {
 // and its steady rate (the pace of the receiver's credit returns: messages.hpp, credit_rate_ns).
 struct FloodTime {
   double total_ns = NAN, steady_ns = NAN;  // total_ns is Bell et al.'s figure
+  double pace_ns = NAN;                     // the mean rate without the hosts' interruptions (credit_pace_ns)
 };
 
 // One flood of `messages` one-way n-byte messages at queue depth q, ending with one reply. NaN when a
@@ -104,6 +105,7 @@ FloodTime flood_once(EP& ep, ClientState& st, const Clock& clock, std::uint32_t 
     if (!ok || ep.loss_events() != losses) return ft;
     ft.total_ns = clock.ns(static_cast<double>(t1 - t0) - clock.timer_cost_cycles()) / messages;
     ft.steady_ns = credit_rate_ns(ep, clock);
+    ft.pace_ns = credit_pace_ns(ep, clock);
   }
   return ft;
 }
@@ -400,6 +402,7 @@ struct BellSize {
   std::uint32_t bytes = 0;
   RunsFigure gap;          // flood: total time / N per run (Bell et al.), minimum over runs
   RunsFigure gap_steady;   // flood: the steady rate of the receiver's credit returns (messages.hpp)
+  RunsFigure gap_pace;     // flood: its mean rate without the hosts' interruptions (credit_pace_ns)
   RunsFigure rtt;          // ping-pong (EEL for the smallest size)
   OverlapSide send, recv;  // CPU overlap test (only where it was run)
   bool overlap_run = false;
@@ -486,7 +489,7 @@ std::vector<BellSize> bell_flood(EP& ep, ClientState& st, const Clock& clock, co
     progress("flood " + std::to_string(n) + " B");
     BellSize b;
     b.bytes = n;
-    std::vector<double> g, gs, r;
+    std::vector<double> g, gs, gp, r;
     flood_once(ep, st, clock, n, cfg.queue_depth, std::min(cfg.messages, 200));  // warm up
     b.queue = flood_queue(ep, st, clock, cfg, n);
     // Enough messages that the start (filling the queue) and the final reply cost under 1% of the total:
@@ -523,12 +526,14 @@ std::vector<BellSize> bell_flood(EP& ep, ClientState& st, const Clock& clock, co
       }
       g.push_back(ft.total_ns);
       gs.push_back(ft.steady_ns);
+      gp.push_back(ft.pace_ns);
       std::vector<double> rt;
       for (int i = 0; i < std::max(10, cfg.messages / 100); ++i) rt.push_back(round_trip(ep, st, clock, n).total_ns);
       r.push_back(summarize(rt).median);
     }
     b.gap = runs_figure(g);
     b.gap_steady = runs_figure(gs);
+    b.gap_pace = runs_figure(gp);
     b.rtt = runs_figure(r);
     // Which of g, o_s and o_r the flood saw: Bell et al. use their tests in combination.
     if (cfg.infer_overheads && (n == cfg.sizes.front() || n == cfg.sizes.back())) {

@@ -83,6 +83,9 @@ struct Hooks {
   std::function<std::vector<double>(const SignatureCurve&)> deltas_after_first;
   // Whether a curve has reached its steady state (the analysis decides); while not, larger M are added.
   std::function<bool(const SignatureCurve&)> steady_reached = [](const SignatureCurve&) { return true; };
+  // Asked once the Delta grid's curves are in: further Deltas to measure (the automatic grid's, where too few
+  // of its curves raised the steady state to read o_s + o_r from more than two). Empty: none.
+  std::function<std::vector<double>(const SignatureData&)> more_deltas;
   // Asked once every curve is in: whether the Delta = 0 curve is still in its transition by what the Delta
   // curves say (its slope below their o_s + o_r: Idle < 0). While so, larger M are added to it. Empty: never.
   std::function<bool(const SignatureData&)> first_in_transition;
@@ -238,13 +241,16 @@ SignatureData signature(EP& ep, ClientState& st, const Clock& clock, const Signa
   d.replier_service_ns =
       replier_service(ep, st, false, &d.replier_requests, &d.replier_service_mean_ns, &d.replier_service_p90_ns);
   hooks.checkpoint(d);
-  const std::vector<double> deltas = cfg.deltas_ns.empty() ? hooks.deltas_after_first(d.curves.front()) : cfg.deltas_ns;
-  for (double delta : deltas) {
-    if (delta <= 0) continue;
-    char label[64];
-    std::snprintf(label, sizeof label, "signature Delta=%.0fns", delta);
-    d.curves.push_back(signature_curve(ep, clock, delta, cfg, hooks, label, request));
-    hooks.checkpoint(d);
+  std::vector<double> deltas = cfg.deltas_ns.empty() ? hooks.deltas_after_first(d.curves.front()) : cfg.deltas_ns;
+  for (int round = 0; round < 2 && !deltas.empty(); ++round) {
+    for (double delta : deltas) {
+      if (delta <= 0) continue;
+      char label[64];
+      std::snprintf(label, sizeof label, "signature Delta=%.0fns", delta);
+      d.curves.push_back(signature_curve(ep, clock, delta, cfg, hooks, label, request));
+      hooks.checkpoint(d);
+    }
+    deltas = cfg.deltas_ns.empty() && hooks.more_deltas ? hooks.more_deltas(d) : std::vector<double>{};
   }
   // A Delta = 0 curve whose slope is below the o_s + o_r the Delta curves read is still filling its window
   // (Idle < 0: LogP allows no such steady state). Its cap may be the cause, automatic or not: the curve grows

@@ -101,6 +101,19 @@ struct signature {
         throw std::runtime_error("no steady state on the Delta = 0 curve to base the Delta grid on: " + g.note);
       return analysis::auto_deltas(g.value, cfg.auto_delta_factors);
     };
+    // The automatic grid (0.5, 1, 2 and 4 g) raises the steady state at 2 g and 4 g at least; where only those
+    // two did (a capacity-bound machine, g = RTT / W far above o_s + o_r), two estimates of o_s + o_r cannot
+    // tell a trend from an interval too narrow (the capacity emulation, pair 1000 ns: 985 +- 46 against
+    // 1167 +- 90), so 8 g and 16 g are added until three have raised.
+    hooks.more_deltas = [&](const methods::SignatureData& d) {
+      const auto fit = analysis::fit_signature(methods::to_fit_curves(d), analysis::rtt_param(d.rtt.summary), 1.2,
+                                               link.window());
+      const int raised = static_cast<int>(std::count_if(fit.per_delta.begin(), fit.per_delta.end(),
+                                                        [](const analysis::DeltaFit& x) { return x.used; }));
+      if (raised >= 3 || !fit.g.valid || d.curves.size() < 2) return std::vector<double>{};
+      const double top = d.curves.back().delta_ns;
+      return raised == 2 ? std::vector<double>{2 * top} : std::vector<double>{2 * top, 4 * top};
+    };
     Run r;
     r.data = methods::signature(link, st, clock, cfg, hooks);
     r.data.interruption_ns = cfg.interruption_ns;

@@ -249,10 +249,11 @@ def measured(p, a, b, combine):
     return combine([x, y]) if x is not None and y is not None else 0
 
 
-def gap_rows(machine, method, t, p, seen, ni_visible, rows, key_ni="g_ni", stage=None):
+def gap_rows(machine, method, t, p, seen, ni_visible, rows, key_ni="g_ni", stage=None, ops=1):
     """The paper's g (what the method sees) and the NI's own gap: its value when visible, else hidden behind
-    the stage whose time is `stage`."""
-    rows.append(Row(machine, method, "g (method's sense)", seen, value(p.get("g" if method != "kielmann" else "g0"))))
+    the stage whose time is `stage`. ops: the operations one message of that stage spans (Row.ops)."""
+    rows.append(Row(machine, method, "g (method's sense)", seen, value(p.get("g" if method != "kielmann" else "g0")),
+                    ops=ops))
     gni = p.get(key_ni)
     if ni_visible:
         rows.append(Row(machine, method, "g_ni", gap_mean(t), value(gni)))
@@ -288,8 +289,12 @@ def signature_rows(machine, name, t):
     if t.get("h"):
         rows.append(Row(name, "signature", "replier service", turnaround(t), value(p.get("replier_service"))))
     pair = value(p.get("o_s_plus_o_r")) or 0
+    # A steady state set by the requester's pair or the replier's turnaround spans two operations (a send and a
+    # receive), each with its timer reads: ConnectX-like, slow state, its replier's turnaround read 541 ns for
+    # 350 in one run and the steady state 573.
     gap_rows(name, "signature", t, p, steady, bott == "network interface", rows,
-             stage=max(t["os"] + t["orr"], rtt(t) / t["W"], turnaround(t), pair))
+             stage=max(t["os"] + t["orr"], rtt(t) / t["W"], turnaround(t), pair),
+             ops=2 if bott in ("processor", "replier") else 1)
     rows.append(Row(name, "signature", "bottleneck", bott, p["g"].get("bottleneck"), kind="equals"))
     # The replier's own core, measured: its timed polls' mean against their median (runs[].replier_polls). The
     # VM's ticks part them by about 5% (slow state: mean 3017 against median 2855 ns on the replier machine).
