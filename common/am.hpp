@@ -130,8 +130,10 @@ class Endpoint {
         shrink = fits >= 1 ? "set --window " + std::to_string(fits) + " or less" : "";
       }
       throw UsageError("the NI's queues leave " + left + " for one-way messages beside the window of " +
-                       std::to_string(window_) + " (at least 2 are needed): enlarge the queues (--ring, --rq-depth, "
-                       "--rx-ring)" + (shrink.empty() ? "" : " or " + shrink));
+                       std::to_string(window_) +
+                       " (at least 2 are needed): enlarge the queues (--ring, --rq-depth, "
+                       "--rx-ring)" +
+                       (shrink.empty() ? "" : " or " + shrink));
     }
     peers_.resize(static_cast<std::size_t>(size_));
     for (auto& p : peers_) p.credits = credit_limit_;

@@ -110,19 +110,30 @@ std::uint64_t send_oneway(EP& ep, std::uint32_t n, std::uint64_t slot = 0, bool 
   }
 }
 
-// The steady rate of a stream of one-way requests, from the credit frames the receiver sent back (see
-// Endpoint::log_credits): the median of (time between consecutive credit frames) / (credits they
-// returned). This is the rate at which the bottleneck stage passed messages: the sender's o_s, the
-// NI's g or the receiver's o_r, whichever is slowest; a start-up burst of the sender (the first credits'
-// worth) and the interruptions of either host stay out of the median. NaN with fewer than three intervals.
+// A stream of one-way requests as the credit frames the receiver sent back show it (see
+// Endpoint::log_credits): per interval between consecutive credit frames, its time (ns) and the credits it
+// returned, from the `first`-th interval on.
+struct CreditInterval {
+  double ns = 0, credits = 0;
+};
+template <class EP>
+std::vector<CreditInterval> credit_intervals(const EP& ep, const Clock& clock, std::size_t first = 0) {
+  const auto& log = ep.credit_log();
+  std::vector<CreditInterval> v;
+  for (std::size_t i = first + 1; i < log.size(); ++i)
+    if (const std::uint64_t dn = log[i].returned - log[i - 1].returned; dn > 0)
+      v.push_back({clock.ns(log[i].tsc - log[i - 1].tsc), static_cast<double>(dn)});
+  return v;
+}
+
+// The steady rate of the stream: the median over the intervals of time / credits. This is the rate at which
+// the bottleneck stage passed messages: the sender's o_s, the NI's g or the receiver's o_r, whichever is
+// slowest; a start-up burst of the sender (the first credits' worth) and the interruptions of either host
+// stay out of the median. NaN with fewer than three intervals.
 template <class EP>
 double credit_rate_ns(const EP& ep, const Clock& clock) {
-  const auto& log = ep.credit_log();
   std::vector<double> per;
-  for (std::size_t i = 1; i < log.size(); ++i) {
-    const std::uint64_t dn = log[i].returned - log[i - 1].returned;
-    if (dn > 0) per.push_back(clock.ns(log[i].tsc - log[i - 1].tsc) / static_cast<double>(dn));
-  }
+  for (const auto& c : credit_intervals(ep, clock)) per.push_back(c.ns / c.credits);
   return per.size() >= 3 ? median_of(per) : std::nan("");
 }
 
@@ -135,23 +146,17 @@ double credit_rate_ns(const EP& ep, const Clock& clock) {
 inline constexpr double kInterruptedShare = 1.5;
 template <class EP>
 double credit_pace_ns(const EP& ep, const Clock& clock) {
-  const auto& log = ep.credit_log();
+  const std::vector<CreditInterval> v = credit_intervals(ep, clock, 1);
+  if (v.size() < 3) return std::nan("");
   std::vector<double> per;
-  for (std::size_t i = 2; i < log.size(); ++i) {
-    const std::uint64_t dn = log[i].returned - log[i - 1].returned;
-    if (dn > 0) per.push_back(clock.ns(log[i].tsc - log[i - 1].tsc) / static_cast<double>(dn));
-  }
-  if (per.size() < 3) return std::nan("");
+  for (const auto& c : v) per.push_back(c.ns / c.credits);
   const double cut = kInterruptedShare * median_of(per);
   double ns = 0, n = 0;
-  for (std::size_t i = 2; i < log.size(); ++i) {
-    const std::uint64_t dn = log[i].returned - log[i - 1].returned;
-    const double t = clock.ns(log[i].tsc - log[i - 1].tsc);
-    if (dn > 0 && t / static_cast<double>(dn) <= cut) {
-      ns += t;
-      n += static_cast<double>(dn);
+  for (const auto& c : v)
+    if (c.ns / c.credits <= cut) {
+      ns += c.ns;
+      n += c.credits;
     }
-  }
   return n > 0 ? ns / n : std::nan("");
 }
 

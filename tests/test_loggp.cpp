@@ -102,7 +102,8 @@ TEST_CASE("classify_flood: the NI only when neither overhead, the queue nor the 
   CHECK_FALSE(send.ni.valid);
 }
 
-TEST_CASE("classify_flood: the overheads are held to the flood's steady pace, not to a total / N an interruption raised") {
+TEST_CASE(
+    "classify_flood: the overheads are held to the flood's steady pace, not to a total / N an interruption raised") {
   // Seen in e2e_truth_replier (o_s 300, o_r 500, g 200 emulated): the total / N read 576 ns, the receive
   // overhead 529, the steady pace 520. Against the total the receive overhead missed by 8% and the NI was named.
   CHECK(classify_flood(576, 10, overhead(350), overhead(529)).stage == kStageNI);

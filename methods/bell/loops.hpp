@@ -67,7 +67,7 @@ inline RunsFigure runs_figure(const std::vector<double>& v) {
 // and its steady rate (the pace of the receiver's credit returns: messages.hpp, credit_rate_ns).
 struct FloodTime {
   double total_ns = NAN, steady_ns = NAN;  // total_ns is Bell et al.'s figure
-  double pace_ns = NAN;                     // the mean rate without the hosts' interruptions (credit_pace_ns)
+  double pace_ns = NAN;                    // the mean rate without the hosts' interruptions (credit_pace_ns)
 };
 
 // One flood of `messages` one-way n-byte messages at queue depth q, ending with one reply. NaN when a

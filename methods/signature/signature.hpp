@@ -106,8 +106,8 @@ struct signature {
     // tell a trend from an interval too narrow (the capacity emulation, pair 1000 ns: 985 +- 46 against
     // 1167 +- 90), so 8 g and 16 g are added until three have raised.
     hooks.more_deltas = [&](const methods::SignatureData& d) {
-      const auto fit = analysis::fit_signature(methods::to_fit_curves(d), analysis::rtt_param(d.rtt.summary), 1.2,
-                                               link.window());
+      const auto fit =
+          analysis::fit_signature(methods::to_fit_curves(d), analysis::rtt_param(d.rtt.summary), 1.2, link.window());
       const int raised = static_cast<int>(std::count_if(fit.per_delta.begin(), fit.per_delta.end(),
                                                         [](const analysis::DeltaFit& x) { return x.used; }));
       if (raised >= 3 || !fit.g.valid || d.curves.size() < 2) return std::vector<double>{};

@@ -275,7 +275,8 @@ def signature_rows(machine, name, t):
     # 2200, where one operation's allowance is 180 ns.
     rows.append(Row(name, "signature", "o_s_plus_o_r", o_s(t) + o_r(t), value(p.get("o_s_plus_o_r")), ops=2))
     rows.append(Row(name, "signature", "o_r_remainder", o_r(t), value(p.get("o_r_remainder")), ops=2))
-    rows.append(Row(name, "signature", "L", latency(t), value(p["L"])))
+    # L = RTT/2 - o_s_plus_o_r takes the pair's two operations off (moderated, fast state: 1792 for 2000).
+    rows.append(Row(name, "signature", "L", latency(t), value(p["L"]), ops=2))
     rows.append(Row(name, "signature", "rtt", rtt(t), value(p["rtt"])))
     steady = sig_steady(t)
     if steady == gap_mean(t) and gap_mean(t) > 1.05 * max(t["os"] + t["orr"], rtt(t) / t["W"], turnaround(t)):
@@ -372,7 +373,7 @@ def rows_for(machine, truth_of=None):
     # L, so a method cannot pass by claiming ignorance.
     ci = (p["L"] or {}).get("ci95_ns") if M[machine].get("jitter") else None
     own = min(ci, JITTER_CI_CAP * latency(t)) if isinstance(ci, (int, float)) and ci > 0 else 0.0
-    rows.append(Row(name, "kielmann", "L (Table 1)", latency(t), value(p["L"]), own_ci_ns=own))
+    rows.append(Row(name, "kielmann", "L (Table 1)", latency(t), value(p["L"]), own_ci_ns=own, ops=2))
     ni = gap_mean(t) > 1.05 * max(t["os"], t["orr"])
     gap_rows(name, "kielmann", t, p, flood_gap(t, 0), ni, rows, stage=max(t["os"], t["orr"], measured(p, "o_s", "o_r", max)))
     if "G" not in t:
