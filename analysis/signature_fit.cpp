@@ -309,14 +309,14 @@ bool pair_cost_is_flat(const std::vector<const DeltaFit*>& used, double v, char 
   // in size): one curve off the others tilts a line through four points without ordering them. On a
   // ConnectX-like emulation (slow state) the Deltas read 578, 435, 430 and 532 ns, a slope "resolved" at
   // -0.1287 +- 0.1277 with tau -1/3; rxe's 3634, 2783, 707 and 586 fall in order (tau -1).
-  int concordant = 0, pairs = 0;
+  int in_order = 0, pairs = 0;  // pairs in the slope's direction less those against it
   for (std::size_t i = 0; i < x.size(); ++i)
     for (std::size_t j = i + 1; j < x.size(); ++j) {
       const double s = (x[j] - x[i]) * (y[j] - y[i]);
-      concordant += s > 0 ? 1 : s < 0 ? -1 : 0;
+      in_order += s > 0 ? 1 : s < 0 ? -1 : 0;
       ++pairs;
     }
-  const double tau = pairs > 0 ? static_cast<double>(concordant) / pairs : 0;
+  const double tau = pairs > 0 ? static_cast<double>(in_order) / pairs : 0;
   const bool resolved = std::fabs(lf.slope) > half && std::fabs(tau) >= kPairTrendTau;
   std::snprintf(trend, sizeof trend,
                 "o_s + o_r over Delta = %.0f..%.0f ns reads %.1f..%.1f ns: slope %.4f +- %.4f per ns of "

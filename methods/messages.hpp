@@ -152,10 +152,10 @@ double credit_pace_ns(const EP& ep, const Clock& clock) {
   for (const auto& c : v) per.push_back(c.ns / c.credits);
   const double cut = kInterruptedShare * median_of(per);
   double ns = 0, n = 0;
-  for (const auto& c : v)
-    if (c.ns / c.credits <= cut) {
-      ns += c.ns;
-      n += c.credits;
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (per[i] <= cut) {
+      ns += v[i].ns;
+      n += v[i].credits;
     }
   return n > 0 ? ns / n : std::nan("");
 }

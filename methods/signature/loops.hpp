@@ -247,8 +247,7 @@ SignatureData signature(EP& ep, ClientState& st, const Clock& clock, const Signa
   d.replier_service_ns =
       replier_service(ep, st, false, &d.replier_requests, &d.replier_service_mean_ns, &d.replier_service_p90_ns);
   hooks.checkpoint(d);
-  std::vector<double> deltas = cfg.deltas_ns.empty() ? hooks.deltas_after_first(d.curves.front()) : cfg.deltas_ns;
-  for (int round = 0; round < 2 && !deltas.empty(); ++round) {
+  auto delta_curves = [&](const std::vector<double>& deltas) {
     for (double delta : deltas) {
       if (delta <= 0) continue;
       char label[64];
@@ -256,7 +255,12 @@ SignatureData signature(EP& ep, ClientState& st, const Clock& clock, const Signa
       d.curves.push_back(signature_curve(ep, clock, delta, cfg, hooks, label, request));
       hooks.checkpoint(d);
     }
-    deltas = cfg.deltas_ns.empty() && hooks.more_deltas ? hooks.more_deltas(d) : std::vector<double>{};
+  };
+  if (!cfg.deltas_ns.empty()) {
+    delta_curves(cfg.deltas_ns);
+  } else {
+    delta_curves(hooks.deltas_after_first(d.curves.front()));
+    if (hooks.more_deltas) delta_curves(hooks.more_deltas(d));  // once: the automatic grid's additions
   }
   // A Delta = 0 curve whose slope is below the o_s + o_r the Delta curves read is still filling its window
   // (Idle < 0: LogP allows no such steady state). Its cap may be the cause, automatic or not: the curve grows
