@@ -34,6 +34,18 @@ def expect_fail(args, needle, codes=(1, 2, 3), timeout=120):
     return time.time() - t0
 
 
+def probe_floor_ns():
+    """The machine's own floor: half the bare cache-line ping-pong's median round trip between the two cores
+    (bench/shm_bare_pingpong next to the binary's build), in ns; 0 where the probe is not built."""
+    probe = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(BIN))), "bench", "shm_bare_pingpong")
+    if not os.access(probe, os.X_OK):
+        return 0.0
+    p = subprocess.run([probe, "20000", "0", "1"], capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        return 0.0
+    return json.loads(p.stdout)["rtt"]["median_ns"] / 2
+
+
 def params_present(doc, keys=("o_s", "o_s_plus_o_r", "g", "L", "rtt")):  # the signature's figures
     for k in keys:
         p = doc["parameters"][k]

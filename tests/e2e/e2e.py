@@ -15,7 +15,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lpbtest import BIN, SRC, expect_fail, load, main, run  # noqa: E402
+from lpbtest import BIN, SRC, expect_fail, load, main, probe_floor_ns, run  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="logpb-e2e-")
 
@@ -286,8 +286,8 @@ DMA = "os=1.4us,or=2.2us,g=7.6us,L=6.3us,G=0.2ns"
 PIO = "os=1.4us,or=2.2us,g=7.6us,L=6.3us,G=0.2ns,os_per_byte=0.1ns,or_per_byte=0.05ns"
 
 
-def near(got, want, what, bad):
-    tol = max(0.1 * abs(want), TOL_US * 1e3)
+def near(got, want, what, bad, own_ns=0.0):
+    tol = max(0.1 * abs(want), TOL_US * 1e3, own_ns)
     if got is None or abs(got - want) > tol:
         bad.append(f"{what}: {got} ns, truth {want:.0f} ns (tolerance {tol:.0f} ns)")
 
@@ -306,10 +306,22 @@ def per_size(doc):
 
 def test_method_bulk():
     # Culler et al. section 4: o_s(n) from each size's signature (Figure 12), here a + b*n.
+    floor = probe_floor_ns()
     doc = method("bulk", PIO, ["--sizes", "8,1024,4096,16384"])
+    floor = max(floor, probe_floor_ns())
+    # o_s carries the machine's own send path besides the emulated pad, as the truth matrix models it
+    # (tests/e2e/truth.py): its floor (half the bare cache-line ping-pong, probed around the run), the AM
+    # layer's send as this run measured it (meta.harness) and four timer reads. In the VM's slow state a
+    # sanitized binary read o_s(8) 1718-1782 for 1400 (floor ~250 ns); the normal one reads 1450-1465 in
+    # the fast state. The per-byte slope cancels that path and is held to 10% or 100 ns whatever the machine.
+    own = floor + doc["meta"]["harness"]["send_ns"]["value_ns"] + 4 * doc["meta"]["tsc"]["timer_cost_ns"]
     bad = []
-    for n, e in per_size(doc).items():
-        near(e["o_s"]["value_ns"], 1400 + 0.1 * n, f"o_s({n})", bad)
+    sizes = per_size(doc)
+    for n, e in sizes.items():
+        near(e["o_s"]["value_ns"], 1400 + 0.1 * n, f"o_s({n}) (the machine's own send path {own:.0f} ns)", bad, own)
+        slope = e["o_s"]["value_ns"] - sizes[8]["o_s"]["value_ns"]
+        if abs(slope - 0.1 * (n - 8)) > max(0.1 * 0.1 * (n - 8), 100):
+            bad.append(f"o_s({n}) - o_s(8): {slope:.0f} ns, truth {0.1 * (n - 8):.0f} ns")
         near(e["rtt"]["value_ns"], 19800 + (0.1 + 0.2 + 0.05) * n, f"T({n})", bad)
         # A get is one-sided: o_s, a round trip of 2L with G per byte, o_r; no handler on the peer.
         # The runs' medians go into the message: one run off (an interruption) or all (a cost) tell apart.

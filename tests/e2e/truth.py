@@ -25,15 +25,13 @@ o_r + b n, gap g, per-byte gap G, latency L, window W:
   kielmann   o_s(m), o_r(m), RTT; g(0) by saturation as the flood; L by Table 1 = RTT(0)/2 - o_s - o_r;
   availability  o_s(n) and o_r(n), waiting for local completion.
 """
-import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from lpbtest import load, run  # noqa: E402
+from lpbtest import load, probe_floor_ns, run  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="logpb-truth-")
 # The replier's polls' mean over their median above which its core is taken too much for the steady state to
@@ -54,16 +52,6 @@ def abs_ns(floor_ns, ops=1):
     return max(ABS_NS, floor_ns) + ops * TIMER_READS * TIMER["ns"]
 
 
-def probe_floor_ns():
-    """Half the bare cache-line ping-pong's median round trip, in ns (0 where the probe is not built)."""
-    probe = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(sys.argv[1]))), "bench",
-                         "shm_bare_pingpong")
-    if not os.access(probe, os.X_OK):
-        return 0.0
-    p = subprocess.run([probe, "20000", "0", "1"], capture_output=True, text=True, timeout=120)
-    if p.returncode != 0:
-        return 0.0
-    return json.loads(p.stdout)["rtt"]["median_ns"] / 2
 # A hidden parameter's bound is the steady-state time, which the emulator pads to the stage's time plus its
 # overshoot (a few %): 20% is room for that on a loaded machine, while a bound taken from a slower stage
 # (o_s + o_r where a flood's stage is one overhead, a round trip where the signature's is o_s + o_r) misses.
