@@ -46,6 +46,29 @@ def probe_floor_ns():
     return json.loads(p.stdout)["rtt"]["median_ns"] / 2
 
 
+def kill_peer_midrun(args, out, env=None, timeout=60):
+    """Starts `logpbench ARGS` as a ping-pong of many runs writing `out`, SIGKILLs its forked peer rank once a
+    run is on disk, and returns (the leader's exit code, its output, seconds from the kill to its exit)."""
+    quiet = [] if "-q" in args else ["-q"]
+    p = subprocess.Popen([BIN] + args + ["--bench", "pingpong", "-n", "200000", "--runs", "1000", "--json", out] + quiet,
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+    try:
+        deadline = time.time() + timeout
+        while not (os.path.exists(out) and load(out).get("runs")):
+            assert time.time() < deadline and p.poll() is None, ("no run on disk", p.poll())
+            time.sleep(0.1)
+        child = subprocess.run(["pgrep", "-P", str(p.pid)], capture_output=True, text=True).stdout.split()
+        assert child, "no forked peer rank"
+        os.kill(int(child[0]), 9)
+        t0 = time.time()
+        text = p.communicate(timeout=timeout)[0]
+        return p.returncode, text, time.time() - t0
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+
 def params_present(doc, keys=("o_s", "o_s_plus_o_r", "g", "L", "rtt")):  # the signature's figures
     for k in keys:
         p = doc["parameters"][k]

@@ -10,6 +10,7 @@ namespace logpb::ucx {
 
 namespace {
 constexpr Choice<Layer> kLayer[] = {{Layer::uct, "uct"}, {Layer::ucp, "ucp"}};
+constexpr Choice<ErrMode> kErrMode[] = {{ErrMode::none, "none"}, {ErrMode::peer, "peer"}};
 }  // namespace
 
 Layer parse_layer(const std::string& s) {
@@ -18,6 +19,11 @@ Layer parse_layer(const std::string& s) {
                       "as -t ucp_am_lat)");
 }
 const char* to_string(Layer l) { return choice_name(l, kLayer); }
+
+ErrMode parse_err_mode(const std::string& s) {
+  return parse_choice(s, kErrMode, "--ucp-err-mode", "(none: UCP's default; peer: UCP_ERR_HANDLING_MODE_PEER)");
+}
+const char* to_string(ErrMode m) { return choice_name(m, kErrMode); }
 
 po::options_description describe(CliOptions& o) {
   po::options_description ucx("UCX transport (ucx_perftest's -x, -d)");
@@ -32,13 +38,19 @@ po::options_description describe(CliOptions& o) {
       "its device: memory, lo, eth0, rxe0:1, mlx5_0:1, ... (default: the first ucx_info -d lists for it)")(
       "ucx-bulk-tl", po::value(&o.ucx_bulk_tl),
       "uct: a second transport for stores and gets, on its first device (cma: the kernel's process_vm_writev and "
-      "process_vm_readv); default: the AM transport's own put/get, else stores as AMs");
+      "process_vm_readv); default: the AM transport's own put/get, else stores as AMs")(
+      "ucp-err-mode", po::value(&o.ucp_err_mode)->default_value(o.ucp_err_mode),
+      "ucp: none, UCP's default (as ucx_perftest and Open MPI's pml ucx): every transport is kept, and a lost peer "
+      "is UCX's to handle, which on some transports ends the process (ud_verbs: SIGABRT after UCX_UD_VERBS_TIMEOUT) "
+      "unless logpbench's watchdog ends the run first | peer: UCP_ERR_HANDLING_MODE_PEER (ucx_perftest -e): a lost "
+      "peer ends the run as on every transport (exit 3), and UCP keeps only transports that can report one (in UCX "
+      "1.13 not posix or sysv)");
   return ucx;
 }
 
 void validate(CliOptions& o, const po::variables_map& vm, const std::string& transport) {
   if (transport != "ucx") {
-    cli::refuse_given(vm, {"ucx-layer", "ucx-tl", "ucx-dev", "ucx-bulk-tl"}, "ucx");
+    cli::refuse_given(vm, {"ucx-layer", "ucx-tl", "ucx-dev", "ucx-bulk-tl", "ucp-err-mode"}, "ucx");
     return;
   }
   TransportOptions& t = o.ucx_options;
@@ -46,6 +58,7 @@ void validate(CliOptions& o, const po::variables_map& vm, const std::string& tra
   t.tl = o.ucx_tl;
   t.dev = o.ucx_dev;
   t.bulk_tl = o.ucx_bulk_tl;
+  t.err_mode = parse_err_mode(o.ucp_err_mode);
   if (t.layer == Layer::uct && t.tl.empty())
     throw UsageError(
         "--ucx-layer uct needs --ucx-tl NAME (ucx_info -d lists this host's: posix, sysv, tcp, ...), as "
@@ -57,6 +70,8 @@ void validate(CliOptions& o, const po::variables_map& vm, const std::string& tra
                          " is for --ucx-layer uct; UCP picks its transports from UCX_TLS and UCX_NET_DEVICES");
   }
   if (!t.dev.empty() && t.tl.empty()) throw UsageError("--ucx-dev needs --ucx-tl");
+  if (t.layer == Layer::uct && vm.count("ucp-err-mode") && !vm["ucp-err-mode"].defaulted())
+    throw UsageError("--ucp-err-mode is for --ucx-layer ucp (UCP's endpoints; UCT's have no such mode)");
 }
 
 }  // namespace logpb::ucx

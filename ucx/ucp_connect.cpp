@@ -107,18 +107,30 @@ UcpConnection::UcpConnection(Ranks& ranks, const TransportOptions& opt)
     if (r == rank_) continue;
     const auto wa = unhex(all[r].at("worker").get<std::string>(), "worker address");
     ucp_ep_params_t ep{};
-    // No error handling mode, as ucx_perftest and Open MPI's pml ucx by default: a peer's death is seen
-    // through the job's bootstrap and the call guard, and UCP keeps every transport (some have no
-    // peer-failure mode).
+    // --ucp-err-mode none, as ucx_perftest and Open MPI's pml ucx by default: a peer's death is seen through
+    // the job's bootstrap and the call guard, and UCP keeps every transport (some have no peer-failure
+    // mode). peer: UCP tells a lost peer to UcpTransport::on_ep_error, and picks only transports that can.
     ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
     ep.address = reinterpret_cast<const ucp_address_t*>(wa.data());
-    check_setup(ucp_ep_create(worker_, &ep, &eps_[r]), "ucp_ep_create", "to rank " + std::to_string(r));
+    if (opt.err_mode == ErrMode::peer) {
+      ep.field_mask |= UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE | UCP_EP_PARAM_FIELD_ERR_HANDLER;
+      ep.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+      ep.err_handler.cb = &UcpTransport::on_ep_error;
+      ep.err_handler.arg = transport_.get();
+    }
+    check_setup(ucp_ep_create(worker_, &ep, &eps_[r]), "ucp_ep_create",
+                "to rank " + std::to_string(r) +
+                    (opt.err_mode == ErrMode::peer
+                         ? " with --ucp-err-mode peer: no transport in UCX_TLS can report a lost peer to it (posix "
+                           "and sysv cannot; tcp, rc and ud can), or use --ucp-err-mode none"
+                         : ""));
     const auto rk = unhex(all[r].at("rkey").get<std::string>(), "remote key");
     check_setup(ucp_ep_rkey_unpack(eps_[r], rk.data(), &rkeys_[r]), "ucp_ep_rkey_unpack");
     peers[r] = {eps_[r], all[r].at("segment").get<std::uint64_t>(), rkeys_[r]};
   }
   transport_->set_peers(std::move(peers));
   describe_ = {{"layer", "ucp"},
+               {"err_mode", to_string(opt.err_mode)},
                {"version", ucp_get_version_string()},
                {"environment", environment_with_prefix("UCX_")},
                {"context", lines(printed([&](FILE* f) { ucp_context_print_info(context_, f); }))},

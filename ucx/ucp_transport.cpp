@@ -42,6 +42,12 @@ void UcpTransport::on_sent(void* request, ucs_status_t status, void* user_data) 
   ucp_request_free(request);
 }
 
+void UcpTransport::on_ep_error(void* arg, ucp_ep_h /*ep*/, ucs_status_t status) {
+  if (closing) [[unlikely]]
+    return;  // the endpoints' own closing (the transport is gone)
+  static_cast<UcpTransport*>(arg)->callback_error_.set(status, "a UCP endpoint (its error handler: the peer is lost)");
+}
+
 void UcpTransport::on_got(void* request, ucs_status_t status, void* user_data) {
   if (closing) [[unlikely]] {
     ucp_request_free(request);

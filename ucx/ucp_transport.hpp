@@ -64,6 +64,9 @@ class UcpTransport : public Datapath<UcpTransport, UcpPeer> {
   // closing cancels the requests still in flight, and their callbacks must neither touch the slots (freed)
   // nor throw (they run inside that destructor: std::terminate).
   static inline bool closing = false;
+  // An endpoint's error handler under --ucp-err-mode peer (arg: this transport): the peer is lost. Noted, and
+  // thrown by the next progress() as a datapath failure (exit 3), as a failed request's callback is.
+  static void on_ep_error(void* arg, ucp_ep_h ep, ucs_status_t status);
 
   bool try_send(const am::Frame& f) {
     const UcpPeer& p = peer(f.dst);

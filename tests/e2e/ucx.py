@@ -20,7 +20,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-from lpbtest import BIN, load, main  # noqa: E402
+from lpbtest import BIN, kill_peer_midrun, load, main  # noqa: E402
 
 TMP = tempfile.mkdtemp(prefix="logpb-ucx-e2e-")
 # Short, functional runs: the figures belong to a quiet machine, not to ctest.
@@ -50,6 +50,10 @@ CONFIGS = {
                       ["sweep", "verify", "flood", "availability"]),
     "ucp_posix": (["--ucx-layer", "ucp"], {"UCX_TLS": "self,posix"}, ["posix"], ALL),
     "ucp_tcp": (["--ucx-layer", "ucp"], {"UCX_TLS": "self,tcp"}, ["tcp"], ["pingpong", "sweep", "verify", "flood"]),
+    # UCP_ERR_HANDLING_MODE_PEER: UCX keeps only transports that can report a lost peer (tcp here, with its
+    # keepalive lane); the methods must run to the end as without it (a peer's normal exit is no error).
+    "ucp_tcp_peer": (["--ucx-layer", "ucp", "--ucp-err-mode", "peer"], {"UCX_TLS": "self,posix,tcp"}, ["tcp"],
+                     ["pingpong", "verify", "flood", "kielmann"]),
 }
 
 
@@ -124,6 +128,11 @@ def check_meta(config, doc):
         want = env["UCX_TLS"].split(",")[-1]
         assert want in "\n".join(u["endpoint"]["info"]), (want, u["endpoint"])
         assert c["sends"] > 0 and c["rx_rendezvous_refused"] == 0, c
+        mode = opts[opts.index("--ucp-err-mode") + 1] if "--ucp-err-mode" in opts else "none"
+        assert u["err_mode"] == mode, (u["err_mode"], mode)
+        if mode == "peer":  # posix allowed, yet not chosen: it cannot report a lost peer
+            info = "\n".join(u["endpoint"]["info"])
+            assert "posix" not in info and "keepalive" in info, info
     return c, u
 
 
@@ -207,6 +216,25 @@ def test_jobs(config):
     print(f"{config}: pairs and k-to-one over 4 ranks:", [(e["k"], round(e["g"]["value_ns"])) for e in per_k])
 
 
+def test_peer_lost(mode):
+    """A peer SIGKILLed in the middle of a ping-pong over UCP on tcp: the leader ends the run as a lost peer
+    (exit 3, valid JSON, status failed) within 5 s. Under --ucp-err-mode peer, UCX itself reports it, through
+    the endpoint's error handler; under none, the job's bootstrap sees the rank gone."""
+    why = unavailable(["tcp"])
+    if why:
+        print(f"skipped: {why}")
+        return
+    out = os.path.join(TMP, f"lost-{mode}.json")
+    rc, text, took = kill_peer_midrun(["local", "--transport", "ucx", "--ucx-layer", "ucp", "--ucp-err-mode", mode],
+                                      out, env=dict(os.environ, UCX_TLS="self,tcp"))
+    want = "its error handler: the peer is lost" if mode == "peer" else "rank 1 died"
+    assert rc == 3 and want in text, (rc, text[-2000:])
+    assert took < 5, took
+    doc = load(out)
+    assert doc["status"] == "failed" and doc["runs"], doc.get("status")
+    print(f"peer lost under --ucp-err-mode {mode}: exit 3 after {took:.2f} s:", text.strip().splitlines()[-2][:160])
+
+
 def expect_error(args, needles, codes, env=None, timeout=60):
     t0 = time.time()
     p = lpb(args, env=env, timeout=timeout, check=False)
@@ -247,6 +275,12 @@ def test_errors():
     if "cma" in have:  # a transport that exists but carries no active messages: no endpoint can be made
         expect_error(base + ["--ucx-layer", "ucp"], ["ucp_ep_create failed", "unreachable"], (1,),
                      env={"UCX_TLS": "cma"})
+    expect_error(base + ["--ucx-tl", "posix", "--ucp-err-mode", "peer"], ["--ucp-err-mode is for --ucx-layer ucp"], (2,))
+    expect_error(base + ["--ucx-layer", "ucp", "--ucp-err-mode", "bogus"], ["--ucp-err-mode"], (2,))
+    if "posix" in have:  # peer mode where no allowed transport can report a lost peer: said so, exit 1, at once
+        expect_error(base + ["--ucx-layer", "ucp", "--ucp-err-mode", "peer"],
+                     ["ucp_ep_create failed", "--ucp-err-mode peer", "posix and sysv cannot"], (1,),
+                     env={"UCX_TLS": "self,posix"})
     # UCX is opened by the transport's first call (ucx/loader.cpp), not linked: libucs's load-time constructor
     # installs signal handlers in every process that links it.
     deps = subprocess.run(["ldd", BIN], capture_output=True, text=True, check=True).stdout
