@@ -86,6 +86,15 @@ def test_ucx_rc():
     assert m["thresholds"]["small_am"] == "am_short", m["thresholds"]
     c = verify(args, "uct", "rc_verbs")["meta"]["transport"]["counters"]
     assert c["puts"] > 0 and c["gets"] > 0, c  # rc_verbs has put and get: stores beyond am_bcopy went by put
+    killed_midrun(args, "rc_verbs")
+
+
+def killed_midrun(args, tl):
+    """The peer rank SIGKILLed mid-run over UCT `tl` (no error handler on UCT's interfaces): the run must end as
+    a lost peer (exit 3) by the bootstrap or the watchdog, with no abort or assertion inside UCX."""
+    rc, text, took = kill_peer_midrun(["local"] + args, os.path.join(TMP, f"lost-{tl}.json"), timeout=180)
+    assert rc == 3 and "peer lost" in text and "Assertion" not in text and "Fatal" not in text, (rc, text[-2000:])
+    print(f"{tl}: the peer killed mid-run, exit 3 after {took:.1f} s:", text.strip().splitlines()[-2][:160])
 
 
 def soft_roce():
@@ -106,6 +115,7 @@ def test_ucx_ud():
                            env=dict(os.environ, UCX_UD_VERBS_ETH_DGID_CHECK="y"))
         assert p.returncode == 3 and "peer lost" in p.stdout + p.stderr, (p.returncode, (p.stdout + p.stderr)[-2000:])
     expect_fail(["local", "--bench", "verify"] + args, "has no get here", (2,))
+    killed_midrun(args, "ud_verbs")
 
 
 def test_ucx_ucp():
