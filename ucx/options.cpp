@@ -40,7 +40,7 @@ po::options_description describe(CliOptions& o) {
       "uct: a second transport for stores and gets, on its first device (cma: the kernel's process_vm_writev and "
       "process_vm_readv); default: the AM transport's own put/get, else stores as AMs")(
       "ucp-err-mode", po::value(&o.ucp_err_mode)->default_value(o.ucp_err_mode),
-      "ucp: none, UCP's default (as ucx_perftest and Open MPI's pml ucx): every transport is kept, and a lost peer "
+      "ucp: none, UCP's default (ucx_perftest without -e): every transport is kept, and a lost peer "
       "is UCX's to handle, which on some transports ends the process (ud_verbs: SIGABRT after UCX_UD_VERBS_TIMEOUT) "
       "unless logpbench's watchdog ends the run first | peer: UCP_ERR_HANDLING_MODE_PEER (ucx_perftest -e): a lost "
       "peer ends the run as on every transport (exit 3), and UCP keeps only transports that can report one (in UCX "
@@ -71,7 +71,9 @@ void validate(CliOptions& o, const po::variables_map& vm, const std::string& tra
   }
   if (!t.dev.empty() && t.tl.empty()) throw UsageError("--ucx-dev needs --ucx-tl");
   if (t.layer == Layer::uct && vm.count("ucp-err-mode") && !vm["ucp-err-mode"].defaulted())
-    throw UsageError("--ucp-err-mode is for --ucx-layer ucp (UCP's endpoints; UCT's have no such mode)");
+    throw UsageError(
+        "--ucp-err-mode is for --ucx-layer ucp (UCP's endpoints; over UCT a lost peer is seen by the job's "
+        "bootstrap and logpbench's watchdog)");
 }
 
 }  // namespace logpb::ucx

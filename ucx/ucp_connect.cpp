@@ -107,7 +107,7 @@ UcpConnection::UcpConnection(Ranks& ranks, const TransportOptions& opt)
     if (r == rank_) continue;
     const auto wa = unhex(all[r].at("worker").get<std::string>(), "worker address");
     ucp_ep_params_t ep{};
-    // --ucp-err-mode none, as ucx_perftest and Open MPI's pml ucx by default: a peer's death is seen through
+    // --ucp-err-mode none, UCP's default and ucx_perftest's without -e: a peer's death is seen through
     // the job's bootstrap and the call guard, and UCP keeps every transport (some have no peer-failure
     // mode). peer: UCP tells a lost peer to UcpTransport::on_ep_error, and picks only transports that can.
     ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
