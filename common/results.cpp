@@ -176,7 +176,7 @@ nlohmann::json interruptions_json(const Interruptions& irq, const ProbePrecision
                     {"stolen_fraction_ci95", rule->stolen_ci95},
                     {"stolen_fraction_limit", rule->limit},
                     {"median_interval_rel_ci95", rule->interval_read ? nlohmann::json(rule->interval_rel_ci95)
-                                                                     : nlohmann::json("not read after the run")},
+                                                                     : nlohmann::json("not read by this run")},
                     {"min_count", rule->min_count},
                     {"rule",
                      "stops before max_window_ms once, after min_ms and min_count interruptions, the stolen "

@@ -26,6 +26,7 @@ MethodInfo info_of() {
   if constexpr (requires { M::shares; }) i.shares = M::shares;
   if constexpr (requires { M::contention; }) i.contention = M::contention;
   if constexpr (requires { M::own_table; }) i.own_table = M::own_table;
+  if constexpr (requires { M::burst_cap; }) i.burst_cap = M::burst_cap;
   if constexpr (M::scope == Scope::job) {
     i.check_size = &M::check_size;
     i.role = &M::role;
@@ -81,6 +82,13 @@ Needs run_needs(const MethodInfo& method, const std::map<std::string, std::strin
     }
   }
   return n;
+}
+
+bool run_caps_bursts(const MethodInfo& method, const std::map<std::string, std::string>& method_args) {
+  if (method.burst_cap || method.link_option.empty()) return method.burst_cap;
+  const auto it = method_args.find(method.link_option);
+  const MethodInfo* l = it == method_args.end() ? nullptr : find_method(it->second);
+  return !l || l->burst_cap;  // not named: assume it does, so the probe reads what it may need
 }
 
 std::string bench_help() {

@@ -27,6 +27,9 @@
 //                                   // other methods and its paper's definition of each (read by `agree`)
 //   static constexpr bool own_table;                            // optional: print() shows the parameters
 //                                   // in a table of its own, in place of the usual one (agree's LogP table)
+//   static constexpr bool burst_cap;                            // optional: it runs bursts capped in time
+//                                   // by --max-burst-time, whose automatic value the core probe before
+//                                   // the run sets from its median interval (app/main.cpp)
 //   static void budgets(const Given&, Settings&);               // optional: a method that sets its own
 //                                   // budgets refuses the options it sets and may give others defaults
 // Settings (settings.hpp) is what a method reads of the command line. The timed loops (loops.hpp) and the
@@ -142,6 +145,7 @@ struct MethodInfo {
   std::vector<SharedFigure> shares;                    // the figures it shares with other methods
   ContentionShape contention = ContentionShape::none;  // what `model` reads from its result
   bool own_table = false;  // its print() shows the parameters in a table of its own, in place of the usual one
+  bool burst_cap = false;  // it reads --max-burst-time (auto: from the core probe's median interval)
   // A job-level method's place in the job (Scope::job; null for a link-level one, and core_slot when it has
   // no core order of its own).
   void (*check_size)(int ranks) = nullptr;
@@ -157,6 +161,9 @@ std::string method_names(const char* sep, const char* last_sep);
 // What a run asks of the transport: the method's needs, and for a job-level method that runs a link-level
 // method on each link (its link_option, e.g. --pairs-bench) that method's too. Unknown names need nothing.
 Needs run_needs(const MethodInfo& method, const std::map<std::string, std::string>& method_args);
+// Whether a run caps its bursts in time (the method's burst_cap, or its link-level method's), and so needs
+// the core probe's median interval between interruptions for the automatic --max-burst-time.
+bool run_caps_bursts(const MethodInfo& method, const std::map<std::string, std::string>& method_args);
 // How `compare` reads a result of that method (its descriptor's compare_as; the plain reading for a name
 // no method has, as an old result's may be).
 analysis::compare::Reading compare_reading(const std::string& bench);

@@ -2,6 +2,7 @@
 // driving registered methods over a real shm link (the replier on a thread).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <future>
 #include <memory>
 #include <set>
@@ -25,7 +26,16 @@ TEST_CASE("the catalogue lists every method once, with what --help, the report a
     CHECK(std::is_sorted(m.default_sizes.begin(), m.default_sizes.end()));
     if (!m.default_sizes.empty()) CHECK(m.needs.bulk);  // sizes above 0 are bulk stores
     if (m.needs.get) CHECK(m.needs.bulk);
+    // A method taking --max-burst-time caps its bursts, and the core probe must read what its auto value needs.
+    const bool takes_cap = std::any_of(m.options.begin(), m.options.end(), [](const MethodOption& x) {
+      return std::string(x.name) == opt::kMaxBurstTime.name;
+    });
+    if (takes_cap) CHECK(m.burst_cap);
   }
+  CHECK(run_caps_bursts(*find_method("quick"), {}));
+  CHECK_FALSE(run_caps_bursts(*find_method("kielmann"), {}));
+  CHECK(run_caps_bursts(*find_method("pairs"), {{"pairs-bench", "signature"}}));
+  CHECK_FALSE(run_caps_bursts(*find_method("pairs"), {{"pairs-bench", "pingpong"}}));
   for (const char* n : {"pingpong", "signature", "verify", "bulk", "flood", "overlap", "kielmann", "availability"}) {
     REQUIRE(find_method(n));
     CHECK(find_method(n)->scope == Scope::link);

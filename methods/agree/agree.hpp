@@ -42,6 +42,7 @@ struct agree {
       "logpbench agree: signature, kielmann, overlap and availability on one link, their shared parameters compared";
   static constexpr const char* plot = "";
   static constexpr Needs needs{.bulk = true, .local_completion = true};
+  static constexpr bool burst_cap = true;  // its signature phase's
   static constexpr Scope scope = Scope::job;
   static constexpr bool own_table = true;  // the one LogP table (print) replaces the usual parameters table
   static constexpr const auto& phases = methods::kAgreeMethods;

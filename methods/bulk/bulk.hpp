@@ -20,6 +20,7 @@ struct bulk {
   // The round trip of an n-byte store is Culler et al.'s T(n) (section 4), and n / T(n) its bandwidth.
   static constexpr analysis::compare::Reading compare_as{.per_size_rtt = "T", .bandwidth = true};
   static constexpr Needs needs{.bulk = true, .get = true};
+  static constexpr bool burst_cap = true;
   static constexpr Scope scope = Scope::link;
   static inline const std::vector<std::uint32_t> default_sizes{8, 64, 256, 1024, 4096};  // Figure 12 goes to 4 KiB
   using Run = std::vector<methods::BulkSize>;

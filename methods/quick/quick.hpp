@@ -34,6 +34,7 @@ struct quick {
   static constexpr const char* summary = "logpbench quick: pingpong, message rate and the LogP table in seconds";
   static constexpr const char* plot = "";
   static constexpr Needs needs{};
+  static constexpr bool burst_cap = true;  // its signature phase's
   static constexpr Scope scope = Scope::job;
 
   static void check_size(int n) {

@@ -23,6 +23,7 @@ struct signature {
   static constexpr const char* summary = "Culler et al. 3: the M x Delta signature (default)";
   static constexpr const char* plot = "signature";
   static constexpr Needs needs{};
+  static constexpr bool burst_cap = true;
   static constexpr Scope scope = Scope::link;
   static constexpr Takes takes{.ud = true};
   static inline const std::vector<MethodOption> options = {opt::kMaxBurst, opt::kMaxBurstTime, opt::kBursts,

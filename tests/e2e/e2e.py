@@ -254,9 +254,16 @@ def test_default_run():
         assert m["startup_ms"][k if k == "interruptions_after" else "core_probe"] >= irq["window_ms"] - 1, (k, m)
     before, after = m["interruptions"]["stop_rule"], m["interruptions_after"]["stop_rule"]
     assert isinstance(before["median_interval_rel_ci95"], float) and before["min_count"] == 20, before
-    assert after["median_interval_rel_ci95"] == "not read after the run" and after["min_count"] == 0, after
+    assert after["median_interval_rel_ci95"] == "not read by this run" and after["min_count"] == 0, after
     check = next(c for c in doc["checks"] if c["name"] == "the core stayed available")
     assert check["detail"].count("%") >= 3 and "before the run" in check["detail"], check
+    # Before a run that caps no burst in time by the probe (a ping-pong; a signature given --max-burst-time),
+    # the probe reads only the stolen share, as after the run.
+    for args in (["--bench", "pingpong", "-n", "2000"], ["--max-burst-time", "1ms", "--max-burst", "64"]):
+        out = os.path.join(TMP, "probe_share.json")
+        run(["local", "--runs", "1", "--json", out, "-q"] + args)
+        rule = load(out)["meta"]["interruptions"]["stop_rule"]
+        assert rule["median_interval_rel_ci95"] == "not read by this run" and rule["min_count"] == 0, (args, rule)
 
 
 def test_plot():
