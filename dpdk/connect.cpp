@@ -4,12 +4,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <initializer_list>
 #include <set>
 #include <sstream>
 
 #include "common/errors.hpp"
+#include "dpdk/floor.hpp"
 
 namespace logpb::dpdk {
 namespace {
@@ -274,6 +276,12 @@ std::unique_ptr<Connection> connect(Ranks& ranks, const ConnectOptions& o) {
   nlohmann::json mine = o.local ? ConnectSteps::memif_per_pair(*c, ranks, o, peers, ranks_alive)
                                 : ConnectSteps::port_per_rank(*c, ranks, o, peers, ranks_alive);
   ConnectSteps::exchange_addresses(*c, ranks, o, std::move(mine), peers);
+  if (o.floor_clock && n == 2) {
+    ranks.barrier();  // both ends are up and know each other's address
+    const auto t0 = std::chrono::steady_clock::now();
+    c->floor_ = measure_floor(*c->ports_[0], peers[0].mac, ranks.rank() == o.floor_requester, *o.floor_clock);
+    c->floor_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
   ConnectSteps::make_transport(*c, o, peers, topt, ranks_alive);
   c->endpoint_size_ = n;
   ranks.barrier();  // everyone's transport exists: nobody sends before everyone can receive

@@ -20,6 +20,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/clock.hpp"
 #include "common/ranks.hpp"
 #include "dpdk/port.hpp"
 #include "dpdk/transport.hpp"
@@ -36,6 +37,8 @@ struct ConnectOptions {
   bool local = false;          // every rank on this host: one memif interface per pair of ranks
   bool reflector = false;      // a job of one rank against a reflector (testpmd macswap) on the one port
   TransportOptions transport;  // session, burst, drop rate, segment, ...; rank and size are the job's
+  const Clock* floor_clock = nullptr;  // given: a job of two ranks times its bare loop first (floor.hpp)
+  int floor_requester = 0;             // the rank that times it (the job's leader: the client of server/client)
 };
 
 // What connect() built. Its destructor frees the transport but leaves the ports open and the EAL up
@@ -73,6 +76,10 @@ class Connection {
   int endpoint_size() const { return endpoint_size_; }
   // How the job was wired: mode, EAL arguments, memif sockets, the rank -> MAC table.
   const nlohmann::json& describe() const { return desc_; }
+  // The bare loop under the transport (meta.transport_floor; floor.hpp): null on every rank but the
+  // requester of a job of two that was given a floor_clock; floor_ms() what it took.
+  const nlohmann::json& floor() const { return floor_; }
+  double floor_ms() const { return floor_ms_; }
 
  private:
   friend std::unique_ptr<Connection> connect(Ranks& ranks, const ConnectOptions& o);
@@ -85,7 +92,8 @@ class Connection {
   std::unique_ptr<Transport<Plain>> plain_;  // exactly one of the two
   std::unique_ptr<Transport<Rigged>> rigged_;
   int endpoint_size_ = 0;
-  nlohmann::json desc_;
+  nlohmann::json desc_, floor_;
+  double floor_ms_ = 0;
 };
 
 // Builds this rank's ports and transport, exchanges MACs and rx rings with ranks.allgather, waits for

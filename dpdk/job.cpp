@@ -35,13 +35,22 @@ dpdk::JobPlace place(const Job& job) {
 }  // namespace
 
 void Descriptor::run(Job& job) {
-  auto conn = dpdk::connect(job.ranks, dpdk::connect_options(job.o, place(job)));
+  dpdk::ConnectOptions co = dpdk::connect_options(job.o, place(job));
+  co.floor_clock = &job.clock;
+  co.floor_requester = job.leader_rank;
+  auto conn = dpdk::connect(job.ranks, co);
   if (job.o.mode == "server" && !job.leader())
     std::fprintf(stderr, "logpbench server: DPDK port %u (%s)\n", conn->ports()[0]->id(),
                  conn->ports()[0]->mac_string().c_str());
   if (job.leader()) {
     job.doc.j["meta"]["no_huge"] = job.o.no_huge;
     job.doc.j["meta"]["dpdk_job"] = conn->describe();
+    // The bare loop under the small AM's round trip, in the same job (dpdk/floor.hpp), as over MPI: the
+    // table and compare split what the round trip takes beyond it into the AM layer and DPDK transport code.
+    if (!conn->floor().is_null()) {
+      job.doc.j["meta"]["transport_floor"] = conn->floor();
+      job.doc.j["meta"]["startup_ms"]["transport_floor"] = conn->floor_ms();
+    }
   }
   // Transport<Plain>, or Transport<Rigged> for injected faults and the reflector (dpdk/transport.hpp).
   conn->with_transport([&](auto& t) { run_dpdk_job(job, t); });
