@@ -72,8 +72,8 @@ void validate(CliOptions& o, const po::variables_map& vm, const std::string& tra
   if (!t.dev.empty() && t.tl.empty()) throw UsageError("--ucx-dev needs --ucx-tl");
   if (t.layer == Layer::uct && vm.count("ucp-err-mode") && !vm["ucp-err-mode"].defaulted())
     throw UsageError(
-        "--ucp-err-mode is for --ucx-layer ucp (UCP's endpoints; over UCT a lost peer is seen by the job's "
-        "bootstrap and logpbench's watchdog)");
+        "--ucp-err-mode is for --ucx-layer ucp (UCP's endpoints; over UCT the interface's error handler, the "
+        "job's bootstrap and logpbench's watchdog see a lost peer)");
 }
 
 }  // namespace logpb::ucx

@@ -92,6 +92,7 @@ UctConnection::UctConnection(Ranks& ranks, const TransportOptions& opt)
   s.peer_alive = [] { return true; };
   s.yield_when_idle = opt.yield_when_idle;
   transport_ = std::make_unique<UctTransport>(std::move(s));
+  error_target_ = transport_.get();
   check_setup(uct_iface_set_am_handler(am_.iface, kAmId, &UctTransport::on_am, transport_.get(), 0),
               "uct_iface_set_am_handler");
   uct_iface_progress_enable(am_.iface, UCT_PROGRESS_SEND | UCT_PROGRESS_RECV);
@@ -196,7 +197,11 @@ void UctConnection::open_iface(Iface& f, const std::string& tl, const std::strin
   check_setup(uct_md_iface_config_read(f.md, f.tl.c_str(), nullptr, nullptr, &cfg), "uct_md_iface_config_read");
   uct_iface_params_t p{};
   p.field_mask = UCT_IFACE_PARAM_FIELD_OPEN_MODE | UCT_IFACE_PARAM_FIELD_DEVICE | UCT_IFACE_PARAM_FIELD_STATS_ROOT |
-                 UCT_IFACE_PARAM_FIELD_RX_HEADROOM;
+                 UCT_IFACE_PARAM_FIELD_RX_HEADROOM | UCT_IFACE_PARAM_FIELD_ERR_HANDLER |
+                 UCT_IFACE_PARAM_FIELD_ERR_HANDLER_ARG | UCT_IFACE_PARAM_FIELD_ERR_HANDLER_FLAGS;
+  p.err_handler = &UctTransport::on_iface_error;
+  p.err_handler_arg = &error_target_;
+  p.err_handler_flags = 0;  // called from uct_worker_progress, never from UCX's async thread
   p.open_mode = UCT_IFACE_OPEN_MODE_DEVICE;
   p.mode.device.tl_name = f.tl.c_str();
   p.mode.device.dev_name = f.dev.c_str();
@@ -361,6 +366,7 @@ nlohmann::json UctConnection::record(const TransportOptions& opt, const UctCaps&
 }
 
 UctConnection::~UctConnection() {
+  error_target_ = nullptr;  // the endpoints' own closing may report them failed
   transport_.reset();
   for (int r = 0; r < static_cast<int>(rkeys_.size()); ++r)
     if (rkey_held_[r]) uct_rkey_release((separate_bulk_ ? bulk_ : am_).component, &rkeys_[r]);

@@ -53,6 +53,7 @@ class UctConnection {
   ucs_async_context_t* async_ = nullptr;
   uct_worker_h worker_ = nullptr;
   Iface am_, bulk_;
+  UctTransport* error_target_ = nullptr;  // the interfaces' error handler's argument (UctTransport::on_iface_error)
   bool separate_bulk_ = false;
   std::uint32_t segment_bytes_ = 0;
   std::byte* segment_ = nullptr;

@@ -40,6 +40,12 @@ UctTransport::UctTransport(UctSetup s)
       staging_(s.staging),
       staging_memh_(s.staging_memh) {}
 
+ucs_status_t UctTransport::on_iface_error(void* arg, uct_ep_h /*ep*/, ucs_status_t status) {
+  if (UctTransport* self = *static_cast<UctTransport**>(arg))
+    self->callback_error_.set(status, "a UCT endpoint (the interface's error handler: the peer is lost)");
+  return UCS_OK;  // handled: the endpoint stays failed, and the run ends at the next progress call
+}
+
 ucs_status_t UctTransport::on_am(void* arg, void* data, std::size_t length, unsigned /*flags*/) {
   auto* self = static_cast<UctTransport*>(arg);
   if (length < sizeof(am::Frame)) [[unlikely]] {

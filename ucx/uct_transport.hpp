@@ -74,6 +74,12 @@ class UctTransport : public Datapath<UctTransport, UctPeer> {
 
   // UCT's AM handler (registered by the control path with this transport as its argument).
   static ucs_status_t on_am(void* arg, void* data, std::size_t length, unsigned flags);
+  // UCT's interface error handler (uct_iface_params_t::err_handler; its argument the connection's
+  // UctTransport* slot, null before the transport exists and after it is gone): an endpoint failed, its
+  // peer lost (a tcp connection reset, RC's retries or UD's timeout spent). Noted, and thrown once the
+  // progress call returns, as a lost peer (exit 3), where UCX would otherwise leave it to the bootstrap
+  // or the watchdog (or, on UD, abort the process).
+  static ucs_status_t on_iface_error(void* arg, uct_ep_h ep, ucs_status_t status);
 
   bool try_send(const am::Frame& f) {
     const UctPeer& p = peer(f.dst);
