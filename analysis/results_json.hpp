@@ -30,7 +30,7 @@ inline nlohmann::json finite_or_null(double x) { return std::isfinite(x) ? nlohm
 void add_check(nlohmann::json& checks, const std::string& name, bool ok, const std::string& detail);
 
 // What a small AM's round trip took beyond the transport's own bare loop in the same run
-// (meta.transport_floor, where the transport records one: MPI), per message (a send and its receive, half
+// (meta.transport_floor, where the transport records one: MPI, DPDK, UCT), per message (a send and its receive, half
 // the difference), and how that splits into the AM layer (meta.harness send + receive) and the transport's
 // own code (the rest). Only for a run whose rtt is the small AM's (not a ping-pong of -s n > 0).
 struct TransportShare {
@@ -40,6 +40,10 @@ struct TransportShare {
   double am_layer_ns = 0;    // meta.harness send_ns + recv_ns
   double transport_ns = 0;   // over_floor - am_layer
   double ci95_ns = 0;        // of over_floor and transport: the two round trips' intervals in quadrature, halved
+  // Below zero beyond its interval: the bare loop took longer than the run's round trip less the AM layer
+  // (the link changed between the two, as tcp on lo does), and there is no split to show. Below zero within
+  // it: only a bound, transport_ns + ci95_ns.
+  bool floor_above() const { return transport_ns + ci95_ns < 0; }
 };
 std::optional<TransportShare> transport_share(const nlohmann::json& doc);
 

@@ -12,6 +12,9 @@
 #include <ctime>
 #include <stdexcept>
 #include <utility>
+#include <vector>
+
+#include "common/stats.hpp"
 
 namespace logpb {
 
@@ -184,6 +187,23 @@ nlohmann::json interruptions_json(const Interruptions& irq, const ProbePrecision
                      "either side or clear of stolen_fraction_limit (the check's), and the median interval's "
                      "(order statistics) at most median_interval_rel_ci95 of the median"}};
   return j;
+}
+
+nlohmann::json transport_floor_json(const Clock& clock, const std::vector<std::uint64_t>& cycles, std::size_t warmup,
+                                    const std::string& loop, int bytes, std::string why) {
+  const std::size_t timed = cycles.size() > warmup ? cycles.size() - warmup : 0;
+  if (why.empty() && timed < 100) why = "fewer than 100 round trips timed (" + std::to_string(timed) + ")";
+  if (!why.empty()) return {{"loop", loop}, {"bytes", bytes}, {"rtt", nullptr}, {"why", why}};
+  std::vector<double> ns;
+  ns.reserve(timed);
+  for (std::size_t k = warmup; k < cycles.size(); ++k)
+    ns.push_back(clock.ns(static_cast<double>(cycles[k]) - clock.timer_cost_cycles()));
+  const Summary sm = summarize(ns);
+  return {{"loop", loop},
+          {"bytes", bytes},
+          {"iterations", timed},
+          {"rtt", {{"value_ns", sm.median}, {"ci95_ns", sm.ci95_median}}},
+          {"rtt_min_ns", sm.min}};
 }
 
 }  // namespace logpb

@@ -3,7 +3,9 @@
 // every curve.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -55,5 +57,12 @@ std::string version_string();
 // How this core was interrupted (measure_interruptions), for meta.interruptions(_after), with the rule that
 // let the probe stop early where it had one.
 nlohmann::json interruptions_json(const Interruptions& irq, const ProbePrecision* rule = nullptr);
+
+// A transport's bare loop under the small AM's round trip (meta.transport_floor: mpi/connect.cpp,
+// dpdk/floor.cpp, ucx/uct_connect.cpp), from the requester's round trips in TSC cycles, the first `warmup`
+// left out: the median (the timer's cost taken off) with its 95% interval, the minimum, the count. `rtt` is
+// null, with `why`, where `why` is given or fewer than 100 round trips were timed.
+nlohmann::json transport_floor_json(const Clock& clock, const std::vector<std::uint64_t>& cycles, std::size_t warmup,
+                                    const std::string& loop, int bytes, std::string why = {});
 
 }  // namespace logpb

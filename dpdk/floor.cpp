@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "common/frame.hpp"
-#include "common/stats.hpp"
+#include "common/results.hpp"
 #include "dpdk/wire.hpp"
 
 namespace logpb::dpdk {
@@ -108,35 +108,19 @@ nlohmann::json measure_floor(Port& port, const std::uint8_t peer_mac[6], bool re
         rte_pktmbuf_free(rx[i]);
       }
       if (!answered && (++spins & 1023) == 1023 && __rdtsc() - t0 > wait) {
-        why = "no reply within " + std::to_string(k == 0 ? 1000.0 : opt.reply_wait_ms) + " ms (a lost frame)";
+        why = "no reply within " + std::to_string(static_cast<int>(k == 0 ? 1000 : opt.reply_wait_ms)) +
+              " ms (a lost frame)";
         break;
       }
     }
     if (answered) cyc.push_back(tsc::now_end() - t0);
   }
   if (rte_mbuf* stop = floor_frame(port, peer_mac, kStop)) send_one(port, stop);
-  const nlohmann::json loop =
+  const std::string loop =
       "a bare DPDK ping-pong between ranks 0 and 1 before the transport exists: one mbuf of the small AM's "
-      "size (" +
-      std::to_string(kFrameBytes) +
-      " B on the wire), rte_eth_tx_burst, rte_eth_rx_burst until it returns; the replier swaps the addresses "
-      "and sends it back; no AM layer, this job's ports and cores";
-  const int timed = static_cast<int>(cyc.size()) - warmup;
-  if (!why.empty() || timed < 100)
-    return {{"loop", loop},
-            {"rtt", nullptr},
-            {"why",
-             why.empty() ? "fewer than 100 timed round trips within " + std::to_string(opt.budget_ms) + " ms" : why}};
-  std::vector<double> ns;
-  ns.reserve(static_cast<std::size_t>(timed));
-  for (std::size_t k = static_cast<std::size_t>(warmup); k < cyc.size(); ++k)
-    ns.push_back(clock.ns(static_cast<double>(cyc[k]) - clock.timer_cost_cycles()));
-  const Summary sm = summarize(ns);
-  return {{"loop", loop},
-          {"bytes", kFrameBytes},
-          {"iterations", timed},
-          {"rtt", {{"value_ns", sm.median}, {"ci95_ns", sm.ci95_median}}},
-          {"rtt_min_ns", sm.min}};
+      "size, rte_eth_tx_burst, rte_eth_rx_burst until it returns; the replier swaps the addresses and sends it "
+      "back; no AM layer, this job's ports and cores";
+  return transport_floor_json(clock, cyc, static_cast<std::size_t>(warmup), loop, static_cast<int>(kFrameBytes), why);
 }
 
 }  // namespace logpb::dpdk

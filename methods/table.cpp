@@ -92,7 +92,17 @@ std::string transport_share_note(const nlohmann::json& doc, const std::string& k
   const auto t = analysis::transport_share(doc);
   if (!t) return {};
   char b[240];
-  if (key == "rtt")
+  if (t->floor_above()) {
+    if (key != "rtt") return {};
+    std::snprintf(b, sizeof b,
+                  "its bare %s loop in this run took %.0f ns, more than this round trip less the AM layer: the "
+                  "link changed between them, so no split",
+                  t->transport.c_str(), t->floor_rtt_ns);
+  } else if (t->transport_ns < 0) {
+    std::snprintf(b, sizeof b, "%s%s transport under %.1f ns%s (over a bare loop in this run, %.0f ns)",
+                  key == "rtt" ? "of which logpbench: " : "", t->transport.c_str(), t->transport_ns + t->ci95_ns,
+                  key == "rtt" ? " per message" : " per message, send and receive together", t->floor_rtt_ns);
+  } else if (key == "rtt")
     std::snprintf(b, sizeof b,
                   "of which logpbench, over a bare %s loop in this run (%.0f ns): AM layer 2 x %.1f ns, %s "
                   "transport 2 x %.1f +- %.1f ns",

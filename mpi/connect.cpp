@@ -9,6 +9,7 @@
 
 #include "common/environment.hpp"
 #include "common/errors.hpp"
+#include "common/results.hpp"
 #include "common/stats.hpp"
 
 namespace logpb::mpi {
@@ -222,18 +223,11 @@ nlohmann::json Connection::measure_floor(const Clock& clock, int bytes, int iter
     }
   }
   if (rank != 0) return nullptr;
-  std::vector<double> ns;
-  ns.reserve(static_cast<std::size_t>(iterations));
-  for (int k = warmup; k < total; ++k)
-    ns.push_back(clock.ns(static_cast<double>(cyc[static_cast<std::size_t>(k)]) - clock.timer_cost_cycles()));
-  const Summary sm = summarize(ns);
-  return {{"loop", "a bare MPI ping-pong between ranks 0 and 1 before the transport posts its receives: MPI_Send, "
-                   "the next round trip's MPI_Irecv posted ahead, MPI_Wait; no AM layer, this job's communicator and "
-                   "cores"},
-          {"bytes", bytes},
-          {"iterations", iterations},
-          {"rtt", {{"value_ns", sm.median}, {"ci95_ns", sm.ci95_median}}},
-          {"rtt_min_ns", sm.min}};
+  return transport_floor_json(clock, cyc, static_cast<std::size_t>(warmup),
+                              "a bare MPI ping-pong between ranks 0 and 1 before the transport posts its receives: "
+                              "MPI_Send, the next round trip's MPI_Irecv posted ahead, MPI_Wait; no AM layer, this "
+                              "job's communicator and cores",
+                              bytes);
 }
 
 nlohmann::json Connection::describe() const {

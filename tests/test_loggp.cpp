@@ -6,6 +6,7 @@
 
 #include "analysis/loggp.hpp"
 #include "analysis/results_json.hpp"
+#include "methods/table.hpp"
 
 using namespace logpb::analysis;
 
@@ -176,6 +177,22 @@ TEST_CASE("transport_share: a small AM's round trip over its transport's bare lo
   d["meta"]["flags"]["size"] = 64;  // a ping-pong of -s 64: its rtt is not the small AM's
   CHECK_FALSE(transport_share(d));
   d["meta"]["flags"]["size"] = 0;
+  // A bare loop slower than the run's round trip (tcp on lo: 18.6 us against 14.5 us): no split, and no
+  // negative figure printed; one a little below zero, within its interval, is only a bound.
+  d["meta"]["transport_floor"] = {{"rtt", {{"value_ns", 18584.0}, {"ci95_ns", 50.0}}}};
+  d["parameters"]["rtt"] = {{"value_ns", 14537.0}, {"ci95_ns", 10.0}};
+  t = transport_share(d);
+  REQUIRE(t);
+  CHECK(t->floor_above());
+  for (const char* k : {"rtt", "o_s", "o_r"}) CHECK(logpb::methods::transport_share_note(d, k).find('-') == std::string::npos);
+  CHECK(logpb::methods::transport_share_note(d, "rtt").find("no split") != std::string::npos);
+  d["meta"]["transport_floor"]["rtt"]["value_ns"] = 14537.0 - 2 * 10.8 + 4.0;  // transport -2 ns, +- 25
+  t = transport_share(d);
+  REQUIRE(t);
+  CHECK_FALSE(t->floor_above());
+  CHECK(t->transport_ns < 0);
+  CHECK(logpb::methods::transport_share_note(d, "rtt").find("under") != std::string::npos);
+  CHECK(logpb::methods::transport_share_note(d, "rtt").find('-') == std::string::npos);
   d["meta"].erase("transport_floor");  // a transport that records no bare loop
   CHECK_FALSE(transport_share(d));
 }

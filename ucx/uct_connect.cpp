@@ -1,15 +1,24 @@
 #include "ucx/uct_connect.hpp"
 
+#include <x86intrin.h>
+
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 
 #include "common/errors.hpp"
+#include "common/results.hpp"
 
 namespace logpb::ucx {
 
 namespace {
 
 constexpr std::uint64_t kAllocAlign = 4096;
+
+// The bare loop's messages (UctConnection::measure_floor): an AM id of their own, the round trip's number
+// as am_short's header, and this header for the requester's last message.
+constexpr std::uint8_t kFloorAmId = kAmId + 1;
+constexpr std::uint64_t kFloorStop = ~std::uint64_t{0};
 
 // Every transport/device pair UCT sees on this host, "tl/dev", as ucx_info -d lists them.
 struct Found {
@@ -337,6 +346,71 @@ void UctConnection::connect(Ranks& ranks, Iface& f, std::vector<uct_ep_h>& eps, 
     }
   }
   (void)ranks;
+}
+
+nlohmann::json UctConnection::measure_floor(Ranks& ranks, const Clock& clock, int requester) {
+  if (size_ != 2) return nullptr;
+  const bool timing = rank_ == requester;
+  const std::string loop =
+      "a bare UCT ping-pong between the job's two ranks before the job runs: uct_ep_am_short of 64 bytes, "
+      "uct_worker_progress until the answer's AM handler ran; no AM layer, this job's interface and cores";
+  constexpr std::size_t kPayload = sizeof(am::Frame) - sizeof(std::uint64_t);
+  if (am_.attr.cap.am.max_short < sizeof(am::Frame) || !(am_.attr.cap.flags & UCT_IFACE_FLAG_AM_SHORT))
+    return timing ? transport_floor_json(clock, {}, 0, loop, sizeof(am::Frame), "no 64-byte am_short on " + am_.tl)
+                  : nlohmann::json();
+  const auto on_floor = [](void* arg, void* data, std::size_t, unsigned) -> ucs_status_t {
+    auto* in = static_cast<FloorInbox*>(arg);
+    std::memcpy(&in->last, data, sizeof in->last);
+    ++in->count;
+    return UCS_OK;
+  };
+  check_setup(uct_iface_set_am_handler(am_.iface, kFloorAmId, on_floor, &floor_inbox_, 0), "uct_iface_set_am_handler");
+  ranks.barrier();  // both ends connected and listening
+  uct_ep_h ep = eps_[static_cast<std::size_t>(1 - rank_)];
+  alignas(64) const std::byte payload[kPayload] = {};
+  auto send = [&](std::uint64_t header) {
+    for (;;) {
+      const ucs_status_t st = uct_ep_am_short(ep, kFloorAmId, header, payload, kPayload);
+      if (st == UCS_OK) [[likely]]
+        return true;
+      if (st != UCS_ERR_NO_RESOURCE) return false;
+      uct_worker_progress(worker_);
+    }
+  };
+  // Progresses until the count-th message has arrived, or `wait` cycles after t0.
+  auto arrived = [&](std::uint64_t count, std::uint64_t t0, std::uint64_t wait) {
+    for (std::uint64_t spins = 0; floor_inbox_.count < count;) {
+      uct_worker_progress(worker_);
+      if ((++spins & 1023) == 0 && __rdtsc() - t0 > wait) return false;
+    }
+    return true;
+  };
+  const std::uint64_t second = clock.cycles(1e9);
+  if (!timing) {  // answers each request with its own number, until the stop (or 10 s of silence)
+    for (std::uint64_t k = 1; arrived(k, __rdtsc(), 10 * second) && floor_inbox_.last != kFloorStop; ++k)
+      if (!send(floor_inbox_.last)) break;
+    return nullptr;
+  }
+  constexpr int kIterations = 5000;
+  const int warmup = kIterations / 10 + 100, total = warmup + kIterations;
+  std::vector<std::uint64_t> cyc;
+  cyc.reserve(static_cast<std::size_t>(total));
+  std::string why;
+  const std::uint64_t start = __rdtsc(), budget = clock.cycles(200e6);  // 200 ms at most
+  for (int k = 0; k < total && !(k > warmup && __rdtsc() - start > budget); ++k) {
+    const std::uint64_t t0 = tsc::now();
+    if (!send(static_cast<std::uint64_t>(k))) {
+      why = "uct_ep_am_short failed";
+      break;
+    }
+    if (!arrived(static_cast<std::uint64_t>(k) + 1, t0, second)) {
+      why = "no answer within 1 s";
+      break;
+    }
+    cyc.push_back(tsc::now_end() - t0);
+  }
+  if (!send(kFloorStop) && why.empty()) why = "uct_ep_am_short failed (the last message)";
+  return transport_floor_json(clock, cyc, static_cast<std::size_t>(warmup), loop, sizeof(am::Frame), why);
 }
 
 nlohmann::json UctConnection::record(const TransportOptions& opt, const UctCaps& c) const {

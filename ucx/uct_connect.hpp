@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/clock.hpp"
 #include "common/ranks.hpp"
 #include "ucx/options.hpp"
 #include "ucx/uct_transport.hpp"
@@ -29,6 +30,12 @@ class UctConnection {
   UctConnection& operator=(const UctConnection&) = delete;
   ~UctConnection();
   UctTransport& transport() { return *transport_; }
+  // The bare loop under the small AM's round trip (meta.transport_floor), in a job of two ranks: am_short of
+  // 64 bytes on an AM id of its own, uct_worker_progress until the answer's handler ran, nothing else
+  // (bench/uct_bare_pingpong is the same loop as a program of its own). Both ranks call it before the job
+  // runs; `requester` times it and returns the figures (common/results.hpp, transport_floor_json), or why it
+  // has none; the other rank returns null.
+  nlohmann::json measure_floor(Ranks& ranks, const Clock& clock, int requester);
   // What UCT chose and reported (meta.ucx; the transport's describe() carries it too).
   const nlohmann::json& describe() const { return describe_; }
 
@@ -53,6 +60,9 @@ class UctConnection {
   ucs_async_context_t* async_ = nullptr;
   uct_worker_h worker_ = nullptr;
   Iface am_, bulk_;
+  struct FloorInbox {
+    std::uint64_t count = 0, last = 0;  // messages seen, the last one's header
+  } floor_inbox_;
   UctTransport* error_target_ = nullptr;  // the interfaces' error handler's argument (UctTransport::on_iface_error)
   bool separate_bulk_ = false;
   std::uint32_t segment_bytes_ = 0;

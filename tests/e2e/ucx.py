@@ -118,6 +118,15 @@ def check_meta(config, doc):
             assert c["am_short"] > 0, ("64-byte frames fit am_short, yet none went so", c)
         else:
             assert c["am_short"] == 0, c
+        # A job of two: the bare UCT loop under the small AM's round trip, timed in the same job
+        # (UctConnection::measure_floor), or why it is missing (no 64-byte am_short).
+        if len(doc["meta"].get("ranks", [0, 1])) == 2:
+            f = doc["meta"]["transport_floor"]
+            if th["small_am"] == "am_short":
+                assert f["bytes"] == 64 and f["iterations"] >= 100 and f["rtt"]["value_ns"] > 0, f
+                assert 0 < f["rtt_min_ns"] <= f["rtt"]["value_ns"], f
+            else:
+                assert f["rtt"] is None and "am_short" in f["why"], f
         if "--ucx-bulk-tl" in opts:
             assert u["bulk"]["tl"] == opts[opts.index("--ucx-bulk-tl") + 1], u
             assert "once the puts completed" in t["store"], t["store"]
