@@ -368,13 +368,18 @@ nlohmann::json UctConnection::measure_floor(Ranks& ranks, const Clock& clock, in
   ranks.barrier();  // both ends connected and listening
   uct_ep_h ep = eps_[static_cast<std::size_t>(1 - rank_)];
   alignas(64) const std::byte payload[kPayload] = {};
+  const std::uint64_t second = clock.cycles(1e9);
+  // False where UCT refuses it, or has had no room for it for a second (UD whose packets never arrive: its
+  // window stays full).
   auto send = [&](std::uint64_t header) {
-    for (;;) {
+    const std::uint64_t t0 = __rdtsc();
+    for (std::uint64_t spins = 0;;) {
       const ucs_status_t st = uct_ep_am_short(ep, kFloorAmId, header, payload, kPayload);
       if (st == UCS_OK) [[likely]]
         return true;
       if (st != UCS_ERR_NO_RESOURCE) return false;
       uct_worker_progress(worker_);
+      if ((++spins & 1023) == 0 && __rdtsc() - t0 > second) return false;
     }
   };
   // Progresses until the count-th message has arrived, or `wait` cycles after t0.
@@ -385,9 +390,9 @@ nlohmann::json UctConnection::measure_floor(Ranks& ranks, const Clock& clock, in
     }
     return true;
   };
-  const std::uint64_t second = clock.cycles(1e9);
-  if (!timing) {  // answers each request with its own number, until the stop (or 10 s of silence)
-    for (std::uint64_t k = 1; arrived(k, __rdtsc(), 10 * second) && floor_inbox_.last != kFloorStop; ++k)
+  if (!timing) {  // answers each request with its own number, until the stop, or 3 s of silence (2 s after
+                  // the first request: the requester gives up after 1 s without an answer)
+    for (std::uint64_t k = 1; arrived(k, __rdtsc(), (k == 1 ? 3 : 2) * second) && floor_inbox_.last != kFloorStop; ++k)
       if (!send(floor_inbox_.last)) break;
     return nullptr;
   }
@@ -400,7 +405,7 @@ nlohmann::json UctConnection::measure_floor(Ranks& ranks, const Clock& clock, in
   for (int k = 0; k < total && !(k > warmup && __rdtsc() - start > budget); ++k) {
     const std::uint64_t t0 = tsc::now();
     if (!send(static_cast<std::uint64_t>(k))) {
-      why = "uct_ep_am_short failed";
+      why = "uct_ep_am_short failed, or found no room for 1 s";
       break;
     }
     if (!arrived(static_cast<std::uint64_t>(k) + 1, t0, second)) {

@@ -64,6 +64,10 @@ def pingpong_and_signature(args, layer, tl=None):
         assert p["value_ns"] is not None or p.get("error"), (k, p)
     print(tl or layer, "rtt", doc["parameters"]["rtt"]["value_ns"], "ns;",
           {k: sig["parameters"][k]["value_ns"] for k in PARAMS})
+    if layer == "uct":  # the bare UCT loop timed in the same job (UctConnection::measure_floor), or why not
+        f = doc["meta"]["transport_floor"]
+        assert (f["rtt"] or {}).get("value_ns", 0) > 0 or f.get("why"), f
+        print(tl, "bare UCT loop in the job:", f["rtt"]["value_ns"] if f["rtt"] else f["why"])
     return doc, m
 
 
