@@ -70,24 +70,31 @@ std::string method_names(const char* sep, const char* last_sep) {
   return s;
 }
 
+namespace {
+
+// The link-level method a job-level method runs on each link (its link_option, e.g. --pairs-bench), or null
+// where it runs none or the option names no method.
+const MethodInfo* link_method(const MethodInfo& method, const std::map<std::string, std::string>& method_args) {
+  if (method.link_option.empty()) return nullptr;
+  const auto it = method_args.find(method.link_option);
+  return it == method_args.end() ? nullptr : find_method(it->second);
+}
+
+}  // namespace
+
 Needs run_needs(const MethodInfo& method, const std::map<std::string, std::string>& method_args) {
-  const MethodInfo* m = &method;
-  Needs n = m->needs;
-  if (!m->link_option.empty()) {
-    const auto it = method_args.find(m->link_option);
-    if (const MethodInfo* l = it == method_args.end() ? nullptr : find_method(it->second)) {
-      n.bulk = n.bulk || l->needs.bulk;
-      n.get = n.get || l->needs.get;
-      n.local_completion = n.local_completion || l->needs.local_completion;
-    }
+  Needs n = method.needs;
+  if (const MethodInfo* l = link_method(method, method_args)) {
+    n.bulk = n.bulk || l->needs.bulk;
+    n.get = n.get || l->needs.get;
+    n.local_completion = n.local_completion || l->needs.local_completion;
   }
   return n;
 }
 
 bool run_caps_bursts(const MethodInfo& method, const std::map<std::string, std::string>& method_args) {
   if (method.burst_cap || method.link_option.empty()) return method.burst_cap;
-  const auto it = method_args.find(method.link_option);
-  const MethodInfo* l = it == method_args.end() ? nullptr : find_method(it->second);
+  const MethodInfo* l = link_method(method, method_args);
   return !l || l->burst_cap;  // not named: assume it does, so the probe reads what it may need
 }
 
