@@ -42,6 +42,15 @@ struct Job {
   bool fit_for_timing = true;   // false when ranks share cores, unless an emulated NI sleeps at ms scale
   int leader_rank = 0;
   bool leader() const { return ranks.rank() == leader_rank; }
+  // The transport's bare loop under the small AM's round trip, timed in this job before the transport runs
+  // (meta.transport_floor: mpi/connect.cpp, dpdk/floor.cpp, ucx/uct_connect.cpp), and what it took
+  // (meta.startup_ms.transport_floor). The table and compare split what the round trip takes beyond it into
+  // the AM layer and the transport's own code. The leader's; nothing where no floor was timed.
+  void record_floor(const nlohmann::json& floor, double ms) {
+    if (!leader() || floor.is_null()) return;
+    doc.j["meta"]["transport_floor"] = floor;
+    doc.j["meta"]["startup_ms"]["transport_floor"] = ms;
+  }
   // The leader's, run once the method is over and before the job's last barrier, while the other ranks wait
   // in it and their launcher is still idle (main's probe of the core after the run).
   std::function<void()> after_method{};

@@ -45,13 +45,8 @@ void Descriptor::run(Job& job) {
   if (job.leader()) {
     job.doc.j["meta"]["no_huge"] = job.o.no_huge;
     job.doc.j["meta"]["dpdk_job"] = conn->describe();
-    // The bare loop under the small AM's round trip, in the same job (dpdk/floor.hpp), as over MPI: the
-    // table and compare split what the round trip takes beyond it into the AM layer and DPDK transport code.
-    if (!conn->floor().is_null()) {
-      job.doc.j["meta"]["transport_floor"] = conn->floor();
-      job.doc.j["meta"]["startup_ms"]["transport_floor"] = conn->floor_ms();
-    }
   }
+  job.record_floor(conn->floor(), conn->floor_ms());  // timed in connect(), before the transport (dpdk/floor.hpp)
   // Transport<Plain>, or Transport<Rigged> for injected faults and the reflector (dpdk/transport.hpp).
   conn->with_transport([&](auto& t) { run_dpdk_job(job, t); });
   if (job.o.reflector) dpdk::linger_for_reflector(*conn->ports()[0]);

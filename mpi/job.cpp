@@ -22,12 +22,8 @@ void Descriptor::run(Job& job) {
     job.doc.j["meta"]["mpi"] = conn.describe();
     job.doc.j["meta"]["startup_ms"]["mpi_init"] = conn.init_ms();
     job.doc.j["meta"]["startup_ms"]["mpi_t_settings"] = conn.settings_ms();
-    job.doc.j["meta"]["startup_ms"]["transport_floor"] = conn.floor_ms();
   }
-  // The bare MPI loop under the small AM's round trip, in the same job: what the round trip takes beyond it
-  // is logpbench's, and the table and compare split that into the AM layer (meta.harness) and the MPI
-  // transport's own code.
-  if (job.leader() && !conn.floor().is_null()) job.doc.j["meta"]["transport_floor"] = conn.floor();
+  job.record_floor(conn.floor(), conn.floor_ms());  // timed before the receive ring is posted (mpi/connect.cpp)
   app::run_job(job, conn.transport(), 0, nullptr);  // MPI never loses a message
 }
 

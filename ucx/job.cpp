@@ -23,16 +23,8 @@ void Descriptor::run(Job& job) {
     UctConnection conn(job.ranks, t);
     const auto t0 = std::chrono::steady_clock::now();
     const nlohmann::json floor = conn.measure_floor(job.ranks, job.clock, job.leader_rank);
-    if (job.leader()) {
-      job.doc.j["meta"]["ucx"] = conn.describe();
-      // The bare UCT loop under the small AM's round trip, as over MPI and DPDK: the table and compare
-      // split what the round trip takes beyond it into the AM layer and the UCX transport's code.
-      if (!floor.is_null()) {
-        job.doc.j["meta"]["transport_floor"] = floor;
-        job.doc.j["meta"]["startup_ms"]["transport_floor"] =
-            std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      }
-    }
+    job.record_floor(floor, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    if (job.leader()) job.doc.j["meta"]["ucx"] = conn.describe();
     app::run_job(job, conn.transport(), 0, nullptr);
   } else {
     UcpConnection conn(job.ranks, t);

@@ -26,6 +26,12 @@ struct Found {
   std::vector<std::string> seen;
 };
 
+// The largest am_short the interface takes, header included (0: none): UctCaps::am_short, and what the
+// bare loop (measure_floor) needs for its 64-byte messages.
+std::size_t am_short_max(const uct_iface_attr_t& a) {
+  return (a.cap.flags & UCT_IFACE_FLAG_AM_SHORT) ? a.cap.am.max_short : 0;
+}
+
 nlohmann::json iface_caps(const uct_iface_attr_t& a) {
   const std::uint64_t f = a.cap.flags;
   auto has = [&](std::uint64_t bit) { return (f & bit) != 0; };
@@ -44,7 +50,7 @@ nlohmann::json iface_caps(const uct_iface_attr_t& a) {
     if (has(bit)) ops.push_back(name);
   return {
       {"operations", ops},
-      {"am_max_short", has(UCT_IFACE_FLAG_AM_SHORT) ? a.cap.am.max_short : 0},
+      {"am_max_short", am_short_max(a)},
       {"am_max_bcopy", has(UCT_IFACE_FLAG_AM_BCOPY) ? a.cap.am.max_bcopy : 0},
       {"am_max_zcopy", has(UCT_IFACE_FLAG_AM_ZCOPY) ? a.cap.am.max_zcopy : 0},
       {"put_max_short", has(UCT_IFACE_FLAG_PUT_SHORT) ? a.cap.put.max_short : 0},
@@ -270,7 +276,7 @@ void UctConnection::allocate_segment(const TransportOptions& opt, Iface& bulk) {
 UctCaps UctConnection::caps(const TransportOptions& /*opt*/, const Iface& bulk) const {
   UctCaps c;
   const uct_iface_attr_t& a = am_.attr;
-  if (a.cap.flags & UCT_IFACE_FLAG_AM_SHORT) c.am_short = a.cap.am.max_short;
+  c.am_short = am_short_max(a);
   if (a.cap.flags & UCT_IFACE_FLAG_AM_BCOPY) c.am_bcopy = a.cap.am.max_bcopy;
   if (c.am_bcopy <= sizeof(am::Frame) && c.am_short < sizeof(am::Frame))
     throw UsageError("UCT transport " + am_.tl + " carries no 64-byte message (am_short " + std::to_string(c.am_short) +
@@ -355,7 +361,7 @@ nlohmann::json UctConnection::measure_floor(Ranks& ranks, const Clock& clock, in
       "a bare UCT ping-pong between the job's two ranks before the job runs: uct_ep_am_short of 64 bytes, "
       "uct_worker_progress until the answer's AM handler ran; no AM layer, this job's interface and cores";
   constexpr std::size_t kPayload = sizeof(am::Frame) - sizeof(std::uint64_t);
-  if (am_.attr.cap.am.max_short < sizeof(am::Frame) || !(am_.attr.cap.flags & UCT_IFACE_FLAG_AM_SHORT))
+  if (am_short_max(am_.attr) < sizeof(am::Frame))
     return timing ? transport_floor_json(clock, {}, 0, loop, sizeof(am::Frame), "no 64-byte am_short on " + am_.tl)
                   : nlohmann::json();
   const auto on_floor = [](void* arg, void* data, std::size_t, unsigned) -> ucs_status_t {
