@@ -287,10 +287,22 @@ class Endpoint {
 
   // Poll the NI once, dispatching what arrived (from any peer).
   int poll() {
-    if (service_timing_) [[unlikely]]
-      return timed_poll();
+    if (poll_hooks_) [[unlikely]]
+      return instrumented_poll();
     return net_.poll([this](const void* p, std::size_t n) { deliver(p, n); });
   }
+
+  // The polls themselves, counted while on (on resets the count): how many ran, how many handed up
+  // anything, and how many frames those handed up. A stream's frames per poll is what shares the poll's
+  // fixed cost between messages (the signature records it per Delta curve, methods/signature/loops.hpp).
+  struct PollCount {
+    std::uint64_t polls = 0, productive = 0, frames = 0;
+  };
+  void count_polls(bool on) {
+    if (on) poll_count_ = {};
+    set_poll_hook(kCountPolls, on);
+  }
+  const PollCount& poll_count() const { return poll_count_; }
 
   // The replier's own service time per request (Culler et al. 3.5: a replier whose turnaround, its o_r +
   // handler + o_s, is longer than the requester's o_s + o_r limits a request/reply stream). While on,
@@ -302,7 +314,7 @@ class Endpoint {
       service_samples_.clear();
       service_samples_.reserve(1 << 16);
     }
-    service_timing_ = on;
+    set_poll_hook(kTimeService, on);
   }
   // Busy time per served request so far (ns): the (upper) median over the timed polls of each poll's time
   // per request it handed up, so the polls that a preemption of this process stretched stay out of it.
@@ -526,15 +538,28 @@ class Endpoint {
                      std::to_string(off) + " does not fit the " + std::to_string(segment_bytes_) + "-byte segment");
   }
 
-  [[gnu::noinline]] int timed_poll() {
+  // poll() with its hooks (time_service, count_polls): out of line, so a plain poll tests one byte.
+  static constexpr std::uint8_t kTimeService = 1, kCountPolls = 2;
+  void set_poll_hook(std::uint8_t hook, bool on) {
+    poll_hooks_ = static_cast<std::uint8_t>(on ? poll_hooks_ | hook : poll_hooks_ & ~hook);
+  }
+  [[gnu::noinline]] int instrumented_poll() {
     const std::uint64_t before = requests_handled_;
-    const std::uint64_t t0 = __rdtsc();
+    const bool timing = poll_hooks_ & kTimeService;
+    const std::uint64_t t0 = timing ? __rdtsc() : 0;
     const int n = net_.poll([this](const void* p, std::size_t len) { deliver(p, len); });
-    if (requests_handled_ != before) {
+    if (timing && requests_handled_ != before) {
       const std::uint64_t k = requests_handled_ - before;
       service_requests_ += k;
       if (service_samples_.size() < service_samples_.capacity())
         service_samples_.push_back(static_cast<float>(__rdtsc() - t0) / static_cast<float>(k));
+    }
+    if (poll_hooks_ & kCountPolls) {
+      ++poll_count_.polls;
+      if (n > 0) {
+        ++poll_count_.productive;
+        poll_count_.frames += static_cast<std::uint64_t>(n);
+      }
     }
     return n;
   }
@@ -614,7 +639,8 @@ class Endpoint {
   std::uint64_t idle_ = 0, idle_since_ = 0, next_check_ = 0;
   std::uint64_t timeout_cycles_ = 0, check_interval_cycles_ = 0, loss_cycles_ = 0;
   std::uint64_t loss_events_ = 0, losses_in_stall_ = 0;
-  bool service_timing_ = false;
+  std::uint8_t poll_hooks_ = 0;  // kTimeService | kCountPolls
+  PollCount poll_count_;
   bool poll_before_send_ = true;
   std::uint64_t requests_handled_ = 0, service_requests_ = 0;
   std::vector<float> service_samples_;  // cycles per request of each timed poll that handed one up
@@ -660,6 +686,8 @@ class Link {
   }
   bool wait_all() { return ep_->wait_all(peer_); }
   int poll() { return ep_->poll(); }
+  void count_polls(bool on) { ep_->count_polls(on); }
+  const auto& poll_count() const { return ep_->poll_count(); }
   void poll_before_send(bool on) { ep_->poll_before_send(on); }
   bool polls_before_send() const { return ep_->polls_before_send(); }
   std::uint64_t loss_events() const { return ep_->loss_events(peer_); }

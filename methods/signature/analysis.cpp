@@ -10,6 +10,24 @@ namespace logpb::methods {
 
 using namespace analysis;
 
+namespace {
+// The requester's polls over one more, untimed burst of the curve's largest M (methods/signature/loops.hpp,
+// counted_burst): how many frames each poll that found any handed up, and polls per message.
+nlohmann::json requester_polls_json(const methods::SignatureCurve& c) {
+  if (c.counted_messages == 0) return nullptr;
+  const double m = c.counted_messages;
+  return {{"messages", c.counted_messages},
+          {"polls", c.counted_polls},
+          {"productive_polls", c.counted_productive_polls},
+          {"frames", c.counted_frames},
+          {"polls_per_message", static_cast<double>(c.counted_polls) / m},
+          {"frames_per_productive_poll",
+           c.counted_productive_polls
+               ? nlohmann::json(static_cast<double>(c.counted_frames) / static_cast<double>(c.counted_productive_polls))
+               : nlohmann::json(nullptr)}};
+}
+}  // namespace
+
 nlohmann::json signature_curves_json(const methods::SignatureData& d, bool raw) {
   nlohmann::json curves = nlohmann::json::array();
   const bool compute = d.compute_delta;
@@ -43,6 +61,7 @@ nlohmann::json signature_curves_json(const methods::SignatureData& d, bool raw) 
                                             : nlohmann::json(nullptr)},
                       {"steady_reached", c.steady_reached},
                       {"extended_M_points", c.extended},
+                      {"requester_polls", requester_polls_json(c)},
                       {"points", pts}});
   }
   return curves;

@@ -63,6 +63,11 @@ struct SignatureCurve {
   int extended = 0;             // M values added past the grid to reach the steady state
   std::vector<double> in_burst_delta_ns;  // per sample: the mean Delta of that burst (for delta_achieved_ns)
   double max_burst_ns = NAN;              // the cap its grid stopped at (the fit trusts bursts within it)
+  // The mechanism under its steady state: the requester's polls during the issue phase of one more burst
+  // of the curve's largest M, untimed, counted (counted_burst). How many frames a poll hands up is what
+  // shares the poll's fixed cost between the pairs: where it falls as Delta grows, g' - Delta grows with it.
+  int counted_messages = 0;  // 0: not counted (an endpoint without count_polls)
+  std::uint64_t counted_polls = 0, counted_productive_polls = 0, counted_frames = 0;
 };
 struct SignatureData {
   PingpongResult rtt;
@@ -203,6 +208,34 @@ int extend_curve(EP& ep, const Clock& clock, SignatureCurve& c, const SignatureC
   return added;
 }
 
+// One more burst of the curve's largest M, as its points ran it but untimed, with the requester's polls
+// counted over the issue phase (the part a point times); then drained.
+template <class EP, class Issue>
+void counted_burst(EP& ep, const Clock& clock, SignatureCurve& c, const SignatureConfig& cfg, Issue& issue) {
+  if constexpr (requires { ep.count_polls(true); }) {
+    if (c.points.empty()) return;
+    const int M = c.points.back().M;
+    const BusyDelay delay(clock);
+    const std::uint64_t delta_cycles = c.delta_ns > 0 ? clock.cycles(c.delta_ns) : 0;
+    const std::uint64_t delta_work = cfg.compute ? cfg.compute->iterations(delta_cycles) : 0;
+    ep.count_polls(true);
+    for (int i = 0; i < M; ++i) {
+      issue(i);
+      if (cfg.compute)
+        cfg.compute->run_measured(delta_work);
+      else
+        delay.run_measured(delta_cycles);
+    }
+    const auto counted = ep.poll_count();
+    ep.count_polls(false);
+    ep.wait_all();
+    c.counted_messages = M;
+    c.counted_polls = counted.polls;
+    c.counted_productive_polls = counted.productive;
+    c.counted_frames = counted.frames;
+  }
+}
+
 // One curve: for every M, M x {issue(i); compute Delta}, timed. `issue` sends the i-th message of the
 // burst (a small request for the signature, a bulk store for Culler's section 4).
 template <class EP, class Issue>
@@ -230,6 +263,7 @@ SignatureCurve signature_curve(EP& ep, const Clock& clock, double delta_ns, cons
   extend_curve(ep, clock, c, cfg, hooks, label, issue, cfg.max_extend,
                [&](const SignatureCurve& x) { return !hooks.steady_reached(x); });
   c.steady_reached = hooks.steady_reached(c);
+  counted_burst(ep, clock, c, cfg, issue);
   return c;
 }
 
