@@ -640,11 +640,11 @@ class Endpoint {
   std::uint64_t timeout_cycles_ = 0, check_interval_cycles_ = 0, loss_cycles_ = 0;
   std::uint64_t loss_events_ = 0, losses_in_stall_ = 0;
   std::uint8_t poll_hooks_ = 0;  // kTimeService | kCountPolls
-  PollCount poll_count_;
   bool poll_before_send_ = true;
   std::uint64_t requests_handled_ = 0, service_requests_ = 0;
   std::vector<float> service_samples_;  // cycles per request of each timed poll that handed one up
   double ns_per_cycle_ = 0;
+  PollCount poll_count_;  // last: the fields the plain datapath reads keep their places
 };
 
 // One destination seen from an endpoint: what a single-pair method drives. A method measures a link
