@@ -64,8 +64,8 @@ struct SignatureCurve {
   std::vector<double> in_burst_delta_ns;  // per sample: the mean Delta of that burst (for delta_achieved_ns)
   double max_burst_ns = NAN;              // the cap its grid stopped at (the fit trusts bursts within it)
   // The mechanism under its steady state: the requester's polls during the issue phase of one more burst
-  // of the curve's largest M, untimed, counted (counted_burst). How many frames a poll hands up is what
-  // shares the poll's fixed cost between the pairs: where it falls as Delta grows, g' - Delta grows with it.
+  // of the curve's largest M, untimed, counted (counted_burst). How many frames a poll hands up shares the
+  // poll's fixed cost between the pairs: a g' - Delta that moves while this stays put moves for another reason.
   int counted_messages = 0;  // 0: not counted (an endpoint without count_polls)
   std::uint64_t counted_polls = 0, counted_productive_polls = 0, counted_frames = 0;
 };
@@ -122,6 +122,18 @@ inline std::vector<bool> leave_out_interrupted(const std::vector<double>& net, i
   return keep;
 }
 
+// The issue phase of one burst: M x {issue(i); compute Delta}. Returns the cycles the Deltas took.
+template <class Issue>
+std::uint64_t issue_burst(Issue& issue, int M, const SignatureConfig& cfg, const BusyDelay& delay,
+                          std::uint64_t delta_cycles, std::uint64_t delta_work) {
+  std::uint64_t spent = 0;
+  for (int i = 0; i < M; ++i) {
+    issue(i);
+    spent += cfg.compute ? cfg.compute->run_measured(delta_work) : delay.run_measured(delta_cycles);
+  }
+  return spent;
+}
+
 // One point of a curve: M x {issue(i); compute Delta}, timed, to the stop rule; appended to c.
 template <class EP, class Issue>
 void signature_point(EP& ep, const Clock& clock, SignatureCurve& c, int M, const SignatureConfig& cfg,
@@ -136,12 +148,8 @@ void signature_point(EP& ep, const Clock& clock, SignatureCurve& c, int M, const
   std::vector<double> deltas, costs;
   auto sample = [&] {
     const std::uint64_t losses = ep.loss_events();
-    std::uint64_t spent = 0;
     const std::uint64_t t0 = tsc::now();
-    for (int i = 0; i < M; ++i) {
-      issue(i);
-      spent += cfg.compute ? cfg.compute->run_measured(delta_work) : delay.run_measured(delta_cycles);
-    }
+    const std::uint64_t spent = issue_burst(issue, M, cfg, delay, delta_cycles, delta_work);
     const std::uint64_t t1 = tsc::now_end();
     // Drain the replies outside the timed issue phase. A burst during which a message was lost is no
     // sample (NaN): measure_point re-measures it and counts it as discarded.
@@ -219,13 +227,7 @@ void counted_burst(EP& ep, const Clock& clock, SignatureCurve& c, const Signatur
     const std::uint64_t delta_cycles = c.delta_ns > 0 ? clock.cycles(c.delta_ns) : 0;
     const std::uint64_t delta_work = cfg.compute ? cfg.compute->iterations(delta_cycles) : 0;
     ep.count_polls(true);
-    for (int i = 0; i < M; ++i) {
-      issue(i);
-      if (cfg.compute)
-        cfg.compute->run_measured(delta_work);
-      else
-        delay.run_measured(delta_cycles);
-    }
+    issue_burst(issue, M, cfg, delay, delta_cycles, delta_work);
     const auto counted = ep.poll_count();
     ep.count_polls(false);
     ep.wait_all();
