@@ -122,25 +122,33 @@ inline std::vector<bool> leave_out_interrupted(const std::vector<double>& net, i
   return keep;
 }
 
-// The issue phase of one burst: M x {issue(i); compute Delta}. Returns the cycles the Deltas took.
-template <class Issue>
-std::uint64_t issue_burst(Issue& issue, int M, const SignatureConfig& cfg, const BusyDelay& delay,
-                          std::uint64_t delta_cycles, std::uint64_t delta_work) {
-  std::uint64_t spent = 0;
-  for (int i = 0; i < M; ++i) {
-    issue(i);
-    spent += cfg.compute ? cfg.compute->run_measured(delta_work) : delay.run_measured(delta_cycles);
+// A curve's issue phase: M x {issue(i); compute Delta}, with its Delta (a deadline, or fixed work) worked
+// out once. run() returns the cycles the Deltas took.
+struct IssuePhase {
+  const SignatureConfig& cfg;
+  const BusyDelay delay;
+  const std::uint64_t delta_cycles, delta_work;
+  IssuePhase(const Clock& clock, const SignatureConfig& c, double delta_ns)
+      : cfg(c),
+        delay(clock),
+        delta_cycles(delta_ns > 0 ? clock.cycles(delta_ns) : 0),
+        delta_work(c.compute ? c.compute->iterations(delta_cycles) : 0) {}
+  template <class Issue>
+  std::uint64_t run(Issue& issue, int M) const {
+    std::uint64_t spent = 0;
+    for (int i = 0; i < M; ++i) {
+      issue(i);
+      spent += cfg.compute ? cfg.compute->run_measured(delta_work) : delay.run_measured(delta_cycles);
+    }
+    return spent;
   }
-  return spent;
-}
+};
 
 // One point of a curve: M x {issue(i); compute Delta}, timed, to the stop rule; appended to c.
 template <class EP, class Issue>
 void signature_point(EP& ep, const Clock& clock, SignatureCurve& c, int M, const SignatureConfig& cfg,
                      const Hooks& hooks, const std::string& label, Issue& issue) {
-  const BusyDelay delay(clock);
-  const std::uint64_t delta_cycles = c.delta_ns > 0 ? clock.cycles(c.delta_ns) : 0;
-  const std::uint64_t delta_work = cfg.compute ? cfg.compute->iterations(delta_cycles) : 0;
+  const IssuePhase phase(clock, cfg, c.delta_ns);
   const double timer = clock.timer_cost_cycles();
   auto elapsed_ns = [&] { return clock.ns(tsc::now()); };
   throw_if_interrupted();
@@ -149,7 +157,7 @@ void signature_point(EP& ep, const Clock& clock, SignatureCurve& c, int M, const
   auto sample = [&] {
     const std::uint64_t losses = ep.loss_events();
     const std::uint64_t t0 = tsc::now();
-    const std::uint64_t spent = issue_burst(issue, M, cfg, delay, delta_cycles, delta_work);
+    const std::uint64_t spent = phase.run(issue, M);
     const std::uint64_t t1 = tsc::now_end();
     // Drain the replies outside the timed issue phase. A burst during which a message was lost is no
     // sample (NaN): measure_point re-measures it and counts it as discarded.
@@ -223,11 +231,9 @@ void counted_burst(EP& ep, const Clock& clock, SignatureCurve& c, const Signatur
   if constexpr (requires { ep.count_polls(true); }) {
     if (c.points.empty()) return;
     const int M = c.points.back().M;
-    const BusyDelay delay(clock);
-    const std::uint64_t delta_cycles = c.delta_ns > 0 ? clock.cycles(c.delta_ns) : 0;
-    const std::uint64_t delta_work = cfg.compute ? cfg.compute->iterations(delta_cycles) : 0;
+    const IssuePhase phase(clock, cfg, c.delta_ns);
     ep.count_polls(true);
-    issue_burst(issue, M, cfg, delay, delta_cycles, delta_work);
+    phase.run(issue, M);
     const auto counted = ep.poll_count();
     ep.count_polls(false);
     ep.wait_all();
