@@ -111,13 +111,14 @@ Combined combine_runs(const std::vector<Param>& per_run, double step_ns) {
     if (p.valid && !p.ci_method.empty()) how = p.ci_method;
   c.ci_method = how.empty() ? "propagated within the run" : how;
   if (v.size() >= 2) {
-    if (between.ci95 > ci) {
+    if (!std::isfinite(ci) || between.ci95 > ci) {
       ci = between.ci95;
       c.ci_method = "Student-t over " + std::to_string(v.size()) + " runs";
     } else {
       c.ci_method = (how.empty() ? std::string("propagated within runs") : how) + " (exceeds the between-run interval)";
     }
   }
+  if (!std::isfinite(ci)) c.ci_method = "none: a run gave no interval of its own, and there is no second run";
   c.param.value = c.param.raw = between.value;
   c.param.ci95 = ci;
   c.param.valid = true;

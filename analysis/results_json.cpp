@@ -50,7 +50,9 @@ Param param_of(double v, double ci, const std::string& note, const std::string& 
   if (!std::isfinite(v)) return Param::invalid(note.empty() ? "not measured" : note);
   Param p;
   p.value = p.raw = v;
-  p.ci95 = std::isfinite(ci) ? ci : 0;
+  // An interval that could not be computed stays unknown (null), never a falsely tight 0: a value of one run
+  // with no interval of its own then has none, and over runs the runs' scatter gives it (combine_runs).
+  p.ci95 = ci;
   p.valid = true;
   p.note = note;
   p.ci_method = ci_method;

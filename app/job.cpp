@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "common/cpu.hpp"
+#include "common/disturbance.hpp"
 #include "common/errors.hpp"
 
 namespace logpb::app {
@@ -290,6 +291,8 @@ void run_job_main(Options& o, const Clock& clock, ResultsDoc& doc, Progress& pro
     job.session = agreed.session;
     job.one_host = agreed.per_host.size() == 1;
     job.oversubscribed = cores.shared;
+    // Ranks that share a core hold it for each other by design: no segment could be clean (common/disturbance.hpp).
+    judge_segments(!cores.shared, "ranks share cores: each holds the other's core by design");
     job.fit_for_timing = fitness.fit;
     job.leader_rank = leader;
     job.after_method = after_method;
@@ -319,6 +322,13 @@ void record_job(Job& job, const nlohmann::json& numa, const nlohmann::json& tran
   if (!numa.is_null()) p["nic_numa"] = numa;
   const nlohmann::json all = job.ranks.allgather(p);
   if (!job.leader()) return;
+  // The requester watches its replier's core as well as its own (common/disturbance.hpp) where the replier
+  // runs on this host: a pair's other rank.
+  if (all.size() == 2) {
+    const auto& peer = all[static_cast<std::size_t>(1 - job.leader_rank)];
+    if (peer.value("host", "") == p.value("host", ""))
+      watch_replier(peer.value("pid", -1L), peer.value("tid", -1L), peer.value("cpu", -1));
+  }
   auto& m = job.doc.j["meta"];
   m["ranks"] = all;
   m["transport"] = transport;

@@ -252,6 +252,7 @@ json Ranks::placement(int cpu) const {
   return {{"rank", rank_},
           {"host", this_host()},
           {"pid", static_cast<long>(::getpid())},
+          {"tid", static_cast<long>(::gettid())},  // the measuring thread, whose core the requester watches
           {"cpu", cpu < 0 ? -1 : cpu},
           {"numa_node", node},
           {"cpu_now", ::sched_getcpu()}};

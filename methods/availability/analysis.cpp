@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "common/disturbance.hpp"
 #include "analysis/results_json.hpp"
 
 namespace logpb::methods {
@@ -16,7 +17,11 @@ nlohmann::json doerfler_record(const std::vector<methods::DoerflerSize>& v, doub
     nlohmann::json cs = nlohmann::json::array(), cr = nlohmann::json::array();
     for (const auto& p : d.send.curve) cs.push_back({p.work_ns, p.iter_ns});
     for (const auto& p : d.recv.curve) cr.push_back({p.work_ns, p.iter_ns});
-    curves.push_back({{"bytes", d.bytes}, {"send_work_iter_ns", cs}, {"recv_work_iter_ns", cr}});
+    curves.push_back({{"bytes", d.bytes},
+                      {"send_work_iter_ns", cs},
+                      {"recv_work_iter_ns", cr},
+                      {"send_segments", SegmentBook::merged({&d.send.point_segments, &d.send.segments})},
+                      {"recv_segments", SegmentBook::merged({&d.recv.point_segments, &d.recv.segments})}});
   }
   return {{"method", "Doerfler & Brightwell post-work-wait (section 2), waiting for local completion"},
           {"base_threshold", base_threshold},
@@ -36,7 +41,8 @@ nlohmann::json doerfler_summary(const std::vector<std::vector<methods::DoerflerS
       std::vector<Param> over, avail;
       for (const auto& run : runs) {
         const auto& s = send ? run[i].send : run[i].recv;
-        over.push_back(!s.completed        ? Param::invalid("the iteration time never reached the stop threshold")
+        over.push_back(!s.refusal.empty()  ? Param::invalid(s.refusal)
+                       : !s.completed      ? Param::invalid("the iteration time never reached the stop threshold")
                        : !(s.overhead > 0) ? Param::invalid("iteration minus work is not positive: the work loop "
                                                             "or the timer is wrong",
                                                             s.overhead)
@@ -44,8 +50,9 @@ nlohmann::json doerfler_summary(const std::vector<std::vector<methods::DoerflerS
         // availability is a fraction, carried in Param's value for combine_runs.
         avail.push_back(s.completed && s.availability >= 0 && s.availability <= 1
                             ? param_of(s.availability, s.availability_ci)
-                            : Param::invalid(s.completed ? "overhead exceeds the transfer time or is negative"
-                                                         : "the stop threshold was never reached",
+                            : Param::invalid(!s.refusal.empty() ? s.refusal
+                                             : s.completed ? "overhead exceeds the transfer time or is negative"
+                                                           : "the stop threshold was never reached",
                                              s.availability));
       }
       const auto& s = send ? v[i].send : v[i].recv;

@@ -10,12 +10,14 @@
 // iteration (measured there, not calibrated elsewhere), so overhead is iter_t - work_t per iteration.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "common/disturbance.hpp"
 #include "common/stats.hpp"
 #include "methods/messages.hpp"
 
@@ -39,6 +41,12 @@ struct DoerflerSide {
   double overhead_ci = NAN, availability_ci = NAN;
   bool completed = false;
   std::vector<DoerflerPoint> curve;  // the growing-work curve, for the paper's Figure 2
+  // Each point of the curve and each batch of the stop point's iterations is a segment (common/disturbance.hpp):
+  // a disturbed one is measured again. A point that took another task's time would read as the stop threshold
+  // crossed early, and the overhead would be read at too little work (a receive overhead of 7975 for 1600).
+  SegmentBook point_segments{"availability points", 0, 0, 0};
+  SegmentBook segments{"batches of stop-point iterations", 0, 0, 0};
+  std::string refusal;  // why the side has no figure when its segments were too disturbed
 };
 
 struct DoerflerSize {
@@ -84,8 +92,25 @@ DoerflerSide doerfler_side(EP& ep, ClientState& st, const Clock& clock, std::uin
     return median_of(v);
   };
   DoerflerSide s;
+  SegmentWatch watch(clock);
+  // A point measured again while disturbed, up to kSegmentBudget times; NaN after that (the curve skips it).
+  SegmentBook points("availability points", 0, 0, 1 << 30);
+  auto clean_iter_t = [&](std::uint64_t work) {
+    for (int attempt = 0; attempt < kSegmentBudget; ++attempt) {
+      watch.begin();
+      const double t = iter_t(work);
+      if (points.record(watch.end())) return t;
+    }
+    return std::nan("");
+  };
   for (int i = 0; i < 20; ++i) iteration(0);  // warm up
-  double base_sum = iter_t(0);
+  double base_sum = clean_iter_t(0);
+  if (!std::isfinite(base_sum)) {
+    s.point_segments = points;
+    s.refusal = "disturbed: the transfer time at no work was measured " + std::to_string(kSegmentBudget) +
+                " times, each while another task held a measuring core";
+    return s;
+  }
   int base_n = 1;
   s.base_t = base_sum;
   s.curve.push_back({0, s.base_t});
@@ -93,7 +118,8 @@ DoerflerSide doerfler_side(EP& ep, ClientState& st, const Clock& clock, std::uin
   for (int k = 1; k <= cfg.max_steps; ++k) {
     throw_if_interrupted();
     const double work_ns = step * k;
-    const double it = iter_t(clock.cycles(work_ns));
+    const double it = clean_iter_t(clock.cycles(work_ns));
+    if (!std::isfinite(it)) continue;
     s.curve.push_back({work_ns, it});
     if (it <= cfg.base_threshold * s.base_t) {  // the work still hides in the transfer
       base_sum += it;
@@ -102,13 +128,26 @@ DoerflerSide doerfler_side(EP& ep, ClientState& st, const Clock& clock, std::uin
     } else if (it >= cfg.stop_threshold * s.base_t) {
       // The stop point, measured again with enough iterations for an interval: per iteration, the time
       // not spent in the work is the overhead.
-      std::vector<double> iters, works, over;
-      for (int i = 0; i < cfg.final_reps; ++i) {
+      // In batches of about kSegmentTargetNs, each a segment.
+      std::vector<Sample> kept;
+      const int batch = static_cast<int>(std::clamp(kSegmentTargetNs / it, 8.0, 1.0 * cfg.final_reps));
+      const int batches = (cfg.final_reps + batch - 1) / batch;
+      SegmentBook final_book("batches of stop-point iterations", batches, (batches + 1) / 2,
+                             kSegmentBudget * batches);
+      clean_batches(watch, final_book, kept, cfg.final_reps, batch, [&](std::vector<Sample>& out) {
         const Sample x = iteration(clock.cycles(work_ns));
-        if (!std::isfinite(x.iter_ns)) continue;
+        if (std::isfinite(x.iter_ns)) out.push_back(x);
+      });
+      std::vector<double> iters, works, over;
+      for (const Sample& x : kept) {
         iters.push_back(x.iter_ns);
         works.push_back(x.work_ns);
         over.push_back(x.iter_ns - x.work_ns);
+      }
+      s.segments = final_book;
+      if (!final_book.enough()) {
+        s.refusal = final_book.refusal();
+        break;
       }
       const Summary so = summarize(over);
       s.iter_t = median_of(iters);
@@ -122,6 +161,7 @@ DoerflerSide doerfler_side(EP& ep, ClientState& st, const Clock& clock, std::uin
       break;
     }
   }
+  s.point_segments = points;
   return s;
 }
 

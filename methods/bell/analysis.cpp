@@ -5,6 +5,7 @@
 
 #include "analysis/loggp.hpp"
 #include "analysis/results_json.hpp"
+#include "common/disturbance.hpp"
 
 namespace logpb::methods {
 
@@ -171,11 +172,12 @@ nlohmann::json flood_size(const SizeOverRuns& s, const methods::BellSize& b) {
       "than 1.5 x their median (an interruption of either host) left out: the stream's mean rate, an NI's "
       "jitter included; what the overheads are held to when the stage is named; minimum over runs";
   e["queue"] = queue_json(b.queue);
-  e["core_taken_repeats"] = {{"count", b.taken_repeats},
-                             {"rule",
-                              "a flood run whose thread lost over 10% of its wall time to other tasks on its core "
-                              "(/proc/thread-self/schedstat) is repeated, at most " +
-                                  std::to_string(methods::kTakenRepeats) + " times"}};
+  e["segments"] = b.segments.to_json();
+  e["segments"]["messages_per_clean_run"] = b.run_messages;
+  e["segments"]["rule"] =
+      "each flood run is a segment: one during which another task held the requester's or the replier's core "
+      "for over 0.2% of it (and 2 us) is measured again, half as long (down to 200 RTT / g messages), up to 3 "
+      "runs per run wanted; the figures are the clean runs'; with fewer than half the runs clean they have no value";
   e["rtt"] = over_runs(s.rtt);
   if (s.gni.empty()) return e;
   e["g_ni"] = over_runs(s.gni);
@@ -188,6 +190,7 @@ nlohmann::json flood_size(const SizeOverRuns& s, const methods::BellSize& b) {
     e[side == &b.send ? "overlap_send_curve" : "overlap_recv_curve"] = c;
     e[side == &b.send ? "overlap_send_knee" : "overlap_recv_knee"] = knee_json(*side);
   }
+  e["overlap_segments"] = SegmentBook::merged({&b.send.segments, &b.recv.segments});
   return e;
 }
 
@@ -213,6 +216,7 @@ nlohmann::json overlap_size(const SizeOverRuns& s, const methods::BellSize& b, n
   e["hidden_c_recv_ns"] = b.recv.hidden_c_ns;
   e["send_knee"] = knee_json(b.send);
   e["recv_knee"] = knee_json(b.recv);
+  e["segments"] = SegmentBook::merged({&b.send.segments, &b.recv.segments});
   for (const auto* side : {&b.send, &b.recv}) {
     const bool ok = side->ok && side->overhead > 0;
     add_check(checks,
@@ -309,6 +313,23 @@ void smallest_message(const Runs& runs, nlohmann::json& params) {
       "beside Bell et al.'s total / N)";
 }
 
+// A size whose clean flood runs were too few within the budget (common/disturbance.hpp) gives no figure:
+// the smallest size's refuse every figure read there, any size's refuse the fits over sizes.
+void refuse_disturbed(const Runs& runs, nlohmann::json& params) {
+  std::string smallest, any;
+  for (const auto& run : runs)
+    for (std::size_t i = 0; i < run.size(); ++i) {
+      if (run[i].segments.enough()) continue;
+      const std::string why = std::to_string(run[i].bytes) + " B: " + run[i].segments.refusal();
+      if (i == 0 && smallest.empty()) smallest = why;
+      if (any.empty()) any = why;
+    }
+  for (const char* k : {"g", "g_ni", "g_steady", "rtt", "eel", "o_s_completion", "o_r_stream", "kernel_per_message"})
+    if (!smallest.empty() && params.contains(k)) refuse_figure(params[k], smallest);
+  for (const char* k : {"G", "G_ni", "crossover_bytes"})
+    if (!any.empty() && params.contains(k)) refuse_figure(params[k], any);
+}
+
 nlohmann::json flood_parameters(const Runs& runs, const nlohmann::json& per, nlohmann::json& checks) {
   const auto& last = runs.back();
   nlohmann::json params = nlohmann::json::object();
@@ -320,6 +341,7 @@ nlohmann::json flood_parameters(const Runs& runs, const nlohmann::json& per, nlo
   }
   params["kernel_per_message"] = kernel_per_message(last.front());
   smallest_message(runs, params);
+  refuse_disturbed(runs, params);
   if (last.size() >= 2)
     add_check(checks, "G > 0", params["G"]["value_ns"].is_number(), "the flood's time does not grow with size");
   return params;

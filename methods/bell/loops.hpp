@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "common/cpu_time.hpp"
+#include "common/disturbance.hpp"
 #include "common/stats.hpp"
 #include "methods/messages.hpp"
 #include "methods/pingpong/loops.hpp"
@@ -228,6 +229,7 @@ struct OverlapSide {
   std::string ci_method;
   bool ok = false;
   std::string note;
+  SegmentBook segments{"overlap runs", 0, 0, 0};  // every run of every point, disturbed ones measured again
 };
 
 namespace detail {
@@ -354,7 +356,13 @@ OverlapSide overlap_side(const Clock& clock, const BellConfig& cfg, Once&& once)
     s.note = "the time per message never rose above T(0): the overhead could not be separated from the gap";
     return s;
   }
-  // The spread of the per-run inferences bounds how well the minimum-based one is known.
+  // The spread of the per-run inferences bounds how well the minimum-based one is known; with fewer than three
+  // (the others' points disturbed or lost) it bounds nothing, and the side gives no figure.
+  if (ok.size() < 3) {
+    s.note = "only " + std::to_string(ok.size()) + " of " + std::to_string(runs.size()) +
+             " runs gave an overhead (the others' points were disturbed or lost), too few for an interval";
+    return s;
+  }
   s.ci95 = bootstrap_ci95(ok, median_of);
   s.ci_method = "percentile bootstrap of the median of " + std::to_string(ok.size()) + " per-run inferences";
   const std::size_t k = detail::knee_index(s.curve);
@@ -408,9 +416,11 @@ struct BellSize {
   bool overlap_run = false;
   FloodQueue queue;
   CpuSpent cpu;  // flood: what the timed floods cost this host's cores, as the kernel accounts it
-  int taken_repeats = 0;  // flood runs repeated because other tasks held this thread's core (bell_flood)
+  // flood: what disturbed each run (clean ones are the figure's), and each clean run's length
+  SegmentBook segments{"flood runs", 0, 0, 0};
+  std::vector<int> run_messages;
 };
-inline constexpr int kTakenRepeats = 3;
+
 
 // The local completion time of one send with nothing else in flight: post, then wait until the NI
 // reports it complete (Bell et al. 4.2's "complete locally"; on RC the peer's ACK). Median of `count`.
@@ -431,11 +441,40 @@ double completion_latency_ns(EP& ep, ClientState& st, const Clock& clock, std::u
 }
 
 // Both sides of the overlap test at size n, into b.
+// Each run of each point is a segment (common/disturbance.hpp): one during which another task held a measuring
+// core is measured again, up to kSegmentBudget times; a point whose every attempt was disturbed has no value
+// (NaN), and the side's book counts them all.
+template <class Once>
+auto clean_runs(const Clock& clock, SegmentBook& book, Once&& once) {
+  return [&clock, &book, once = std::forward<Once>(once)](std::uint64_t c, int m) {
+    SegmentWatch watch(clock, true);
+    for (int attempt = 0; attempt < kSegmentBudget; ++attempt) {
+      watch.begin();
+      const OverlapPoint p = once(c, m);
+      if (book.record(watch.end())) return p;
+      m = std::max(std::min(m, 400), m / 2);  // shorter, to fit between the steals
+    }
+    return OverlapPoint{};
+  };
+}
+
 template <class EP>
 void overlap_sides(EP& ep, ClientState& st, const Clock& clock, const BellConfig& cfg, std::uint32_t n, BellSize& b) {
   b.overlap_run = true;
-  b.send = overlap_side(clock, cfg, [&](std::uint64_t c, int m) { return overlap_send_once(ep, st, clock, n, c, m); });
-  b.recv = overlap_side(clock, cfg, [&](std::uint64_t c, int m) { return overlap_recv_once(ep, st, clock, n, c, m); });
+  SegmentBook send_book("overlap runs (send)", 0, 0, 0), recv_book("overlap runs (receive)", 0, 0, 0);
+  b.send = overlap_side(clock, cfg, clean_runs(clock, send_book, [&](std::uint64_t c, int m) {
+                          return overlap_send_once(ep, st, clock, n, c, m);
+                        }));
+  b.recv = overlap_side(clock, cfg, clean_runs(clock, recv_book, [&](std::uint64_t c, int m) {
+                          return overlap_recv_once(ep, st, clock, n, c, m);
+                        }));
+  for (auto* side : {&b.send, &b.recv}) {
+    SegmentBook& book = side == &b.send ? send_book : recv_book;
+    if (!side->ok && book.disturbed() > 0)
+      side->note += "; " + std::to_string(book.disturbed()) + " of " + std::to_string(book.measured()) +
+                    " overlap runs were disturbed (segments)";
+    side->segments = std::move(book);
+  }
 }
 
 template <class EP>
@@ -502,28 +541,41 @@ std::vector<BellSize> bell_flood(EP& ep, ClientState& st, const Clock& clock, co
       messages = static_cast<int>(
           std::clamp(100 * median_of(rt0) / per, static_cast<double>(cfg.messages), 4.0 * cfg.messages));
     b.queue.messages = messages;
-    for (int k = 0; k < cfg.runs; ++k) {
+    // Each flood run is a segment (common/disturbance.hpp): one during which another task held the
+    // requester's or the replier's core timed that task, not the link, and is measured again. A steal that
+    // comes back every few ms lands in every run of 10,000 messages, so the minimum over runs does not remove
+    // it (a 1990s machine's g read 6832-6895 for 6200 at 10% stolen); a run after a disturbed one is half as
+    // long, down to the length whose start and final reply cost under 0.5% (200 RTT / g), so that runs
+    // fit between the steals. Bell et al. 4.2's figure is then the minimum over the clean runs; a figure
+    // with fewer than half its runs clean within the budget has no value (refuse_disturbed).
+    // 200 RTT / g: a shortened run's start and final reply cost under 0.5% (a run of 200 messages read g 1.4%
+    // high on a 1990s machine whose RTT is 2.9 g).
+    const double amortised = 200 * median_of(rt0) / per;  // NaN or inf where per or the round trip is unknown
+    const int floor_messages =
+        std::min(messages, std::isfinite(amortised) ? std::max(200, static_cast<int>(std::min(amortised, 1e9))) : 200);
+    int run_messages = messages;
+    SegmentWatch watch(clock, true);
+    b.segments = SegmentBook("flood runs", cfg.runs, (cfg.runs + 1) / 2, kSegmentBudget * cfg.runs);
+    int lost = 0;
+    while (!b.segments.done() && lost < cfg.runs) {
       throw_if_interrupted();
-      // The kernel's accounting is read around the flood alone (its reads, tens of us, fall outside it). A
-      // flood whose thread lost over a tenth of its wall time to other tasks on its core (schedstat) timed
-      // them, not the link: it is repeated, up to kTakenRepeats times (seen on the emulated machines: the
-      // first of three runs at 1.8-2.3x g, its thread off its core for 135 ms of 156).
-      FloodTime ft;
-      for (int attempt = 0;; ++attempt) {
-        const CpuTimes before = read_cpu_times();
-        const std::uint64_t w0 = tsc::now();
-        ft = flood_once(ep, st, clock, n, b.queue.used, messages);
-        const std::uint64_t w1 = tsc::now_end();
-        const CpuTimes after = read_cpu_times();
-        const double wall = clock.ns(static_cast<double>(w1 - w0));
-        const double taken = wall - (after.thread_run_ns - before.thread_run_ns);
-        if (std::isfinite(ft.total_ns) && taken > 0.1 * wall && attempt < kTakenRepeats) {
-          ++b.taken_repeats;
-          continue;
-        }
-        if (std::isfinite(ft.total_ns)) b.cpu.add(before, after, messages, wall);
-        break;
+      // The kernel's accounting is read around the flood alone (its reads, tens of us, fall outside it).
+      const CpuTimes before = read_cpu_times();
+      watch.begin();
+      const FloodTime ft = flood_once(ep, st, clock, n, b.queue.used, run_messages);
+      const SegmentTag tag = watch.end();
+      const CpuTimes after = read_cpu_times();
+      if (!std::isfinite(ft.total_ns)) {  // a message lost: a run without a figure, not a disturbance
+        ++lost;
+        g.push_back(NAN), gs.push_back(NAN), gp.push_back(NAN), r.push_back(NAN);
+        continue;
       }
+      if (!b.segments.record(tag)) {
+        run_messages = std::max(floor_messages, run_messages / 2);
+        continue;
+      }
+      b.cpu.add(before, after, run_messages, tag.wall_ns);
+      b.run_messages.push_back(run_messages);
       g.push_back(ft.total_ns);
       gs.push_back(ft.steady_ns);
       gp.push_back(ft.pace_ns);

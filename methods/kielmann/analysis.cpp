@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "common/disturbance.hpp"
 #include "analysis/loggp.hpp"
 #include "analysis/results_json.hpp"
 
@@ -91,6 +92,7 @@ nlohmann::json kielmann_record(const methods::KielmannResult& r) {
           {"g0_messages", r.g0_n},
           {"g0_converged", r.g0_converged},
           {"g0_rule", r.g0_rule},
+          {"g0_segments", r.g0_segments.to_json()},
           {"notes", r.notes},
           {"credits", r.credits},
           {"o_s_send_call",

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "common/disturbance.hpp"
 #include "common/stats.hpp"
 #include "methods/messages.hpp"
 
@@ -53,6 +54,7 @@ struct KielmannResult {
   std::string g0_ci_method, g0_rule;
   int credits = 0;                  // one-way requests the saturation may have in flight (the AM layer's credit limit)
   std::vector<KielmannSize> sizes;  // ascending
+  SegmentBook g0_segments{"saturation streams", 0, 0, 0};  // g(0)'s streams, disturbed ones run again
   double fast_seconds = 0, saturation_seconds = 0;
   std::vector<std::string> notes;
 };
@@ -96,6 +98,10 @@ double saturation_once(EP& ep, ClientState& st, const Clock& clock, std::uint32_
   return clock.ns(static_cast<double>(t1 - t0) - clock.timer_cost_cycles()) / n;
 }
 
+// Streams of the converged n timed again for g's value and interval: seven, the fewest whose median has
+// a distribution-free interval (stats.cpp: order statistics, from six samples on).
+inline constexpr int kSaturationRepeats = 7;
+
 struct Saturation {
   double g = NAN, ci95 = NAN;
   double g_total = NAN;  // RTT_n / n at the converged n, as the paper takes it
@@ -104,10 +110,10 @@ struct Saturation {
   std::vector<double> repeats;  // the converged n timed again: their steady rates, for the value and interval
   std::string ci_method;
   std::string rule;  // which convergence rule held
+  // Every stream timed, disturbed ones measured again; refusal: too few of the repeats were clean.
+  SegmentBook segments{"saturation streams", kSaturationRepeats, (kSaturationRepeats + 1) / 2, 1 << 30};
+  std::string refusal;
 };
-// Streams of the converged n timed again for g's value and interval: seven, the fewest whose median has
-// a distribution-free interval (stats.cpp: order statistics, from six samples on).
-inline constexpr int kSaturationRepeats = 7;
 
 // g(m) by saturation: n = 10, 20, 40, ... until the gap per message changes by less than eps and
 // RTT_1 < eps * RTT_n. On a shared machine RTT_n / n carries every interruption of a long stream and
@@ -116,14 +122,29 @@ inline constexpr int kSaturationRepeats = 7;
 // longer than kMaxStreamSeconds ends the doubling. A saturation that never converges says so; it never
 // returns its last value as if it had.
 inline constexpr double kMaxStreamSeconds = 0.5;
+// Each stream is a segment (common/disturbance.hpp): one during which another task held a measuring core
+// timed that task, and is run again, up to kSegmentBudget times (NaN, a stream without a figure, after that).
+template <class EP>
+double clean_saturation(EP& ep, ClientState& st, const Clock& clock, SegmentWatch& watch, SegmentBook& book,
+                        std::uint32_t m, int n, double* steady) {
+  for (int attempt = 0; attempt < kSegmentBudget; ++attempt) {
+    watch.begin();
+    const double g = saturation_once(ep, st, clock, m, n, steady);
+    if (book.record(watch.end())) return g;
+  }
+  if (steady) *steady = NAN;
+  return NAN;
+}
+
 template <class EP>
 Saturation saturate(EP& ep, ClientState& st, const Clock& clock, std::uint32_t m, double eps, double rtt1) {
   Saturation s;
   double prev = NAN, prev_steady = NAN;
+  SegmentWatch watch(clock);
   for (int n = 10; n <= (1 << 20); n *= 2) {
     throw_if_interrupted();
     double steady = NAN;
-    const double g = saturation_once(ep, st, clock, m, n, &steady);
+    const double g = clean_saturation(ep, st, clock, watch, s.segments, m, n, &steady);
     if (!std::isfinite(g)) continue;
     const bool long_enough = rtt1 < eps * g * n;
     const bool paper = std::isfinite(prev) && std::fabs(g - prev) < eps * g;
@@ -137,8 +158,13 @@ Saturation saturate(EP& ep, ClientState& st, const Clock& clock, std::uint32_t m
       s.g_total = g;
       for (int k = 0; k < kSaturationRepeats; ++k) {
         double steady = NAN;
-        const double x = saturation_once(ep, st, clock, m, n, &steady);
-        s.repeats.push_back(std::isfinite(steady) ? steady : x);
+        const double x = clean_saturation(ep, st, clock, watch, s.segments, m, n, &steady);
+        if (std::isfinite(x)) s.repeats.push_back(std::isfinite(steady) ? steady : x);
+      }
+      if (static_cast<int>(s.repeats.size()) < (kSaturationRepeats + 1) / 2) {
+        s.converged = false;
+        s.refusal = s.segments.refusal();
+        return s;
       }
       const Summary sum = summarize(s.repeats);
       s.g = sum.median;
@@ -264,7 +290,10 @@ void saturate_g0(EP& ep, ClientState& st, const Clock& clock, const KielmannConf
   r.g0_ci_method = sat0.ci_method;
   r.g0_rule = sat0.rule;
   r.credits = ep.credit_limit();
-  if (!sat0.converged)
+  r.g0_segments = sat0.segments;
+  if (!sat0.refusal.empty())
+    r.notes.insert(r.notes.begin(), "g(0): the saturation's streams were " + sat0.refusal);
+  else if (!sat0.converged)
     r.notes.push_back("g(0): the saturation did not converge up to n = " + std::to_string(sat0.n) +
                       " messages (the doubling ends at n = 2^20 or a stream of " +
                       std::to_string(kMaxStreamSeconds).substr(0, 3) + " s)");

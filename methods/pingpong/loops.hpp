@@ -2,6 +2,7 @@
 // every iteration and keeps the full distribution (Culler et al. section 3.2 needs RTT to solve for L).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "common/clock.hpp"
+#include "common/disturbance.hpp"
 #include "common/errors.hpp"
 #include "common/stats.hpp"
 #include "methods/messages.hpp"
@@ -48,6 +50,9 @@ struct PingpongResult {
   Summary summary;
   std::uint64_t lost = 0;  // iterations whose request or reply was lost: not in rtt_ns
   Turnaround turnaround;
+  // The timed round trips in batches, each a segment (common/disturbance.hpp); rtt_ns holds the clean ones'.
+  SegmentBook segments{"batches of round trips", 0, 0, 0};
+  int batch = 0;  // round trips per batch
 };
 
 // One round trip in TSC cycles, 0 when the request or its reply was lost.
@@ -81,20 +86,30 @@ PingpongResult pingpong(EP& ep, ClientState& st, const Clock& clock, const Pingp
   std::vector<std::uint64_t> cycles(static_cast<std::size_t>(cfg.iterations));
   PingpongResult r;
   const PollBeforeSend<EP> poll(ep, cfg.poll_before_send);
+  const std::uint64_t w0 = tsc::now();
   for (int i = 0; i < cfg.warmup; ++i) {
     const std::uint64_t want = st.acks + 1;
     send_message(ep, cfg.bytes);
     ep.wait_until([&] { return st.acks == want; });
   }
+  const double warm_rtt = cfg.warmup > 0 ? clock.ns(tsc::now_end() - w0) / cfg.warmup : NAN;
   throw_if_interrupted();
-  std::size_t kept = 0;
-  for (std::size_t i = 0; i < cycles.size(); ++i) {
+  // Batches of about kSegmentTargetNs (the warm-up's mean round trip sets the count), each a segment: the round
+  // trips of a batch during which another task held a measuring core are dropped and measured again.
+  r.batch = std::isfinite(warm_rtt) && warm_rtt > 0
+                ? static_cast<int>(std::clamp(kSegmentTargetNs / warm_rtt, 16.0, 1000.0))
+                : 1000;
+  r.batch = std::min(r.batch, std::max(1, cfg.iterations));
+  const int batches = (cfg.iterations + r.batch - 1) / r.batch;
+  r.segments = SegmentBook("batches of round trips", batches, (batches + 1) / 2, kSegmentBudget * batches);
+  cycles.clear();
+  SegmentWatch watch(clock);
+  clean_batches(watch, r.segments, cycles, cfg.iterations, r.batch, [&](std::vector<std::uint64_t>& out) {
     if (const std::uint64_t c = round_trip(ep, st, cfg.bytes))
-      cycles[kept++] = c;
+      out.push_back(c);
     else
       ++r.lost;  // a lost message: this round trip is not a sample
-  }
-  cycles.resize(kept);
+  });
   r.rtt_ns.reserve(cycles.size());
   for (auto c : cycles) r.rtt_ns.push_back(clock.ns(static_cast<double>(c) - clock.timer_cost_cycles()));
   r.summary = summarize(r.rtt_ns);

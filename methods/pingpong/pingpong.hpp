@@ -12,6 +12,7 @@
 
 #include "analysis/results_json.hpp"
 #include "analysis/signature_fit.hpp"
+#include "common/disturbance.hpp"
 #include "common/stats.hpp"
 #include "methods/descriptor.hpp"
 #include "methods/messages.hpp"
@@ -82,12 +83,27 @@ struct pingpong {
     if (!r.sweep)
       return {{"rtt", analysis::distribution_json(r.sizes.front().r.rtt_ns, o.raw)},
               {"lost", r.sizes.front().r.lost},
+              {"segments", segments_json(r.sizes.front().r)},
               {"poll_before_send", kPollBeforeSend},
               {"replier_turnaround", turnaround_json(r.sizes.front().r.turnaround)}};
     nlohmann::json per = nlohmann::json::array();
     for (const auto& s : r.sizes)
-      per.push_back({{"bytes", s.bytes}, {"rtt", analysis::distribution_json(s.r.rtt_ns, o.raw)}, {"lost", s.r.lost}});
+      per.push_back({{"bytes", s.bytes},
+                     {"rtt", analysis::distribution_json(s.r.rtt_ns, o.raw)},
+                     {"lost", s.r.lost},
+                     {"segments", segments_json(s.r)}});
     return {{"per_size", per}, {"poll_before_send", kPollBeforeSend}};
+  }
+  static nlohmann::json segments_json(const methods::PingpongResult& r) {
+    nlohmann::json j = r.segments.to_json();
+    j["round_trips_per_batch"] = r.batch;
+    return j;
+  }
+  // The first refusal among the runs' books at size index i (empty: every run had enough clean batches).
+  static std::string refusal(const std::vector<Run>& runs, std::size_t i) {
+    for (const auto& r : runs)
+      if (!r.sizes.at(i).r.segments.enough()) return r.sizes[i].r.segments.refusal();
+    return {};
   }
   static nlohmann::json analyse(const std::vector<Run>& runs, const Settings&) {
     if (!runs.front().sweep) {
@@ -104,7 +120,9 @@ struct pingpong {
       auto median = [](std::vector<double> v) {
         return v.empty() ? nlohmann::json(nullptr) : nlohmann::json(v[lower_median_index(v)]);
       };
-      return {{"parameters", {{"rtt", analysis::combine_runs(rtts)}}},
+      nlohmann::json rtt = analysis::combine_runs(rtts);
+      if (const std::string why = refusal(runs, 0); !why.empty()) refuse_figure(rtt, why);
+      return {{"parameters", {{"rtt", rtt}}},
               {"checks", nlohmann::json::array()},
               {"replier_turnaround", {{"service_median_ns", median(service)}, {"rtt_median_ns", median(rtt_timed)}}}};
     }
@@ -123,8 +141,10 @@ struct pingpong {
           of_run.push_back(k);
         }
       }
+      nlohmann::json rtt = analysis::combine_runs(rtts);
+      if (const std::string why = refusal(runs, i); !why.empty()) refuse_figure(rtt, why);
       per.push_back({{"bytes", runs.front().sizes[i].bytes},
-                     {"rtt", analysis::combine_runs(rtts)},
+                     {"rtt", rtt},
                      {"typical_run", medians.empty() ? nlohmann::json(nullptr)
                                                      : nlohmann::json(of_run[lower_median_index(medians)])}});
     }

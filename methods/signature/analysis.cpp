@@ -41,9 +41,11 @@ nlohmann::json signature_curves_json(const methods::SignatureData& d, bool raw) 
                            {"converged", p.point.converged},
                            {"discarded", p.point.discarded},
                            {"interrupted", p.interrupted},
+                           {"disturbed", p.disturbed},
                            {"interrupted_cut_ns", std::isfinite(p.interrupted_cut_ns) ? nlohmann::json(p.interrupted_cut_ns)
                                                                                      : nlohmann::json(nullptr)},
                            {"summary", p.point.summary}};
+      if (p.disturbed > 0) jp["disturbed_cause"] = p.disturbed_cause;
       if (raw) jp["samples_ns"] = p.point.samples;
       pts.push_back(std::move(jp));
     }

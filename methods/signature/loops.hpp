@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "analysis/figures.hpp"
+#include "common/disturbance.hpp"
 #include "common/clock.hpp"
 #include "common/compute_delay.hpp"
 #include "common/errors.hpp"
@@ -51,6 +52,10 @@ struct SignaturePoint {
   // (per message, net of Delta; NaN where none was applied).
   int interrupted = 0;
   double interrupted_cut_ns = NAN;
+  // Bursts during which another task held a measuring core (common/disturbance.hpp): no samples, measured
+  // again (counted in point.discarded too), and the first one's cause.
+  int disturbed = 0;
+  std::string disturbed_cause{};
 };
 struct SignatureCurve {
   double delta_ns = 0;             // requested
@@ -154,14 +159,23 @@ void signature_point(EP& ep, const Clock& clock, SignatureCurve& c, int M, const
   throw_if_interrupted();
   hooks.progress(label + " M=" + std::to_string(M));
   std::vector<double> deltas, costs;
+  SegmentWatch watch(clock);
+  int disturbed = 0;
+  std::string disturbed_cause;
   auto sample = [&] {
     const std::uint64_t losses = ep.loss_events();
+    watch.begin();
     const std::uint64_t t0 = tsc::now();
     const std::uint64_t spent = phase.run(issue, M);
     const std::uint64_t t1 = tsc::now_end();
     // Drain the replies outside the timed issue phase. A burst during which a message was lost is no
-    // sample (NaN): measure_point re-measures it and counts it as discarded.
+    // sample (NaN): measure_point re-measures it and counts it as discarded. So is a burst during which
+    // another task held a measuring core, the drain included (the replier's replies are part of the burst).
     if (!ep.wait_all() || ep.loss_events() != losses) return std::nan("");
+    if (const SegmentTag tag = watch.end(); !tag.clean) {
+      if (disturbed++ == 0) disturbed_cause = tag.cause;
+      return std::nan("");
+    }
     const double cost = clock.ns(static_cast<double>(t1 - t0) - timer) / M;
     deltas.push_back(clock.ns(static_cast<double>(spent)) / M);
     costs.push_back(cost);
@@ -171,6 +185,8 @@ void signature_point(EP& ep, const Clock& clock, SignatureCurve& c, int M, const
   deltas.clear();
   costs.clear();
   SignaturePoint sp{M, measure_point(cfg.rule, sample, elapsed_ns), {}};
+  sp.disturbed = disturbed;
+  sp.disturbed_cause = disturbed_cause;
   // Each sample is one timed span of M messages over M: the clock's step quantises the span, so a point's
   // interval is floored at step / M, not at one step (a point of 512 messages on a 10 ns clock is not
   // +-10 ns). The stop rule above still stops at one step, as precise as a single span can tell.

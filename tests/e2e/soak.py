@@ -41,10 +41,10 @@ def test_run(transport, messages_wanted, *rest):
     # A probe tells how many one-way AMs one unit of --messages costs here (bell runs, calibration, the
     # measured runs, both directions).
     probe, _, _, pa, pb = flood(transport, 100000, extra, os.path.join(TMP, "probe.json"))
-    # A flood run whose core was taken is repeated (per_size[].core_taken_repeats): those floods are no part of
+    # A flood run whose core was taken is measured again (per_size[].segments.disturbed): those floods are no part of
     # what one unit costs. In the VM's fast state (10^5 messages in 1.5 ms) one interruption repeats a run, and
     # the probe read twice the cost per unit, so the long run carried 72% of what it should.
-    repeats = probe["per_size"][0].get("core_taken_repeats", {}).get("count", 0)
+    repeats = probe["per_size"][0].get("segments", {}).get("disturbed", 0)
     per_unit = (pa["oneway_sent"] + pb["oneway_sent"]) / 100000 * 2 / (2 + repeats)
     # 10% over the probe's estimate: the calibration may choose fewer messages in the long run.
     messages = int(want / per_unit * 1.10) + 1
