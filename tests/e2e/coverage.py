@@ -442,42 +442,63 @@ def main(args):
     tmp = tempfile.mkdtemp(prefix="logpb-coverage-")
     start = time.monotonic()
     results, floors = [], {}
-    for m in machines:
-        t = machine_truth(m)
-        before = lpbtest.probe_floor_ns() or None  # 0: bench/shm_bare_pingpong is not built
-        t0 = time.monotonic()
-        # Run index outermost within a machine: a drift of the VM over minutes then lands on every method.
-        for i in range(args.runs):
-            for meth in methods:
-                r = run_once(m, meth, t, tmp, i)
-                r.update(machine=m, method=meth, run=i)
-                results.append(r)
-                if not r["ok"]:
-                    print(f"coverage: {m} {meth} run {i} failed (exit {r['exit']}, status {r.get('status')})",
-                          file=sys.stderr)
-        after = lpbtest.probe_floor_ns() or None
-        floors[m] = {"before_ns": before, "after_ns": after}
-        print(f"coverage: {m}: {args.runs} x {len(methods)} runs in {time.monotonic() - t0:.0f} s; floor "
-              f"{floor_text(floors[m])} (reported, not added)", file=sys.stderr)
-    elapsed = time.monotonic() - start
-    summary = summarize(results)
-    text = markdown(summary, results, args.runs, elapsed)
-    text += "\nFloor (half the bare cache-line ping-pong, before/after; not a truth term): " + ", ".join(
-        f"{m} {floor_text(f)}" for m, f in floors.items()) + "\n"
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
-    if args.json:
-        doc = {"schema": "logpbench-coverage/1", "runs_per_cell": args.runs, "machines": machines,
-               "methods": methods, "elapsed_s": elapsed, "timer_reads_per_operation": READS["n"],
-               "hidden_machine": {"name": HIDDEN, "spec": HIDDEN_SPEC},
-               "terms": {f"{k[0]} {k[1]}": v for k, v in TERMS.items()}, "floor": floors,
-               "summary": summary, "runs": results}
-        with open(args.json + ".tmp", "w") as f:
-            json.dump(doc, f, indent=1)
-        os.replace(args.json + ".tmp", args.json)
+
+    def report(final):
+        """The table (to --out, or stdout once at the end) and the JSON; saved after every machine too, so a
+        long run that is stopped keeps what it measured."""
+        elapsed = time.monotonic() - start
+        summary = summarize(results)
+        text = markdown(summary, results, args.runs, elapsed)
+        text += "\nFloor (half the bare cache-line ping-pong, before/after; not a truth term): " + ", ".join(
+            f"{m} {floor_text(f)}" for m, f in floors.items()) + "\n"
+        if not final:
+            text += "\n(incomplete: the run was stopped or is still going)\n"
+        if args.out:
+            with open(args.out + ".tmp", "w") as f:
+                f.write(text)
+            os.replace(args.out + ".tmp", args.out)
+        elif final:
+            sys.stdout.write(text)
+        if args.json:
+            doc = {"schema": "logpbench-coverage/1", "complete": final, "runs_per_cell": args.runs,
+                   "machines": machines, "methods": methods, "elapsed_s": elapsed,
+                   "timer_reads_per_operation": READS["n"], "hidden_machine": {"name": HIDDEN, "spec": HIDDEN_SPEC},
+                   "terms": {f"{k[0]} {k[1]}": v for k, v in TERMS.items()}, "floor": floors,
+                   "summary": summary, "runs": results}
+            with open(args.json + ".tmp", "w") as f:
+                json.dump(doc, f, indent=1)
+            os.replace(args.json + ".tmp", args.json)
+        return summary, elapsed
+
+    try:
+        for m in machines:
+            t = machine_truth(m)
+            before = lpbtest.probe_floor_ns() or None  # 0: bench/shm_bare_pingpong is not built
+            t0 = time.monotonic()
+            # Run index outermost within a machine: a drift of the VM over minutes then lands on every method.
+            for i in range(args.runs):
+                for meth in methods:
+                    r = run_once(m, meth, t, tmp, i)
+                    r.update(machine=m, method=meth, run=i)
+                    results.append(r)
+                    if not r["ok"]:
+                        print(f"coverage: {m} {meth} run {i} failed (exit {r['exit']}, status {r.get('status')})",
+                              file=sys.stderr)
+            after = lpbtest.probe_floor_ns() or None
+            floors[m] = {"before_ns": before, "after_ns": after}
+            print(f"coverage: {m}: {args.runs} x {len(methods)} runs in {time.monotonic() - t0:.0f} s; floor "
+                  f"{floor_text(floors[m])} (reported, not added)", file=sys.stderr)
+            report(False)
+    except KeyboardInterrupt:
+        _, elapsed = report(False)
+        print(f"coverage: stopped after {len(results)} runs in {elapsed:.0f} s; what was measured is saved",
+              file=sys.stderr)
+        return 130
+    summary, elapsed = report(True)
+    try:
+        os.rmdir(tmp)
+    except OSError:
+        pass
     print(f"coverage: {len(results)} runs in {elapsed:.0f} s", file=sys.stderr)
     if args.min_coverage is not None:
         low = [s for s in summary if s["judged"] >= 5 and s["coverage"] is not None
