@@ -128,7 +128,11 @@ bool read_schedstat(int64_t& run_ns, int64_t& wait_ns) {
 int main(int argc, char** argv) {
   Args a;
   std::string why;
-  if (!parse_args(argc, argv, a, why)) return usage(why.c_str());
+  if (!parse_args(argc, argv, a, why)) {
+    if (why != "help") return usage(why.c_str());
+    std::printf("usage: steal --cpu N --busy-us X --period-us Y [--seconds S]\n");
+    return 0;
+  }
   if (!logpb::bench::pin(a.cpu)) {
     std::fprintf(stderr, "steal: sched_setaffinity to core %d failed: %s (is the core online and allowed?)\n", a.cpu,
                  std::strerror(errno));
