@@ -155,12 +155,17 @@ def param_of(method, row, doc):
 
 
 def cause_of(obj):
+    """A null figure's cause: its `error` (or `why`), marked "disturbed: " where the figure says it was
+    (`disturbed`: true, or the text itself); None where it gives none."""
     if not isinstance(obj, dict):
         return None
-    for k in ("disturbed", "error", "why"):
-        if isinstance(obj.get(k), str) and obj[k]:
-            return obj[k] if k != "disturbed" or obj[k].startswith("disturbed") else "disturbed: " + obj[k]
-    return None
+    text = next((obj[k] for k in ("error", "why") if isinstance(obj.get(k), str) and obj[k]), None)
+    flag = obj.get("disturbed")
+    if isinstance(flag, str) and flag:
+        text = flag if not text else f"{flag}: {text}"
+    if text and (flag is True or isinstance(flag, str)) and not text.startswith("disturbed"):
+        text = "disturbed: " + text
+    return text
 
 
 def classify(method, row, doc):
@@ -258,7 +263,8 @@ def run_cell(lab, cell, runs):
 def markdown(cells, args, machine, elapsed):
     t = MACHINES[machine]
     out = [f"Machine `{machine}`: o_s {t['os']} ns, o_r {t['orr']} ns, g {t['g']} ns, L {t['L']} ns, window {t['W']}; "
-           f"thief: busy share x {PERIOD_US} us of every {PERIOD_US} us, pinned, SCHED_OTHER. "
+           f"thief (bench/steal): busy (share x {PERIOD_US / 1000:g} ms) of every {PERIOD_US / 1000:g} ms, pinned, "
+           f"SCHED_OTHER; 'got' is its own run time over wall time. "
            f"{sum(c.runs for c in cells)} runs in {elapsed:.0f} s.", "",
            "| method | stolen (asked, got) | core | runs | right | refused (causes) | wrong | not judged | failed runs |",
            "|---|---|---|---|---|---|---|---|---|"]
