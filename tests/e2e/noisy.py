@@ -176,8 +176,9 @@ def classify(method, row, doc):
     if row.kind == "equals":
         if row.got == row.expect:
             return "right", ""
-        if row.got is None and cause:
-            return "refused", cause
+        if row.got in (None, "unknown"):  # the signature names no stage where it could not tell them apart
+            why = cause or cause_of((doc.get("parameters") or {}).get("g_ni"))
+            return "refused", f"{row.param} {row.got or 'null'}" + (f": {why}" if why else "")
         return "wrong", f"{row.got} for {row.expect}"
     if row.kind == "hidden" and row.got is not None:
         return "wrong", f"a value {row.got:.0f} where the NI's gap is hidden (truth {row.expect:.0f})"
