@@ -104,7 +104,8 @@ class Lab:
     def logpbench(self, bench, extra, out):
         """truth.logpbench's command, pinned; the document, or (None, why) when the run failed."""
         args = [BIN, "local", "--transport", "shm", "--cpu", str(CORES["requester"]), "--peer-cpu",
-                str(CORES["replier"]), "--bench", bench, "--emulate", truth.spec(self.name), "--json", out, "-q"] + extra
+                str(CORES["replier"]), "--bench", bench, "--emulate", truth.spec(self.name), "--json", out,
+                "-q"] + extra
         try:
             p = subprocess.run(args, capture_output=True, text=True, timeout=RUN_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -122,7 +123,8 @@ class Lab:
             if doc is None:
                 return [], None, why
             t = truth.M[self.name]
-            return [truth.Row(self.name, "pingpong", "rtt", truth.rtt(t), truth.value(doc["parameters"].get("rtt")))], doc, None
+            rtt = truth.value(doc["parameters"].get("rtt"))
+            return [truth.Row(self.name, "pingpong", "rtt", truth.rtt(t), rtt)], doc, None
         ran = {}
 
         def one(machine, bench, extra, timeout=RUN_TIMEOUT_S):
@@ -257,7 +259,8 @@ def run_cell(lab, cell, runs):
             elif v == "wrong":
                 cell.wrongs.append((i, r.param, detail, ", ".join(failed_checks(doc)) or "none"))
         print(f"  run {i}: {''.join(verdicts)} (floor {before:.0f}/{after:.0f} ns"
-              + (f", thief got {got['achieved_share']:.1%}, worst lateness {got['worst_lateness_us']:.0f} us" if got else "")
+              + (f", thief got {got['achieved_share']:.1%}, worst lateness {got['worst_lateness_us']:.0f} us"
+                 if got else "")
               + ")", flush=True)
 
 
@@ -267,7 +270,8 @@ def markdown(cells, args, machine, elapsed):
            f"thief (bench/steal): busy (share x {PERIOD_US / 1000:g} ms) of every {PERIOD_US / 1000:g} ms, pinned, "
            f"SCHED_OTHER; 'got' is its own run time over wall time. "
            f"{sum(c.runs for c in cells)} runs in {elapsed:.0f} s.", "",
-           "| method | stolen (asked, got) | core | runs | right | refused (causes) | wrong | not judged | failed runs |",
+           "| method | stolen (asked, got) | core | runs | right | refused (causes) | wrong | not judged "
+           "| failed runs |",
            "|---|---|---|---|---|---|---|---|---|"]
     for c in cells:
         got = f"{c.share}%, {sum(c.thief) / len(c.thief):.1%}" if c.thief else f"{c.share}%"
@@ -277,7 +281,8 @@ def markdown(cells, args, machine, elapsed):
                    f"{c.count['wrong']} | {c.count['not judged']} | {len(c.failed)} |")
     wrongs = [(c, w) for c in cells for w in c.wrongs]
     if wrongs:
-        out += ["", "Wrong figures:", "", "| method | stolen | core | run | figure | recovered / truth | failed checks |",
+        out += ["", "Wrong figures:", "",
+                "| method | stolen | core | run | figure | recovered / truth | failed checks |",
                 "|---|---|---|---|---|---|---|"]
         out += [f"| {c.method} | {c.share}% | {c.core} | {i} | {p} | {d} | {chk} |" for c, (i, p, d, chk) in wrongs]
     failed = [(c, f) for c in cells for f in c.failed]
@@ -293,7 +298,8 @@ def parse(argv):
     ap.add_argument("--shares", default="0,10,20,40", help="stolen shares in %% (busy share x 5 ms of every 5 ms)")
     ap.add_argument("--cores", default="requester,replier")
     ap.add_argument("--machine", choices=sorted(MACHINES), default="1990s")
-    ap.add_argument("--short", action="store_true", help="CI: flood and signature, 0%% and 10%% on the requester, 2 runs")
+    ap.add_argument("--short", action="store_true",
+                    help="CI: flood and signature, 0%% and 10%% on the requester, 2 runs")
     ap.add_argument("--out", help="write the table as markdown")
     ap.add_argument("--steal", help="bench/steal (default: next to LOGPBENCH's build)")
     a = ap.parse_args(argv)
