@@ -66,6 +66,11 @@ void add_check(nlohmann::json& checks, const std::string& name, bool ok, const s
   checks.push_back({{"name", name}, {"ok", ok}, {"detail", ok ? "" : detail}});
 }
 
+void add_note(nlohmann::json& notes, const std::string& name, const std::string& detail) {
+  if (!notes.is_array()) notes = nlohmann::json::array();
+  notes.push_back({{"name", name}, {"detail", detail}});
+}
+
 std::optional<TransportShare> transport_share(const nlohmann::json& doc) {
   using nlohmann::json;
   const json meta = doc.value("meta", json::object());

@@ -28,6 +28,9 @@ nlohmann::json over_runs(const std::vector<Param>& v);
 inline nlohmann::json finite_or_null(double x) { return std::isfinite(x) ? nlohmann::json(x) : nlohmann::json(nullptr); }
 // Appends {name, ok, detail} to a JSON array of checks (detail only when the check failed).
 void add_check(nlohmann::json& checks, const std::string& name, bool ok, const std::string& detail);
+// Appends {name, detail} to a JSON array of notes: a property of the link that explains how a figure reads
+// (local completion inside the send call), not a doubt about it. A failed check is a figure in doubt.
+void add_note(nlohmann::json& notes, const std::string& name, const std::string& detail);
 
 // What a small AM's round trip took beyond the transport's own bare loop in the same run
 // (meta.transport_floor, where the transport records one: MPI, DPDK, UCT), per message (a send and its receive, half

@@ -15,6 +15,7 @@
 #include "common/cpu.hpp"
 #include "common/disturbance.hpp"
 #include "common/errors.hpp"
+#include "common/host_check.hpp"
 
 namespace logpb::app {
 namespace {
@@ -283,6 +284,7 @@ void run_job_main(Options& o, const Clock& clock, ResultsDoc& doc, Progress& pro
     const Agreed agreed = agree(o, ranks, leader);
     o.cpu = choose_core(o, ranks.rank(), agreed.host_rank, n);
     pin_to_cpu(o.cpu, "--cpu/--cpus");
+    check_host(ranks, o.cpu, doc);  // what keeps this core from clean figures, named before the run
     const CoreSharing cores = share_cores(ranks, agreed.host, o.cpu);
     take_turns(ranks, cores, on_pinned);
     const Fitness fitness = fitness_for_timing(o.emulation, cores.shared);

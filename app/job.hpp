@@ -72,7 +72,7 @@ struct Job {
     // wait for in vain (a signature's wait_all ended at the stall timeout).
     ep.oneway(peer, methods::kQuit);
     nlohmann::json r = {{"requester", ranks.rank()}, {"replier", peer}};
-    for (const char* k : {"parameters", "checks", "runs", "per_size"})
+    for (const char* k : {"parameters", "checks", "notes", "runs", "per_size"})
       if (sub.j.contains(k)) r[k] = sub.j[k];
     r["am_counters"] = sub.j["meta"]["am"]["counters"];
     return r;

@@ -223,7 +223,10 @@ int main(int argc, char** argv) {
   try {
     run(o, doc, kind);
   } catch (const UsageError& e) {
-    std::fprintf(stderr, "\nlogpbench: %s\n", e.what());
+    // The ranks of a local job share the host and the options: a configuration error a forked rank meets
+    // (no such device, port or provider), rank 0 meets too and prints; the forked rank ends the job
+    // (Ranks::abort, with its reason) and leaves the line to rank 0, so the error prints once.
+    if (kind != app::RankKind::local_child) std::fprintf(stderr, "\nlogpbench: %s\n", e.what());
     code = record_error(doc, "failed", e.what(), 2);
   } catch (const Interrupted& e) {
     std::fprintf(stderr, "\nlogpbench: interrupted; results so far are kept\n");

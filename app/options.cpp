@@ -372,8 +372,8 @@ void print_help(const std::vector<const po::options_description*>& sections) {
                "       logpbench quick [...]    a first look: ping-pong, message rate and the LogP table in seconds\n"
                "       logpbench agree [...]    one LogP table, every method's figures side by side\n"
                "       logpbench compare A.json B.json [...] | logpbench model RESULT.json [...]\n"
-               "With no arguments: logpbench agree, one LogP table for the shm link (the embedded default);\n"
-               "with options and no --bench, the method is the signature.\n"
+               "With no arguments, or only --json, --csv, -q or --raw: logpbench agree, one LogP table for the shm\n"
+               "link (the embedded default); with other options and no --bench, the method is the signature.\n"
                "Like perftest's ib_send_lat over two hosts:\n"
                "  logpbench server --transport verbs -d mlx5_0 --bench pingpong -a\n"
                "  logpbench client HOST --transport verbs -d mlx5_0 --bench pingpong -a\n\n";

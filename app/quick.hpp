@@ -9,7 +9,8 @@
 namespace logpb::app {
 
 // The arguments parse_options reads: for `logpbench quick ...` (or agree), the same without the command's
-// word and with --bench quick (agree); any other command line unchanged. UsageError when the command is
+// word and with --bench quick (agree); for `logpbench` with no arguments or only output options (--json,
+// --csv, -q, --raw), --bench agree; any other command line unchanged. UsageError when the command is
 // also given --bench.
 std::vector<std::string> command_args(int argc, const char* const* argv);
 

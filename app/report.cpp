@@ -85,6 +85,9 @@ void print_table(std::FILE* out, const nlohmann::json& doc) {
                  how.c_str());
   }
   if (method && method->print) method->print(out, doc);  // what the method adds in its own words
+  // A note is a property of the link that explains how a figure reads; a failed check, a figure in doubt.
+  for (const auto& n : doc.value("notes", nlohmann::json::array()))
+    std::fprintf(out, "  note: %s: %s\n", n.value("name", "").c_str(), n.value("detail", "").c_str());
   int failed = 0;
   for (const auto& c : doc.value("checks", nlohmann::json::array())) {
     if (c.value("ok", true)) continue;

@@ -185,6 +185,16 @@ struct agree {
                         {"detail", verdicts[k].value("explanation", std::string())}});
     }
     d["checks"] = checks;
+    // What the methods note about the link (local completion inside the send call): beside the checks, as
+    // properties of the link rather than doubts about a figure.
+    nlohmann::json notes = nlohmann::json::array();
+    for (const char* bench : phases)
+      for (auto n : records[bench].value("notes", nlohmann::json::array())) {
+        n["method"] = bench;
+        n["name"] = std::string(bench) + ": " + n.value("name", std::string());
+        notes.push_back(n);
+      }
+    d["notes"] = notes;
     job.doc.save();
   }
 

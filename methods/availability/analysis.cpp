@@ -30,7 +30,7 @@ nlohmann::json doerfler_record(const std::vector<methods::DoerflerSize>& v, doub
 }
 
 nlohmann::json doerfler_summary(const std::vector<std::vector<methods::DoerflerSize>>& runs) {
-  nlohmann::json checks = nlohmann::json::array();
+  nlohmann::json checks = nlohmann::json::array(), notes = nlohmann::json::array();
   const auto& v = runs.back();
   nlohmann::json per = nlohmann::json::array();
   const std::string how =
@@ -65,23 +65,34 @@ nlohmann::json doerfler_summary(const std::vector<std::vector<methods::DoerflerS
       // Doerfler & Brightwell's availability is the share of the transfer the CPU can overlap. When the NI
       // reports a send complete inside the send call (a PMD that copies the frame out and frees its mbuf in
       // tx_burst, memif, mlx5 inline; a CPU-driven NI; shm's ring slot), the wait hides nothing and the
-      // figure is ~0 whatever the wire does: it then describes how completion is reported, and says so.
-      if (send && s.completed && s.base_t > 0 && s.overhead >= s.base_t - std::max(0.05 * s.base_t, s.overhead_ci)) {
+      // figure is ~0 whatever the wire does: it then describes how completion is reported, and says so, in a
+      // note: a property of the link, not a doubt about a figure (the overhead is still the send up to its
+      // completion).
+      const std::string size = std::to_string(v[i].bytes) + " B";
+      const bool inside_call =
+          send && s.completed && s.base_t > 0 && s.overhead >= s.base_t - std::max(0.05 * s.base_t, s.overhead_ci);
+      if (inside_call) {
         side["availability_meaning"] =
             "local completion came inside the send call (the iteration time at zero work, " + std::to_string(s.base_t) +
             " ns, is the overhead itself): no work hid behind the wait, so this availability says how the NI reports "
             "completion (see meta.transport.local_completion), not how much of a transfer the CPU can overlap";
-        add_check(checks, "send completion comes after the send returns (" + std::to_string(v[i].bytes) + " B)", false,
-                  side["availability_meaning"].get<std::string>());
-        // It says what the availability means here; the overhead is still the send up to its completion.
-        checks.back()["about"] = nlohmann::json::array({"availability"});
+        add_note(notes, "local completion inside the send call (" + size + ")",
+                 side["availability_meaning"].get<std::string>());
+        notes.back()["about"] = nlohmann::json::array({"availability"});
       }
       e[send ? "send" : "recv"] = side;
       e[send ? "o_s_completion" : "o_r"] = side["overhead"];
-      add_check(
-          checks,
-          std::string("availability in [0,1] (") + (send ? "send" : "recv") + " " + std::to_string(v[i].bytes) + " B)",
-          a.param.valid, a.param.note);
+      const std::string name = std::string("availability in [0,1] (") + (send ? "send" : "recv") + " " + size + ")";
+      if (!a.param.valid && inside_call) {
+        // With nothing to overlap the share has no transfer to be a share of: 0 less the overhead's noise,
+        // below 0 as often as not, and far below where the send takes a few clock steps. The same property of
+        // the link, which the figure's own error (null, with why) already states; the figure is never given.
+        add_note(notes, "availability outside [0,1] (send " + size + ")",
+                 a.param.note + ": local completion came inside the send call, so there is no transfer to overlap");
+        notes.back()["about"] = nlohmann::json::array({"availability"});
+        continue;
+      }
+      add_check(checks, name, a.param.valid, a.param.note);
       // The share, not the overhead it is computed from.
       checks.back()["about"] = nlohmann::json::array({"availability"});
     }
@@ -94,7 +105,7 @@ nlohmann::json doerfler_summary(const std::vector<std::vector<methods::DoerflerS
                             " B: post, then wait for local completion (the NI is done with the buffer)";
     params["o_r"]["note"] = "Doerfler & Brightwell receive overhead at the smallest size";
   }
-  return {{"parameters", params}, {"per_size", per}, {"checks", checks}};
+  return {{"parameters", params}, {"per_size", per}, {"checks", checks}, {"notes", notes}};
 }
 
 }  // namespace logpb::methods
