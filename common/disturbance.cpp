@@ -288,6 +288,17 @@ void refuse_figure(nlohmann::json& figure, const std::string& refusal) {
   figure["refusal"] = refusal;
 }
 
+bool has_segment_tags(const nlohmann::json& doc) {
+  if (doc.is_object()) {
+    for (auto it = doc.begin(); it != doc.end(); ++it)
+      if ((it.key() == "segments" && it->is_object()) || has_segment_tags(*it)) return true;
+  } else if (doc.is_array()) {
+    for (const auto& e : doc)
+      if (has_segment_tags(e)) return true;
+  }
+  return false;
+}
+
 bool SegmentBook::record(const SegmentTag& t) {
   tags_.push_back(t);
   clean_ += t.clean;

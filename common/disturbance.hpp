@@ -141,6 +141,10 @@ class SegmentBook {
 // record that already has no value as it is, its refusal added.
 void refuse_figure(nlohmann::json& figure, const std::string& refusal);
 
+// Whether a results document holds segment tags (a "segments" record anywhere in it): its method judged its
+// segments one by one.
+bool has_segment_tags(const nlohmann::json& doc);
+
 // How long a segment of many short operations (a batch of round trips) is made: short enough that most fit
 // between the steals of a busy neighbour (0.5-2 ms of every 5 ms), long enough that its two ends' reads (a
 // few us) are far apart.

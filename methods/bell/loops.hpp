@@ -15,6 +15,7 @@
 #pragma once
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -442,17 +443,22 @@ double completion_latency_ns(EP& ep, ClientState& st, const Clock& clock, std::u
 
 // Both sides of the overlap test at size n, into b.
 // Each run of each point is a segment (common/disturbance.hpp): one during which another task held a measuring
-// core is measured again, up to kSegmentBudget times; a point whose every attempt was disturbed has no value
-// (NaN), and the side's book counts them all.
+// core is measured again, up to twice kSegmentBudget times (a point is one run of ten, and the side needs most
+// of them); a point whose every attempt was disturbed has no value (NaN), and the side's book counts them all.
+// A disturbed run halves the side's runs from then on, down to kOverlapShortest messages (a few ms on a 1990s
+// machine; still 8 blocks of the median over blocks), so that runs fit between the steals of a neighbour that
+// returns every few ms: at 10% stolen, runs of 10 ms were all disturbed, and the overheads refused in half the
+// runs of the noisy-core lab.
+inline constexpr int kOverlapShortest = 200;
 template <class Once>
-auto clean_runs(const Clock& clock, SegmentBook& book, Once&& once) {
-  return [&clock, &book, once = std::forward<Once>(once)](std::uint64_t c, int m) {
+auto clean_runs(const Clock& clock, SegmentBook& book, int& cap, Once&& once) {
+  return [&clock, &book, &cap, once = std::forward<Once>(once)](std::uint64_t c, int m) {
     SegmentWatch watch(clock, true);
-    for (int attempt = 0; attempt < kSegmentBudget; ++attempt) {
+    for (int attempt = 0; attempt < 2 * kSegmentBudget; ++attempt) {
       watch.begin();
-      const OverlapPoint p = once(c, m);
+      const OverlapPoint p = once(c, std::min(m, cap));
       if (book.record(watch.end())) return p;
-      m = std::max(std::min(m, 400), m / 2);  // shorter, to fit between the steals
+      cap = std::max(std::min(m, kOverlapShortest), std::min(m, cap) / 2);
     }
     return OverlapPoint{};
   };
@@ -462,12 +468,15 @@ template <class EP>
 void overlap_sides(EP& ep, ClientState& st, const Clock& clock, const BellConfig& cfg, std::uint32_t n, BellSize& b) {
   b.overlap_run = true;
   SegmentBook send_book("overlap runs (send)", 0, 0, 0), recv_book("overlap runs (receive)", 0, 0, 0);
-  b.send = overlap_side(clock, cfg, clean_runs(clock, send_book, [&](std::uint64_t c, int m) {
+  int send_cap = INT_MAX, recv_cap = INT_MAX;  // the messages per run, once a disturbed run has halved them
+  b.send = overlap_side(clock, cfg, clean_runs(clock, send_book, send_cap, [&](std::uint64_t c, int m) {
                           return overlap_send_once(ep, st, clock, n, c, m);
                         }));
-  b.recv = overlap_side(clock, cfg, clean_runs(clock, recv_book, [&](std::uint64_t c, int m) {
+  b.recv = overlap_side(clock, cfg, clean_runs(clock, recv_book, recv_cap, [&](std::uint64_t c, int m) {
                           return overlap_recv_once(ep, st, clock, n, c, m);
                         }));
+  b.send.messages = std::min(b.send.messages, send_cap);
+  b.recv.messages = std::min(b.recv.messages, recv_cap);
   for (auto* side : {&b.send, &b.recv}) {
     SegmentBook& book = side == &b.send ? send_book : recv_book;
     if (!side->ok && book.disturbed() > 0)

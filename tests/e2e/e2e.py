@@ -255,7 +255,10 @@ def test_default_run():
     before, after = m["interruptions"]["stop_rule"], m["interruptions_after"]["stop_rule"]
     assert isinstance(before["median_interval_rel_ci95"], float) and before["min_count"] == 20, before
     assert after["median_interval_rel_ci95"] == "not read by this run" and after["min_count"] == 0, after
-    check = next(c for c in doc["checks"] if c["name"] == "the core stayed available")
+    # A check where other tasks took under the limit; above it a note where the method judged its segments one by
+    # one (common/disturbance.hpp: agree's methods do), since each figure then kept the disturbed ones out.
+    check = next((c for c in doc["checks"] if c["name"] == "the core stayed available"), None) or \
+        next(c for c in doc.get("notes", []) if c["name"] == "the core was shared")
     assert check["detail"].count("%") >= 3 and "before the run" in check["detail"], check
     # Before a run that caps no burst in time by the probe (a ping-pong; a signature given --max-burst-time),
     # the probe reads only the stolen share, as after the run.
