@@ -123,17 +123,31 @@ struct Saturation {
 // returns its last value as if it had.
 inline constexpr double kMaxStreamSeconds = 0.5;
 // Each stream is a segment (common/disturbance.hpp): one during which another task held a measuring core
-// timed that task, and is run again, up to kSegmentBudget times (NaN, a stream without a figure, after that).
+// timed that task in its total / n, and is run again, up to twice kSegmentBudget times (a stream is a few ms:
+// at 10% stolen in 0.5 ms of every 5, about half of them are clean). Its steady rate is the median over its
+// credit intervals: a steal that held a core for under kMedianSafeShare of the stream lengthens fewer than
+// half of them and leaves that median where it was, so a disturbed stream's steady rate is kept (its total
+// is not) when no clean one came.
+inline constexpr double kMedianSafeShare = 0.25;
+struct Stream {
+  double total = NAN, steady = NAN;
+  bool clean = false, disturbed = false;
+};
 template <class EP>
-double clean_saturation(EP& ep, ClientState& st, const Clock& clock, SegmentWatch& watch, SegmentBook& book,
-                        std::uint32_t m, int n, double* steady) {
-  for (int attempt = 0; attempt < kSegmentBudget; ++attempt) {
+Stream clean_saturation(EP& ep, ClientState& st, const Clock& clock, SegmentWatch& watch, SegmentBook& book,
+                        std::uint32_t m, int n) {
+  Stream out;
+  for (int attempt = 0; attempt < 2 * kSegmentBudget; ++attempt) {
     watch.begin();
-    const double g = saturation_once(ep, st, clock, m, n, steady);
-    if (book.record(watch.end())) return g;
+    double steady = NAN;
+    const double g = saturation_once(ep, st, clock, m, n, &steady);
+    const SegmentTag tag = watch.end();
+    if (book.record(tag)) return {g, steady, true, false};
+    out.disturbed = true;
+    const double held = std::max(tag.requester.delay_ns, tag.replier.delay_ns);
+    if (std::isfinite(steady) && held < kMedianSafeShare * tag.wall_ns) out.steady = steady;
   }
-  if (steady) *steady = NAN;
-  return NAN;
+  return out;
 }
 
 template <class EP>
@@ -143,10 +157,17 @@ Saturation saturate(EP& ep, ClientState& st, const Clock& clock, std::uint32_t m
   SegmentWatch watch(clock);
   for (int n = 10; n <= (1 << 20); n *= 2) {
     throw_if_interrupted();
-    double steady = NAN;
-    const double g = clean_saturation(ep, st, clock, watch, s.segments, m, n, &steady);
-    if (!std::isfinite(g)) continue;
-    const bool long_enough = rtt1 < eps * g * n;
+    const Stream x = clean_saturation(ep, st, clock, watch, s.segments, m, n);
+    // A length that no attempt ran clean nor left a steady rate ends the doubling: a longer stream would be
+    // disturbed more often, and doubling past it would call an unsettled rate saturated, or never settle.
+    if (!std::isfinite(x.total) && !std::isfinite(x.steady) && x.disturbed) {
+      s.refusal = "disturbed: every stream of " + std::to_string(n) + " messages (" +
+                  std::to_string(2 * kSegmentBudget) + " tries) ran while another task held a measuring core";
+      return s;
+    }
+    const double g = x.total, steady = x.steady;
+    if (!std::isfinite(g) && !std::isfinite(steady)) continue;  // a message lost
+    const bool long_enough = rtt1 < eps * (std::isfinite(g) ? g : steady) * n;
     const bool paper = std::isfinite(prev) && std::fabs(g - prev) < eps * g;
     const bool steady_settled =
         std::isfinite(steady) && std::isfinite(prev_steady) && std::fabs(steady - prev_steady) < eps * steady;
@@ -157,13 +178,15 @@ Saturation saturate(EP& ep, ClientState& st, const Clock& clock, std::uint32_t m
       s.converged = true;
       s.g_total = g;
       for (int k = 0; k < kSaturationRepeats; ++k) {
-        double steady = NAN;
-        const double x = clean_saturation(ep, st, clock, watch, s.segments, m, n, &steady);
-        if (std::isfinite(x)) s.repeats.push_back(std::isfinite(steady) ? steady : x);
+        const Stream r = clean_saturation(ep, st, clock, watch, s.segments, m, n);
+        if (std::isfinite(r.steady) || std::isfinite(r.total))
+          s.repeats.push_back(std::isfinite(r.steady) ? r.steady : r.total);
       }
       if (static_cast<int>(s.repeats.size()) < (kSaturationRepeats + 1) / 2) {
         s.converged = false;
-        s.refusal = s.segments.refusal();
+        s.refusal = "disturbed: only " + std::to_string(s.repeats.size()) + " of " +
+                    std::to_string(kSaturationRepeats) + " streams of " + std::to_string(n) +
+                    " messages gave a rate, the others run while another task held a measuring core";
         return s;
       }
       const Summary sum = summarize(s.repeats);
@@ -180,7 +203,7 @@ Saturation saturate(EP& ep, ClientState& st, const Clock& clock, std::uint32_t m
     prev = g;
     prev_steady = steady;
     s.n = n;
-    if (g * n * 1e-9 > kMaxStreamSeconds) break;
+    if ((std::isfinite(g) ? g : steady) * n * 1e-9 > kMaxStreamSeconds) break;
   }
   return s;  // not converged: g stays NaN
 }

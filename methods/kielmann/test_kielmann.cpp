@@ -57,10 +57,12 @@ TEST_CASE("Kielmann: a negative g(m) is never a value, and a check failing at ma
       CHECK_FALSE(c["ok"].get<bool>());
       CHECK(c["sizes"].size() == 7);  // every size but 0
     }
-    if (name.rfind("o_r <= g", 0) == 0) ++receive;
+    CHECK(name.rfind("o_r <= g", 0) != 0);  // a property of the link: a note, never a failed check
   }
+  for (const auto& n : s["notes"])
+    if (n["name"] == "o_r > g") ++receive;
   CHECK(negative == 1);
-  CHECK(receive == 1);
+  CHECK(receive <= 1);  // one line whatever the sizes, where it shows at all
   CHECK(s["parameters"]["g0"]["ci_method"].get<std::string>().find("Student") == std::string::npos);
 }
 
