@@ -158,10 +158,12 @@ void finish_run(const app::Options& o, const Clock& clock, ResultsDoc& doc) {
   // figures, or refused them: the share is then a note of the host, not a doubt about every figure.
   if (worst > kCoreTakenLimit && has_segment_tags(doc.j))
     analysis::add_note(doc.j["notes"], "the core was shared",
-                       std::string(buf) + "; each timed segment was judged by the kernel's accounting, and a "
-                                          "disturbed one measured again or its figure refused (the JSON's segments)");
+                       std::string(buf) +
+                           "; each timed segment was judged by the kernel's accounting, and a "
+                           "disturbed one measured again or its figure refused (the JSON's segments)");
   else
-    doc.j["checks"].push_back({{"name", "the core stayed available"}, {"ok", worst <= kCoreTakenLimit}, {"detail", buf}});
+    doc.j["checks"].push_back(
+        {{"name", "the core stayed available"}, {"ok", worst <= kCoreTakenLimit}, {"detail", buf}});
   doc.j["status"] = "complete";
   doc.save(true);
   app::print_table(stdout, doc.j);

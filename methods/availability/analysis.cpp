@@ -51,8 +51,8 @@ nlohmann::json doerfler_summary(const std::vector<std::vector<methods::DoerflerS
         avail.push_back(s.completed && s.availability >= 0 && s.availability <= 1
                             ? param_of(s.availability, s.availability_ci)
                             : Param::invalid(!s.refusal.empty() ? s.refusal
-                                             : s.completed ? "overhead exceeds the transfer time or is negative"
-                                                           : "the stop threshold was never reached",
+                                             : s.completed      ? "overhead exceeds the transfer time or is negative"
+                                                                : "the stop threshold was never reached",
                                              s.availability));
       }
       const auto& s = send ? v[i].send : v[i].recv;

@@ -132,8 +132,7 @@ DoerflerSide doerfler_side(EP& ep, ClientState& st, const Clock& clock, std::uin
       std::vector<Sample> kept;
       const int batch = static_cast<int>(std::clamp(kSegmentTargetNs / it, 8.0, 1.0 * cfg.final_reps));
       const int batches = (cfg.final_reps + batch - 1) / batch;
-      SegmentBook final_book("batches of stop-point iterations", batches, (batches + 1) / 2,
-                             kSegmentBudget * batches);
+      SegmentBook final_book("batches of stop-point iterations", batches, (batches + 1) / 2, kSegmentBudget * batches);
       clean_batches(watch, final_book, kept, cfg.final_reps, batch, [&](std::vector<Sample>& out) {
         const Sample x = iteration(clock.cycles(work_ns));
         if (std::isfinite(x.iter_ns)) out.push_back(x);

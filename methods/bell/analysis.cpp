@@ -177,7 +177,8 @@ nlohmann::json flood_size(const SizeOverRuns& s, const methods::BellSize& b) {
   e["segments"]["rule"] =
       "each flood run is a segment: one during which another task held the requester's or the replier's core "
       "for over 0.2% of it (and 2 us) is measured again, half as long (down to 150 RTT / g messages), up to 3 "
-      "runs per run wanted (12 at least); the figures are the clean runs'; with fewer than half the runs clean they have no value";
+      "runs per run wanted (12 at least); the figures are the clean runs'; with fewer than half the runs clean they "
+      "have no value";
   e["rtt"] = over_runs(s.rtt);
   if (s.gni.empty()) return e;
   e["g_ni"] = over_runs(s.gni);

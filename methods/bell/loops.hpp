@@ -422,7 +422,6 @@ struct BellSize {
   std::vector<int> run_messages;
 };
 
-
 // The local completion time of one send with nothing else in flight: post, then wait until the NI
 // reports it complete (Bell et al. 4.2's "complete locally"; on RC the peer's ACK). Median of `count`.
 template <class EP>

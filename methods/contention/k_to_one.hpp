@@ -118,7 +118,8 @@ struct k_to_one {
       const auto& r = e["ratio"];
       if (!g["value_ns"].is_number()) continue;
       std::fprintf(out, "  %4d %14.3f %12.3f %9.3f ± %-5.3f  %d\n", e["k"].get<int>(),
-                   g["value_ns"].get<double>() / 1e3, (g["ci95_ns"].is_number() ? g["ci95_ns"].get<double>() : NAN) / 1e3,
+                   g["value_ns"].get<double>() / 1e3,
+                   (g["ci95_ns"].is_number() ? g["ci95_ns"].get<double>() : NAN) / 1e3,
                    r["value"].is_number() ? r["value"].get<double>() : NAN,
                    r["ci95"].is_number() ? r["ci95"].get<double>() : NAN, e["k"].get<int>());
     }

@@ -103,7 +103,8 @@ struct one_to_k {
     for (const auto& e : doc.value("per_k", nlohmann::json::array())) {
       if (!e["g"]["value_ns"].is_number() || !e["gain"]["value"].is_number()) continue;
       std::fprintf(out, "  %4d %14.3f %12.3f %10.3f ± %-5.3f\n", e["k"].get<int>(),
-                   e["g"]["value_ns"].get<double>() / 1e3, (e["g"]["ci95_ns"].is_number() ? e["g"]["ci95_ns"].get<double>() : NAN) / 1e3,
+                   e["g"]["value_ns"].get<double>() / 1e3,
+                   (e["g"]["ci95_ns"].is_number() ? e["g"]["ci95_ns"].get<double>() : NAN) / 1e3,
                    e["gain"]["value"].get<double>(), e["gain"]["ci95"].get<double>());
     }
   }

@@ -246,7 +246,8 @@ void table_one_checks(const methods::KielmannResult& r, const nlohmann::json& p,
   if (!slow_receive.empty()) {
     add_note(notes, "o_r > g",
              "o_r(m) > g(m): a message that waited costs more to receive than one of a stream (Kielmann et al. 3.1) "
-             "at " + std::to_string(slow_receive.size()) + " of " + std::to_string(r.sizes.size()) + " sizes (" +
+             "at " +
+                 std::to_string(slow_receive.size()) + " of " + std::to_string(r.sizes.size()) + " sizes (" +
                  std::to_string(slow_receive.front()) + " B .. " + std::to_string(slow_receive.back()) +
                  " B; the sizes are in this note's \"sizes\")");
     notes.back()["sizes"] = slow_receive;

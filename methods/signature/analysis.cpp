@@ -34,17 +34,18 @@ nlohmann::json signature_curves_json(const methods::SignatureData& d, bool raw) 
   for (const auto& c : d.curves) {
     nlohmann::json pts = nlohmann::json::array();
     for (const auto& p : c.points) {
-      nlohmann::json jp = {{"M", p.M},
-                           {"cost_ns", p.point.value},
-                           {"net_of_delta_ns", p.net.n ? nlohmann::json(p.net.median) : nlohmann::json(nullptr)},
-                           {"ci95_ns", p.point.ci95},
-                           {"converged", p.point.converged},
-                           {"discarded", p.point.discarded},
-                           {"interrupted", p.interrupted},
-                           {"disturbed", p.disturbed},
-                           {"interrupted_cut_ns", std::isfinite(p.interrupted_cut_ns) ? nlohmann::json(p.interrupted_cut_ns)
-                                                                                     : nlohmann::json(nullptr)},
-                           {"summary", p.point.summary}};
+      nlohmann::json jp = {
+          {"M", p.M},
+          {"cost_ns", p.point.value},
+          {"net_of_delta_ns", p.net.n ? nlohmann::json(p.net.median) : nlohmann::json(nullptr)},
+          {"ci95_ns", p.point.ci95},
+          {"converged", p.point.converged},
+          {"discarded", p.point.discarded},
+          {"interrupted", p.interrupted},
+          {"disturbed", p.disturbed},
+          {"interrupted_cut_ns",
+           std::isfinite(p.interrupted_cut_ns) ? nlohmann::json(p.interrupted_cut_ns) : nlohmann::json(nullptr)},
+          {"summary", p.point.summary}};
       if (p.disturbed > 0) jp["disturbed_cause"] = p.disturbed_cause;
       if (raw) jp["samples_ns"] = p.point.samples;
       pts.push_back(std::move(jp));
