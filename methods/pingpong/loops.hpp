@@ -104,12 +104,12 @@ PingpongResult pingpong(EP& ep, ClientState& st, const Clock& clock, const Pingp
   r.segments = SegmentBook("batches of round trips", batches, (batches + 1) / 2, kSegmentBudget * batches);
   cycles.clear();
   SegmentWatch watch(clock);
-  clean_batches(watch, r.segments, cycles, cfg.iterations, r.batch, [&](std::vector<std::uint64_t>& out) {
-    if (const std::uint64_t c = round_trip(ep, st, cfg.bytes))
-      out.push_back(c);
-    else
-      ++r.lost;  // a lost message: this round trip is not a sample
-  });
+  // A lost round trip is kept as 0 while its batch is judged, so that a batch is its iterations whatever was
+  // lost, and only the kept batches' losses are counted: samples + lost = iterations.
+  clean_batches(watch, r.segments, cycles, cfg.iterations, r.batch,
+                [&](std::vector<std::uint64_t>& out) { out.push_back(round_trip(ep, st, cfg.bytes)); });
+  r.lost = static_cast<std::uint64_t>(std::count(cycles.begin(), cycles.end(), std::uint64_t{0}));
+  cycles.erase(std::remove(cycles.begin(), cycles.end(), std::uint64_t{0}), cycles.end());
   r.rtt_ns.reserve(cycles.size());
   for (auto c : cycles) r.rtt_ns.push_back(clock.ns(static_cast<double>(c) - clock.timer_cost_cycles()));
   r.summary = summarize(r.rtt_ns);
