@@ -294,10 +294,11 @@ void run_job_main(Options& o, const Clock& clock, ResultsDoc& doc, Progress& pro
     job.one_host = agreed.per_host.size() == 1;
     job.oversubscribed = cores.shared;
     // Ranks that share a core hold it for each other by design: no segment could be clean (common/disturbance.hpp).
-    // Over libfabric, UCX and MPI the data path may run in the kernel (tcp, udp): its softirqs and kernel threads
-    // take the measuring cores as part of the transport's own cost (over ofi tcp every flood run of 8 KiB read
-    // as disturbed), so their tags are recorded, not judged; shm, DPDK and verbs stay in user space.
-    const bool user_space = o.transport == "shm" || o.transport == "dpdk" || o.transport == "verbs";
+    // Over libfabric, UCX and MPI the data path may run in the kernel (tcp, udp), and over verbs on Soft-RoCE it
+    // does: its softirqs and kernel threads take the measuring cores as part of the transport's own cost (over
+    // ofi tcp every flood run of 8 KiB read as disturbed), so their tags are recorded, not judged, until a
+    // transport can say which path it has; shm and DPDK stay in user space.
+    const bool user_space = o.transport == "shm" || o.transport == "dpdk";
     judge_segments(!cores.shared && user_space,
                    cores.shared ? "ranks share cores: each holds the other's core by design"
                                 : "the transport's data path may run in the kernel, whose own work on the measuring "
