@@ -555,11 +555,9 @@ std::vector<BellSize> bell_flood(EP& ep, ClientState& st, const Clock& clock, co
     // it (a 1990s machine's g read 6832-6895 for 6200 at 10% stolen); a run after a disturbed one is half as
     // long, down to the length whose start and final reply cost under 0.7% (150 RTT / g), so that runs
     // fit between the steals. Bell et al. 4.2's figure is then the minimum over the clean runs; a figure
-    // with fewer than half its runs clean within the budget has no value (refuse_disturbed).
-    // 150 RTT / g: a shortened run's start and final reply cost under 0.7% (a run of 200 messages read g 1.4%
-    // high on a 1990s machine whose RTT is 2.9 g), and it still fits between the steals of a neighbour that
-    // takes 0.5 ms of every 5 in about half its runs (at 200 RTT / g, 3.1 ms, a flood with its replier's core
-    // stolen so was refused in 1 run of 5 of the noisy-core lab).
+    // with fewer than half its runs clean within the budget has no value (refuse_disturbed). Why 150: a run of
+    // 200 messages read g 1.4% high on a 1990s machine whose RTT is 2.9 g, and at 200 RTT / g (3.1 ms) a flood
+    // with its replier's core stolen 0.5 ms of every 5 was refused in 1 run of 5 of the noisy-core lab.
     const double amortised = 150 * median_of(rt0) / per;  // NaN or inf where per or the round trip is unknown
     const int floor_messages =
         std::min(messages, std::isfinite(amortised) ? std::max(200, static_cast<int>(std::min(amortised, 1e9))) : 200);
