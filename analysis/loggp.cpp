@@ -185,10 +185,24 @@ LogGPFromPLogP plogp_to_loggp(std::uint32_t m, const PLogPPoint& x, const PLogPP
   const double ci = gap_ci(x);
   d.g = param(gap(x), ci, "RTT(m) - RTT(0) + g(0): intervals added in quadrature");
   if (m > 0) d.G = param(gap(x) / m, ci / m);
-  if (gap(x) < 0) {
-    // RTT(0) exceeds RTT(m) by more than g(0): the two round trips were not timed alike (a cold start,
-    // interruptions), since m more bytes never make a round trip faster. Bounded by RTT(m), as g(0) is at
-    // most RTT(0) (a saturation of one message is a round trip).
+  if (gap(x) < 0 && gap(x) + ci >= 0) {
+    // Below zero but within its interval of it: g(m) is too small for these round trips to tell from 0
+    // (on shm, g(0) of ~50 ns against two RTTs' intervals of ~10 ns each). Its interval's reach bounds it.
+    char buf[200];
+    std::snprintf(buf, sizeof buf,
+                  "g(m) = RTT(m) - RTT(0) + g(0) = %.1f ns is within its interval (%.1f ns) of zero: these round "
+                  "trips cannot tell it from 0; it is below %.1f ns",
+                  gap(x), ci, gap(x) + ci);
+    d.g = Param::hidden(buf, gap(x) + ci);
+    d.g.raw = gap(x);
+    if (m > 0) {
+      d.G = Param::hidden(buf, (gap(x) + ci) / m);
+      d.G.raw = gap(x) / m;
+    }
+  } else if (gap(x) < 0) {
+    // RTT(0) exceeds RTT(m) by more than g(0) and the intervals: the two round trips were not timed alike
+    // (a cold start, interruptions), since m more bytes never make a round trip faster. Bounded by RTT(m),
+    // as g(0) is at most RTT(0) (a saturation of one message is a round trip).
     const std::string why =
         "g(m) = RTT(m) - RTT(0) + g(0) is negative: RTT(0) exceeds RTT(m) by more than g(0), "
         "so the two round trips were not timed under the same conditions";

@@ -87,6 +87,7 @@ SendOnly send_only_cost(const Curve& c_all, double rtt_ns, int window, double to
       r.M_limit = lim;
       return r;
     }
+    r.below_limit = below;
     const std::size_t head = std::min<std::size_t>(below, 4);
     const auto best = static_cast<std::size_t>(std::min_element(c.cost_ns.begin(), c.cost_ns.begin() + head) -
                                                c.cost_ns.begin());
@@ -220,6 +221,16 @@ Check read_send_only(SignatureFit& fit, const Curve& zero, const Param& rtt, int
   fit.o_s.note = fit.o_s.valid ? "mean send-only cost of the Delta = 0 curve, " + so.limit_detail : fit.o_s.note;
   fit.send_only_M = so.used_M;
   fit.send_only_M_limit = so.M_limit;
+  // One point below the limit is the link's property (its round trip ends before a second send): o_s is
+  // that point's mean over its repetitions, and a note says so (issue 50 item 6: a property of the link is
+  // no doubt about a figure). One point used of several below the limit is a plateau not seen: in doubt.
+  if (so.used_M.size() == 1 && so.below_limit == 1) {
+    if (fit.o_s.valid)
+      fit.o_s.note += "; one point (M = 1): this link's round trip is under two sends, so no second send "
+                      "is free of replies";
+    return {"send-only regime seen", true,
+            "one point, M = 1, is below the limit (" + so.limit_detail + "): the link allows no more"};
+  }
   return {"send-only regime seen", so.used_M.size() >= 2,
           so.used_M.size() >= 2
               ? so.limit_detail

@@ -41,6 +41,9 @@ struct SendOnly {
   // limit is reached; whichever comes first"). NaN when neither is known: the plateau is then unbounded.
   double M_limit = std::nan("");
   std::string limit_detail;  // how M_limit was reached, in words
+  // Points of the curve below M_limit: 1 on a link whose round trip is under two sends (RTT / o_s < 2),
+  // where the plateau is one point by the link's nature, not for want of measuring.
+  std::size_t below_limit = 0;
 };
 // rtt_ns: the round trip (NaN: unknown); window: W (0: unknown).
 SendOnly send_only_cost(const Curve& c, double rtt_ns = std::nan(""), int window = 0, double tolerance = 0.03);

@@ -377,6 +377,28 @@ TEST_CASE("the send-only plateau stops at the window, and a synthetic plateau at
   CHECK(std::isnan(none.M_limit));
 }
 
+TEST_CASE("a round trip under two sends leaves one send-only point: a note on o_s, not a failed check") {
+  // Soft-RoCE's shape (RTT 32.9 us, a send 31.7 us): RTT / o_s = 1.04, so only M = 1 is send-only. That is
+  // the link's property (issue 50 item 6), and o_s is still M = 1's mean.
+  std::vector<Curve> one;
+  unsigned seed = 1;
+  for (double d : {0.0, 16000.0, 32000.0, 64000.0})
+    one.push_back(synth(31700, 1000, 32000, 32900, 32, d, 0, seed++));
+  const SignatureFit f = fit_signature(one, rtt_of(32900), 1.2, 32);
+  REQUIRE(f.o_s.valid);
+  CHECK(f.send_only_M == std::vector<double>{1});
+  CHECK(check_ok(f, "send-only regime seen"));
+  CHECK(f.o_s.note.find("one point (M = 1)") != std::string::npos);
+  // Two points below the limit of which only the first is flat: a plateau not seen, still a failed check.
+  Curve rising;
+  rising.M = {1, 2, 3, 4, 6, 8};
+  rising.cost_ns = {1000, 1300, 1400, 1450, 1500, 1500};
+  rising.ci95_ns.assign(rising.M.size(), 5);
+  const SendOnly r = send_only_cost(rising, 3500, 0);  // RTT / o_s = 3.5: M = 1, 2, 3 below it
+  CHECK(r.used_M == std::vector<double>{1});
+  CHECK(r.below_limit == 3);
+}
+
 namespace {
 // A Delta curve in its steady state from M = 1, whose g' - Delta is `pair` with the 95% interval `ci`
 // (the per-point intervals scaled until steady_state_cost reports it).

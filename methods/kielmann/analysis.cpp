@@ -229,15 +229,20 @@ void table_one_checks(const methods::KielmannResult& r, const nlohmann::json& p,
   add_check(checks, "g(0) saturation converged", r.g0_converged, r.notes.empty() ? "" : r.notes.front());
   checks.back()["about"] = nlohmann::json::array({"g0", "g", "g_ni", "L", "L_plogp", "G"});
   std::vector<std::uint32_t> negative, slow_receive;
+  const auto* zero = find(r, 0);
+  auto sq = [](double a) { return std::isfinite(a) ? a * a : 0.0; };
   for (const auto& k : r.sizes) {
-    if (std::isfinite(k.g) && k.g < 0)
+    // Negative beyond its interval (RTT(m), RTT(0) and g(0)'s, in quadrature, as Table 1's conversion adds
+    // them): a contradiction. Within it, g(m) is only too small to tell from 0, and is published as a bound.
+    const double ci = zero ? std::sqrt(sq(k.rtt_ci) + sq(zero->rtt_ci) + sq(r.g0_ci)) : 0.0;
+    if (std::isfinite(k.g) && k.g + ci < 0)
       negative.push_back(k.bytes);
     else if (std::isfinite(k.o_r) && std::isfinite(k.g) && k.o_r > k.g + k.o_r_ci)
       slow_receive.push_back(k.bytes);
   }
   add_size_check(checks, "g(m) >= 0", negative, r.sizes.size(),
-                 "g(m) = RTT(m) - RTT(0) + g(0) < 0 (RTT(0) was timed slower than RTT(m); g(m) is reported as an "
-                 "upper bound only)");
+                 "g(m) = RTT(m) - RTT(0) + g(0) < 0 beyond its interval (RTT(0) was timed slower than RTT(m); g(m) "
+                 "is reported as an upper bound only)");
   checks.back()["about"] = nlohmann::json::array({"g", "G"});
   // A relation between two figures, each measured in its own way: on today's NIs one receive of a message
   // that waited (a cache miss, a poll's fixed cost) costs more than a message of a stream. It qualifies LogP

@@ -66,6 +66,33 @@ TEST_CASE("Kielmann: a negative g(m) is never a value, and a check failing at ma
   CHECK(s["parameters"]["g0"]["ci_method"].get<std::string>().find("Student") == std::string::npos);
 }
 
+TEST_CASE("Kielmann: a g(m) below 0 within its interval is a bound, not a failed check") {
+  // shm's shape: g(0) = 50 ns, and RTT(m) up to 40 ns below RTT(0), each with an interval of 30 ns (the
+  // interval of g(m) is then about 43 ns): the round trips cannot tell g(m) from 0 at the small sizes.
+  auto r = cold_start_run();
+  r.g0 = 50;
+  r.g0_ci = 5;
+  for (auto& k : r.sizes) {
+    k.rtt = k.bytes == 0 ? 600 : 510 + k.bytes;
+    k.rtt_ci = 30;
+    k.o_r = 40;
+    k.g = k.rtt - 600 + r.g0;
+  }
+  const auto s = methods::kielmann_summary({r});
+  for (const auto& c : s["checks"])
+    if (c["name"].get<std::string>().rfind("g(m) >= 0", 0) == 0) CHECK(c["ok"].get<bool>());
+  bool bounded = false;
+  for (const auto& e : s["per_size"]) {
+    if (e["g"]["value_ns"].is_number()) CHECK(e["g"]["value_ns"].get<double>() >= 0);
+    if (e["g"]["value_ns"].is_null() && e["g"].contains("upper_bound_ns")) {
+      bounded = true;
+      CHECK(e["g"]["upper_bound_ns"].get<double>() > 0);
+      CHECK(e["g"]["error"].get<std::string>().find("cannot tell it from 0") != std::string::npos);
+    }
+  }
+  CHECK(bounded);
+}
+
 TEST_CASE("Kielmann: a saturation the credits may hold back names them and hides g_ni") {
   auto r = cold_start_run();
   for (auto& k : r.sizes) {

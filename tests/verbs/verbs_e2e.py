@@ -53,7 +53,15 @@ def test_signature():
     for k in ("o_s", "o_s_plus_o_r", "g", "L", "rtt"):
         p = doc["parameters"][k]
         assert "value_ns" in p and (p["value_ns"] is not None or p.get("error")), (k, p)
-    assert doc["parameters"]["o_s"]["value_ns"] > 0 and doc["parameters"]["g"]["value_ns"] > 0
+    # Under the guest's emulated CPU the Delta = 0 curve may still bend at the burst cap: then g is published
+    # as a lower bound with its reason, never as a number (CI saw this once in six boots). Either is right;
+    # what is wrong is neither, or a figure <= 0.
+    for k in ("o_s", "g"):
+        p = doc["parameters"][k]
+        if p["value_ns"] is None:
+            assert p.get("error") and (p.get("lower_bound_ns") or p.get("upper_bound_ns") or 0) > 0, (k, p)
+        else:
+            assert p["value_ns"] > 0, (k, p)
     print({k: doc["parameters"][k]["value_ns"] for k in ("o_s", "o_s_plus_o_r", "g", "L", "rtt")})
 
 
