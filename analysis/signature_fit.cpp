@@ -226,8 +226,9 @@ Check read_send_only(SignatureFit& fit, const Curve& zero, const Param& rtt, int
   // no doubt about a figure). One point used of several below the limit is a plateau not seen: in doubt.
   if (so.used_M.size() == 1 && so.below_limit == 1) {
     if (fit.o_s.valid)
-      fit.o_s.note += "; one point (M = 1): this link's round trip is under two sends, so no second send "
-                      "is free of replies";
+      fit.o_s.note +=
+          "; one point (M = 1): this link's round trip is under two sends, so no second send "
+          "is free of replies";
     return {"send-only regime seen", true,
             "one point, M = 1, is below the limit (" + so.limit_detail + "): the link allows no more"};
   }

@@ -382,8 +382,7 @@ TEST_CASE("a round trip under two sends leaves one send-only point: a note on o_
   // the link's property (issue 50 item 6), and o_s is still M = 1's mean.
   std::vector<Curve> one;
   unsigned seed = 1;
-  for (double d : {0.0, 16000.0, 32000.0, 64000.0})
-    one.push_back(synth(31700, 1000, 32000, 32900, 32, d, 0, seed++));
+  for (double d : {0.0, 16000.0, 32000.0, 64000.0}) one.push_back(synth(31700, 1000, 32000, 32900, 32, d, 0, seed++));
   const SignatureFit f = fit_signature(one, rtt_of(32900), 1.2, 32);
   REQUIRE(f.o_s.valid);
   CHECK(f.send_only_M == std::vector<double>{1});
