@@ -44,6 +44,9 @@ struct SendOnly {
   // Points of the curve below M_limit: 1 on a link whose round trip is under two sends (RTT / o_s < 2),
   // where the plateau is one point by the link's nature, not for want of measuring.
   std::size_t below_limit = 0;
+  // Several points below the limit, and they scatter beyond their intervals (no two in one band): the send
+  // cost moves with M on this link. o_s is then their mean, its interval their scatter, and this says how.
+  std::string scatter;
 };
 // rtt_ns: the round trip (NaN: unknown); window: W (0: unknown).
 SendOnly send_only_cost(const Curve& c, double rtt_ns = std::nan(""), int window = 0, double tolerance = 0.03);

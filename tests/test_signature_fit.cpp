@@ -396,6 +396,20 @@ TEST_CASE("a round trip under two sends leaves one send-only point: a note on o_
   const SendOnly r = send_only_cost(rising, 3500, 0);  // RTT / o_s = 3.5: M = 1, 2, 3 below it
   CHECK(r.used_M == std::vector<double>{1});
   CHECK(r.below_limit == 3);
+  CHECK(r.scatter.empty());
+  // shm's zig-zag (a default run here: M = 2, 3, 4, 6 at 80, 100, 83, 79 ns, the cold M = 1 at 130): the send
+  // cost moves with M, beyond the points' intervals. o_s is their mean with their scatter as its interval,
+  // and the check says why instead of failing.
+  Curve zig;
+  zig.M = {1, 2, 3, 4, 6, 8, 12, 16};
+  zig.cost_ns = {130.2, 80.2, 100.2, 82.7, 78.5, 63.2, 100.6, 109.9};
+  zig.ci95_ns = {10, 5, 3.3, 2.5, 1.7, 1.3, 2.9, 3.8};
+  const SendOnly z = send_only_cost(zig, 611, 0);
+  CHECK(z.used_M == std::vector<double>{2, 3, 4, 6});
+  CHECK_FALSE(z.scatter.empty());
+  REQUIRE(z.o_s.valid);
+  CHECK(z.o_s.value == Approx((80.2 + 100.2 + 82.7 + 78.5) / 4));
+  CHECK(z.o_s.ci95 > 10);  // the scatter, not the points' own intervals
 }
 
 namespace {
