@@ -78,12 +78,16 @@ SendOnly send_only_cost(const Curve& c_all, double rtt_ns, int window, double to
     while (below < n && c.M[below] < lim) ++below;
     r.used_M.clear();
     if (below == 0) {
-      char buf[200];
+      // A send that costs a round trip or more (Soft-RoCE under TCG: the post runs the kernel's whole send):
+      // no send-only point, but every request of a burst costs at least o_s, so the cheapest cost per
+      // request of the first points bounds it from above.
+      char buf[260];
       std::snprintf(buf, sizeof buf,
                     "no point of the Delta = 0 curve lies below M = %.3g, where the send-only regime ends "
-                    "(RTT / o_s, or the window): no send-only cost to read",
-                    lim);
-      r.o_s = Param::invalid(buf);
+                    "(RTT / o_s, or the window): no send-only cost to read; every request costs at least o_s, so "
+                    "o_s <= %.1f ns, the cheapest cost per request of the first points",
+                    lim, est);
+      r.o_s = std::isfinite(est) && est > 0 ? Param::hidden(buf, est) : Param::invalid(buf);
       r.M_limit = lim;
       return r;
     }

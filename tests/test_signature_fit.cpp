@@ -410,6 +410,12 @@ TEST_CASE("a round trip under two sends leaves one send-only point: a note on o_
   REQUIRE(z.o_s.valid);
   CHECK(z.o_s.value == Approx((80.2 + 100.2 + 82.7 + 78.5) / 4));
   CHECK(z.o_s.ci95 > 10);  // the scatter, not the points' own intervals
+  // A send that costs more than the round trip (Soft-RoCE under TCG, a CI run: the limit fell at M = 0.969):
+  // no send-only point, and o_s is bounded by the cheapest cost per request.
+  const SendOnly none = send_only_cost(zig, 120, 0);
+  CHECK_FALSE(none.o_s.valid);
+  REQUIRE(std::isfinite(none.o_s.upper_bound));
+  CHECK(none.o_s.upper_bound == Approx(80.2));
 }
 
 namespace {
