@@ -203,6 +203,7 @@ LogGPFromPLogP plogp_to_loggp(std::uint32_t m, const PLogPPoint& x, const PLogPP
     // RTT(0) exceeds RTT(m) by more than g(0) and the intervals: the two round trips were not timed alike
     // (a cold start, interruptions), since m more bytes never make a round trip faster. Bounded by RTT(m),
     // as g(0) is at most RTT(0) (a saturation of one message is a round trip).
+    d.g_contradicts = true;
     const std::string why =
         "g(m) = RTT(m) - RTT(0) + g(0) is negative: RTT(0) exceeds RTT(m) by more than g(0), "
         "so the two round trips were not timed under the same conditions";

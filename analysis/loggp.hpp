@@ -70,6 +70,8 @@ struct PLogPPoint {
 // Without a converged g(0) (NaN) every one is invalid and says so; a negative L is never reported bare.
 struct LogGPFromPLogP {
   Param g, G, L_plogp, L;
+  // g(m) below zero beyond its interval: the round trips contradict each other (not merely too close to 0).
+  bool g_contradicts = false;
 };
 LogGPFromPLogP plogp_to_loggp(std::uint32_t m, const PLogPPoint& at_m, const PLogPPoint& at_0, const PLogPPoint* at_1,
                               double g0, double g0_ci);

@@ -69,13 +69,25 @@ SendOnly send_only_cost(const Curve& c_all, double rtt_ns, int window, double to
   for (std::size_t i = 0; i < std::min<std::size_t>(n, 4); ++i)
     if (c.cost_ns[i] > 0) est = std::min(est, c.cost_ns[i]);
   double lim = limit_for(est), lim_os = est;  // the limit, and the send cost it was taken from
+  // The points below a limit, and the cheapest of the first few of them (the plateau's anchor).
+  struct Below {
+    std::size_t n = 0, best = 0;
+  };
+  auto below_of = [&](double limit) {
+    Below b;
+    while (b.n < n && c.M[b.n] < limit) ++b.n;
+    const std::size_t head = std::min<std::size_t>(b.n, 4);
+    if (head > 0)
+      b.best = static_cast<std::size_t>(std::min_element(c.cost_ns.begin(), c.cost_ns.begin() + head) -
+                                        c.cost_ns.begin());
+    return b;
+  };
   for (int iter = 0; iter < 8; ++iter) {
     // The send-only plateau: the cheapest of the first few points below the limit, and every leading point
     // within tolerance of it: `tolerance` (a fraction) of the cheapest, or what its interval allows,
     // whichever is wider. A loose tolerance takes in the first transition point and biases o_s up. Points
     // before the cheapest that cost more (a cold first message) are skipped.
-    std::size_t below = 0;
-    while (below < n && c.M[below] < lim) ++below;
+    const auto [below, best] = below_of(lim);
     r.used_M.clear();
     if (below == 0) {
       // A send that costs a round trip or more (Soft-RoCE under TCG: the post runs the kernel's whole send):
@@ -92,9 +104,6 @@ SendOnly send_only_cost(const Curve& c_all, double rtt_ns, int window, double to
       return r;
     }
     r.below_limit = below;
-    const std::size_t head = std::min<std::size_t>(below, 4);
-    const auto best = static_cast<std::size_t>(std::min_element(c.cost_ns.begin(), c.cost_ns.begin() + head) -
-                                               c.cost_ns.begin());
     const double m = c.cost_ns[best];
     const double band = std::max(tolerance * m, 2 * safe_ci(c.ci95_ns[best], m));
     double sum = 0, var = 0;
@@ -128,11 +137,7 @@ SendOnly send_only_cost(const Curve& c_all, double rtt_ns, int window, double to
   // o_s is then the mean over the points below the limit from the cheapest of the first few on, with
   // the scatter as its interval (Student-t over the points), and `scatter` says so. Not when they only rise.
   if (r.used_M.size() == 1 && r.below_limit >= 2) {
-    std::size_t below_now = 0;
-    while (below_now < n && c.M[below_now] < lim) ++below_now;
-    const std::size_t head = std::min<std::size_t>(below_now, 4);
-    const auto best = static_cast<std::size_t>(std::min_element(c.cost_ns.begin(), c.cost_ns.begin() + head) -
-                                               c.cost_ns.begin());
+    const auto [below_now, best] = below_of(lim);
     std::vector<double> xs;
     std::vector<double> ms;
     for (std::size_t i = best; i < below_now; ++i) {
@@ -261,9 +266,10 @@ Check read_send_only(SignatureFit& fit, const Curve& zero, const Param& rtt, int
   fit.o_s.note = fit.o_s.valid ? "mean send-only cost of the Delta = 0 curve, " + so.limit_detail : fit.o_s.note;
   fit.send_only_M = so.used_M;
   fit.send_only_M_limit = so.M_limit;
-  // One point below the limit is the link's property (its round trip ends before a second send): o_s is
-  // that point's mean over its repetitions, and a note says so (issue 50 item 6: a property of the link is
-  // no doubt about a figure). One point used of several below the limit is a plateau not seen: in doubt.
+  // Properties of the link are notes, not doubts about a figure (issue 50 item 6): points that scatter with
+  // M (send_only_cost's `scatter`), and one point below the limit (the round trip ends before a second send:
+  // o_s is that point's mean over its repetitions). One point used of several below the limit that only rise
+  // is a plateau not seen: in doubt.
   if (!so.scatter.empty()) {
     if (fit.o_s.valid) fit.o_s.note += "; " + so.scatter + ": o_s is their mean, its interval their scatter";
     return {"send-only regime seen", true, so.scatter + " (" + so.limit_detail + ")"};

@@ -26,6 +26,7 @@ PLogPPoint point(const methods::KielmannSize& k) { return {k.rtt, k.rtt_ci, k.o_
 // One run's figures at size m: as measured (o_s, o_r, RTT), and converted by Table 1.
 struct Derived {
   Param g, G, L_plogp, L, o_s, o_r, rtt, g0;
+  bool g_contradicts = false;  // g(m) < 0 beyond its interval (plogp_to_loggp)
 };
 Derived derive(const methods::KielmannResult& k, std::uint32_t m) {
   Derived d;
@@ -44,6 +45,7 @@ Derived derive(const methods::KielmannResult& k, std::uint32_t m) {
   d.G = c.G;
   d.L_plogp = c.L_plogp;
   d.L = c.L;
+  d.g_contradicts = c.g_contradicts;
   return d;
 }
 
@@ -229,13 +231,10 @@ void table_one_checks(const methods::KielmannResult& r, const nlohmann::json& p,
   add_check(checks, "g(0) saturation converged", r.g0_converged, r.notes.empty() ? "" : r.notes.front());
   checks.back()["about"] = nlohmann::json::array({"g0", "g", "g_ni", "L", "L_plogp", "G"});
   std::vector<std::uint32_t> negative, slow_receive;
-  const auto* zero = find(r, 0);
-  auto sq = [](double a) { return std::isfinite(a) ? a * a : 0.0; };
   for (const auto& k : r.sizes) {
-    // Negative beyond its interval (RTT(m), RTT(0) and g(0)'s, in quadrature, as Table 1's conversion adds
-    // them): a contradiction. Within it, g(m) is only too small to tell from 0, and is published as a bound.
-    const double ci = zero ? std::sqrt(sq(k.rtt_ci) + sq(zero->rtt_ci) + sq(r.g0_ci)) : 0.0;
-    if (std::isfinite(k.g) && k.g + ci < 0)
+    // Negative beyond its interval, as Table 1's conversion judges it: a contradiction. Within it, g(m) is
+    // only too small to tell from 0, and the conversion publishes it as a bound.
+    if (derive(r, k.bytes).g_contradicts)
       negative.push_back(k.bytes);
     else if (std::isfinite(k.o_r) && std::isfinite(k.g) && k.o_r > k.g + k.o_r_ci)
       slow_receive.push_back(k.bytes);
